@@ -1,0 +1,299 @@
+"""The library API: :class:`Switchyard`.
+
+Layer: ``api`` — above ``config`` and ``engine``; the server, the in-process transport and the
+drop-in SDK clients are thin shells over :meth:`Switchyard.dispatch`.
+
+Example:
+    >>> sy = Switchyard.from_config("router.yaml")
+    >>> done = await sy.complete(model="agent", messages=[{"role": "user", "content": "hi"}])
+    >>> done.response.text, done.record.selected, done.record.cost_usd
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import weakref
+from collections.abc import AsyncIterator, Coroutine, Iterator, Mapping
+from pathlib import Path
+from typing import Any, TypeVar
+
+from switchyard.config.build import (
+    build_engine,
+    build_routes,
+    build_store,
+    decision_log_sink,
+    describe_routes,
+)
+from switchyard.config.build import target_infos as _target_infos
+from switchyard.config.load import LoadedConfig, load_config
+from switchyard.engine.core import Completion, Engine, EventStream, Route
+from switchyard.engine.records import DecisionRecord, DecisionSink, JsonlSink
+from switchyard.engine.reply import Reply
+from switchyard.protocol.errors import ErrorInfo
+from switchyard.protocol.request import ChatRequest
+from switchyard.protocol.session import StateStore
+from switchyard.protocol.stream import StreamEvent
+from switchyard.wire import available_formats
+from switchyard.wire import codec as get_codec
+from switchyard.wire.base import WireFormat
+from switchyard.wire.json import dumps
+
+T = TypeVar("T")
+
+# Paths (below an optional ``/v1``) that carry model calls, by wire format.
+_INFERENCE_PATHS: dict[str, WireFormat] = {
+    "/chat/completions": WireFormat.OPENAI_CHAT,
+    "/messages": WireFormat.ANTHROPIC_MESSAGES,
+    "/responses": WireFormat.OPENAI_RESPONSES,
+}
+
+
+class _LoopThread:
+    """A private event loop on a daemon thread, for the synchronous API."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self.loop.run_forever, name="switchyard-loop", daemon=True)
+        self._thread.start()
+
+    def run(self, coro: Coroutine[Any, Any, T]) -> T:
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result()
+
+    def iterate(self, agen: AsyncIterator[T]) -> Iterator[T]:
+        try:
+            while True:
+                try:
+                    yield self.run(agen.__anext__())  # type: ignore[arg-type]
+                except StopAsyncIteration:
+                    return
+        finally:
+            aclose = getattr(agen, "aclose", None)
+            if aclose is not None and self.loop.is_running():
+                self.run(aclose())
+
+    def stop(self) -> None:
+        if self.loop.is_running():
+            self.loop.call_soon_threadsafe(self.loop.stop)
+            self._thread.join(timeout=5)
+
+
+class Switchyard:
+    """A configured router you can call in-process, serve over HTTP or wrap in an SDK client.
+
+    Build it with :meth:`from_config`. One instance may be used from several event loops (each
+    gets its own connection pools); routers and session state are shared.
+    """
+
+    def __init__(self, loaded: LoadedConfig, *, decision_log: str | None = None) -> None:
+        self.loaded = loaded
+        self._callbacks: list[DecisionSink] = []
+        self._jsonl: JsonlSink | None = decision_log_sink(loaded, decision_log)
+        self._store: StateStore = build_store(loaded)
+        self._routes: dict[str, Route] = build_routes(loaded, _target_infos(loaded))
+        self._engines: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Engine] = weakref.WeakKeyDictionary()
+        self._lock = threading.Lock()
+        self._thread: _LoopThread | None = None
+        # Fail at construction, not at the first request, when clients cannot be built.
+        self._probe: Engine | None = build_engine(loaded, routes=self._routes, store=self._store)
+
+    @classmethod
+    def from_config(cls, source: str | Path | Mapping[str, Any], *, decision_log: str | None = None) -> Switchyard:
+        """Loads a YAML file (or a dict of the same shape) and builds the router.
+
+        Args:
+            source: Path to a YAML config, or the parsed mapping.
+            decision_log: JSONL file receiving one decision record per request.
+
+        Raises:
+            ConfigError: The config is invalid; the message names each bad key's YAML path.
+        """
+        return cls(load_config(source), decision_log=decision_log)
+
+    # -- engines ----------------------------------------------------------------------------
+
+    def _sinks(self) -> list[DecisionSink]:
+        sinks: list[DecisionSink] = [self._dispatch_record]
+        if self._jsonl is not None:
+            sinks.append(self._jsonl)
+        return sinks
+
+    def _dispatch_record(self, record: DecisionRecord) -> None:
+        for callback in list(self._callbacks):
+            callback(record)
+
+    @property
+    def engine(self) -> Engine:
+        """The engine for the running event loop (created on first use in that loop)."""
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            found = self._engines.get(loop)
+            if found is None:
+                if self._probe is not None:
+                    found, self._probe = self._probe, None
+                    found.sinks.extend(self._sinks())
+                else:
+                    found = build_engine(self.loaded, routes=self._routes, store=self._store, sinks=self._sinks())
+                self._engines[loop] = found
+        return found
+
+    def on_decision(self, callback: DecisionSink) -> None:
+        """Calls ``callback(record)`` for every finished request (keep it quick; never raise)."""
+        self._callbacks.append(callback)
+
+    @property
+    def routes(self) -> list[str]:
+        """Route ids."""
+        return list(self._routes)
+
+    # -- requests -----------------------------------------------------------------------------
+
+    @staticmethod
+    def build_request(**kwargs: Any) -> ChatRequest:
+        """Builds an IR request from OpenAI-Chat-style keywords (``model``, ``messages``, ``tools`` …)."""
+        body = {k: v for k, v in kwargs.items() if v is not None}
+        return get_codec(WireFormat.OPENAI_CHAT).decode_request(body)
+
+    @staticmethod
+    def _headers(session_id: str | None, headers: Mapping[str, str] | None) -> dict[str, str]:
+        out = {k.lower(): v for k, v in (headers or {}).items()}
+        if session_id:
+            out["x-switchyard-session-id"] = session_id
+        return out
+
+    async def complete(
+        self,
+        *,
+        model: str,
+        messages: list[dict[str, Any]],
+        stream: bool = False,
+        session_id: str | None = None,
+        headers: Mapping[str, str] | None = None,
+        **kwargs: Any,
+    ) -> Completion | EventStream:
+        """Routes and answers one request.
+
+        Args:
+            model: The route id.
+            messages: OpenAI Chat messages.
+            stream: Return an :class:`EventStream` of IR events instead of a :class:`Completion`.
+            session_id: Session identity for stateful routers (same as ``x-switchyard-session-id``).
+            headers: Extra caller headers (session/agent headers are read from here).
+            **kwargs: Any other Chat Completions field (``tools``, ``tool_choice``, ``max_tokens``,
+                ``temperature``, vLLM extras …).
+
+        Returns:
+            A :class:`Completion` (``.response``, ``.record``) or an :class:`EventStream`.
+        """
+        request = self.build_request(model=model, messages=messages, stream=stream, **kwargs)
+        hdrs = self._headers(session_id, headers)
+        if stream:
+            return await self.engine.stream(request, hdrs)
+        return await self.engine.complete(request, hdrs)
+
+    async def decide(
+        self,
+        *,
+        model: str,
+        messages: list[dict[str, Any]],
+        session_id: str | None = None,
+        headers: Mapping[str, str] | None = None,
+        **kwargs: Any,
+    ) -> DecisionRecord:
+        """Routes without the answer call; returns the decision record (judge costs included)."""
+        request = self.build_request(model=model, messages=messages, **kwargs)
+        return await self.engine.decide(request, self._headers(session_id, headers))
+
+    def _loop_thread(self) -> _LoopThread:
+        with self._lock:
+            if self._thread is None:
+                self._thread = _LoopThread()
+            return self._thread
+
+    def run_sync(self, coro: Coroutine[Any, Any, T]) -> T:
+        """Runs a coroutine on the instance's private loop thread and waits for it."""
+        return self._loop_thread().run(coro)
+
+    def iterate_sync(self, agen: AsyncIterator[T]) -> Iterator[T]:
+        """Iterates an async iterator on the private loop thread."""
+        return self._loop_thread().iterate(agen)
+
+    def complete_sync(self, **kwargs: Any) -> Completion | Iterator[StreamEvent]:
+        """Synchronous :meth:`complete`; with ``stream=True`` returns an iterator of IR events."""
+        result = self.run_sync(self.complete(**kwargs))
+        if isinstance(result, EventStream):
+            return self.iterate_sync(result)
+        return result
+
+    def decide_sync(self, **kwargs: Any) -> DecisionRecord:
+        """Synchronous :meth:`decide`."""
+        return self.run_sync(self.decide(**kwargs))
+
+    # -- HTTP-shaped entry point ---------------------------------------------------------------
+
+    async def dispatch(self, method: str, path: str, body: bytes, headers: Mapping[str, str]) -> Reply:
+        """Serves one HTTP request (the proxy and the in-process transport both call this).
+
+        Handles ``POST /v1/chat/completions`` (and the other formats once available),
+        ``GET /v1/models`` and ``GET /health``; anything else is a 404 in OpenAI's envelope.
+        """
+        route = path.split("?", 1)[0].rstrip("/")
+        sub = route[3:] if route.startswith("/v1/") else route
+        fmt = _INFERENCE_PATHS.get(sub)
+        if fmt is not None and method == "POST":
+            if fmt.value not in available_formats():
+                return _error(
+                    WireFormat.OPENAI_CHAT, 404, f"{route} is not available in this version", "not_found_error"
+                )
+            return await self.engine.handle(fmt, body, headers)
+        if sub == "/models" and method == "GET":
+            data = {"object": "list", "data": describe_routes(self.engine)}
+            return Reply(200, {"content-type": "application/json"}, body=dumps(data))
+        if route in ("/health", "/v1/health") and method in ("GET", "HEAD"):
+            data = {"status": "ok", "routes": self.routes}
+            return Reply(200, {"content-type": "application/json"}, body=dumps(data))
+        if fmt is not None or sub == "/models":
+            return _error(
+                WireFormat.OPENAI_CHAT, 405, f"method {method} not allowed on {route}", "invalid_request_error"
+            )
+        return _error(WireFormat.OPENAI_CHAT, 404, f"no such endpoint: {method} {route}", "not_found_error")
+
+    # -- lifecycle ------------------------------------------------------------------------------
+
+    async def aclose(self) -> None:
+        """Closes the connection pools of the current loop's engine."""
+        loop = asyncio.get_running_loop()
+        engine = self._engines.pop(loop, None)
+        if engine is not None:
+            await engine.aclose()
+
+    def close(self) -> None:
+        """Closes everything, including the private loop thread."""
+        thread, self._thread = self._thread, None
+        if thread is not None:
+            if thread.loop in self._engines:
+                thread.run(self._engines.pop(thread.loop).aclose())
+            thread.stop()
+        if self._jsonl is not None:
+            self._jsonl.close()
+            self._jsonl = None
+
+    async def __aenter__(self) -> Switchyard:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    def __enter__(self) -> Switchyard:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _error(fmt: WireFormat, status: int, message: str, kind: str) -> Reply:
+    info = ErrorInfo(status=status, type=kind, message=message)
+    return Reply(status, {"content-type": "application/json"}, body=dumps(get_codec(fmt).encode_error(info)))
+
+
+__all__ = ["Switchyard"]

@@ -1,0 +1,238 @@
+"""HTTP backend: encode → POST → decode, JSON and SSE, for any wire format with a codec.
+
+Layer: ``clients`` — the only layer that speaks HTTP (through ``httpx``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
+
+import httpx
+import orjson
+
+from switchyard.clients.errors import status_error
+from switchyard.protocol.call import CallOptions
+from switchyard.protocol.errors import (
+    UpstreamConnectionError,
+    UpstreamError,
+    UpstreamProtocolError,
+    UpstreamTimeoutError,
+)
+from switchyard.protocol.request import ChatRequest
+from switchyard.protocol.response import ChatResponse
+from switchyard.protocol.stream import StreamEvent
+from switchyard.protocol.targets import TargetInfo
+from switchyard.wire import codec as get_codec
+from switchyard.wire.base import WireFormat
+from switchyard.wire.sse import SSEParser
+
+_HOP_BY_HOP = frozenset({"host", "content-length", "connection", "transfer-encoding", "accept-encoding"})
+
+
+class Timeouts:
+    """Connect, read (longest silence between bytes) and total (per request) limits in seconds."""
+
+    __slots__ = ("connect", "read", "total")
+
+    def __init__(self, connect: float = 10.0, read: float = 300.0, total: float | None = 900.0) -> None:
+        self.connect = connect
+        self.read = read
+        self.total = total
+
+    def merged(self, override: Mapping[str, float] | None) -> Timeouts:
+        """These limits with per-request overrides applied."""
+        if not override:
+            return self
+        return Timeouts(
+            connect=float(override.get("connect", self.connect)),
+            read=float(override.get("read", self.read)),
+            total=float(override["total"]) if "total" in override else self.total,
+        )
+
+
+class HttpBackend:
+    """An upstream reachable over HTTP in one wire format.
+
+    Args:
+        name: The ``llm_clients`` entry name (for errors and logs).
+        base_url: Root URL, e.g. ``http://127.0.0.1:8000/v1``.
+        fmt: Wire format the upstream speaks.
+        api_key: Secret sent as the format's auth header, or ``None``.
+        headers: Extra headers sent on every request.
+        timeouts: Default limits.
+        max_connections: Connection-pool size.
+        transport: An ``httpx`` transport to use instead of the network (tests).
+    """
+
+    def __init__(
+        self,
+        name: str,
+        base_url: str,
+        fmt: WireFormat | str = WireFormat.OPENAI_CHAT,
+        *,
+        api_key: str | None = None,
+        headers: Mapping[str, str] | None = None,
+        timeouts: Timeouts | None = None,
+        max_connections: int = 256,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        self.name = name
+        self.format = WireFormat(fmt)
+        self.codec = get_codec(self.format)
+        self.timeouts = timeouts or Timeouts()
+        self.url = self._url(base_url.rstrip("/"), self.codec.path)
+        base_headers = {"content-type": "application/json", "accept": "application/json"}
+        base_headers.update(self._auth_headers(api_key))
+        base_headers.update(headers or {})
+        self._headers = base_headers
+        self._client = httpx.AsyncClient(
+            transport=transport,
+            limits=httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections),
+            timeout=httpx.Timeout(self.timeouts.read, connect=self.timeouts.connect),
+            follow_redirects=False,
+        )
+
+    @staticmethod
+    def _url(base: str, path: str) -> str:
+        return base if base.endswith(path) else base + path
+
+    def _auth_headers(self, api_key: str | None) -> dict[str, str]:
+        if not api_key:
+            return {}
+        if self.format is WireFormat.ANTHROPIC_MESSAGES:
+            return {"x-api-key": api_key, "anthropic-version": "2023-06-01"}
+        return {"authorization": f"Bearer {api_key}"}
+
+    def _body(self, request: ChatRequest, target: TargetInfo, options: CallOptions, stream: bool) -> bytes:
+        if options.raw_body is not None and options.raw_format == self.format.value:
+            body: dict[str, Any] = dict(options.raw_body)
+            body["model"] = target.model
+            if stream and self.format is WireFormat.OPENAI_CHAT:
+                # Usage is needed for accounting; the engine strips it again if the caller did not ask.
+                body["stream_options"] = {**(body.get("stream_options") or {}), "include_usage": True}
+        else:
+            body = self.codec.encode_request(request, model=target.model, stream=stream)
+        for key, value in target.extra_body.items():
+            body.setdefault(key, value)
+        return orjson.dumps(body)
+
+    def _request(self, content: bytes, options: CallOptions, timeouts: Timeouts) -> httpx.Request:
+        headers = dict(self._headers)
+        for key, value in options.headers.items():
+            if key.lower() not in _HOP_BY_HOP:
+                headers[key] = value
+        return self._client.build_request(
+            "POST",
+            self.url,
+            content=content,
+            headers=headers,
+            timeout=httpx.Timeout(timeouts.read, connect=timeouts.connect),
+        )
+
+    async def complete(self, request: ChatRequest, target: TargetInfo, options: CallOptions) -> ChatResponse:
+        timeouts = self.timeouts.merged(options.timeout)
+        req = self._request(self._body(request, target, options, stream=False), options, timeouts)
+        try:
+            async with asyncio.timeout(timeouts.total):
+                resp = await self._client.send(req)
+        except TimeoutError as exc:
+            raise UpstreamTimeoutError(
+                f"{target.name}: no complete answer within {timeouts.total}s", target=target.name
+            ) from exc
+        except httpx.HTTPError as exc:
+            raise self._transport_error(exc, target) from exc
+        if resp.status_code >= 400:
+            raise status_error(self.codec, resp.status_code, resp.content, resp.headers, target=target.name)
+        try:
+            data = orjson.loads(resp.content)
+        except orjson.JSONDecodeError as exc:
+            raise UpstreamProtocolError(f"{target.name}: upstream sent invalid JSON", target=target.name) from exc
+        if not isinstance(data, dict):
+            raise UpstreamProtocolError(f"{target.name}: upstream sent a non-object body", target=target.name)
+        try:
+            return self.codec.decode_response(data)
+        except UpstreamError as exc:
+            exc.target = target.name
+            raise
+
+    async def open_stream(
+        self, request: ChatRequest, target: TargetInfo, options: CallOptions
+    ) -> AsyncIterator[StreamEvent]:
+        timeouts = self.timeouts.merged(options.timeout)
+        deadline = None if timeouts.total is None else time.monotonic() + timeouts.total
+        req = self._request(self._body(request, target, options, stream=True), options, timeouts)
+        try:
+            async with asyncio.timeout(timeouts.total):
+                resp = await self._client.send(req, stream=True)
+        except TimeoutError as exc:
+            raise UpstreamTimeoutError(
+                f"{target.name}: no response headers within {timeouts.total}s", target=target.name
+            ) from exc
+        except httpx.HTTPError as exc:
+            raise self._transport_error(exc, target) from exc
+        if resp.status_code >= 400:
+            try:
+                body = await resp.aread()
+            except httpx.HTTPError:
+                body = b""
+            finally:
+                await resp.aclose()
+            raise status_error(self.codec, resp.status_code, body, resp.headers, target=target.name)
+        content_type = resp.headers.get("content-type", "")
+        if "text/event-stream" not in content_type:
+            # The upstream ignored ``stream`` and answered in one piece: replay it as a stream.
+            body = await resp.aread()
+            await resp.aclose()
+            return self._replay_json(body, target)
+        return self._events(resp, target, deadline)
+
+    async def _replay_json(self, body: bytes, target: TargetInfo) -> AsyncIterator[StreamEvent]:
+        from switchyard.protocol.stream import response_to_events
+
+        try:
+            data = orjson.loads(body)
+        except orjson.JSONDecodeError as exc:
+            raise UpstreamProtocolError(f"{target.name}: upstream sent invalid JSON", target=target.name) from exc
+        for event in response_to_events(self.codec.decode_response(data)):
+            yield event
+
+    async def _events(
+        self, resp: httpx.Response, target: TargetInfo, deadline: float | None
+    ) -> AsyncIterator[StreamEvent]:
+        parser = SSEParser()
+        decoder = self.codec.stream_decoder()
+        try:
+            async for chunk in resp.aiter_bytes():
+                if deadline is not None and time.monotonic() > deadline:
+                    raise UpstreamTimeoutError(f"{target.name}: stream exceeded its total deadline", target=target.name)
+                for sse in parser.feed(chunk):
+                    for event in decoder.feed(sse):
+                        yield event
+                if decoder.done:
+                    return
+            for sse in parser.finish():
+                for event in decoder.feed(sse):
+                    yield event
+            for event in decoder.finish():
+                yield event
+        except httpx.HTTPError as exc:
+            raise self._transport_error(exc, target) from exc
+        except UpstreamError as exc:
+            exc.target = target.name
+            raise
+        finally:
+            await resp.aclose()
+
+    @staticmethod
+    def _transport_error(exc: httpx.HTTPError, target: TargetInfo) -> UpstreamError:
+        if isinstance(exc, httpx.TimeoutException):
+            kind = type(exc).__name__
+            return UpstreamTimeoutError(f"{target.name}: upstream timed out ({kind})", target=target.name)
+        return UpstreamConnectionError(f"{target.name}: {type(exc).__name__}: {exc}", target=target.name)
+
+    async def aclose(self) -> None:
+        """Closes pooled connections."""
+        await self._client.aclose()

@@ -1,0 +1,79 @@
+"""Upstream error classification: HTTP status and body → typed errors.
+
+Layer: ``clients``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import orjson
+
+from switchyard.protocol.errors import ContextWindowExceededError, UpstreamStatusError
+from switchyard.wire.base import Codec
+
+# Phrases providers use for "the prompt does not fit" (OpenAI, Anthropic, vLLM, SGLang …).
+_OVERFLOW_PHRASES = (
+    "context_length_exceeded",
+    "maximum context length",
+    "context length exceeded",
+    "context window",
+    "context length is only",
+    "please reduce the length of the input",
+    "exceeds the maximum allowed",
+    "longer than the model's context length",
+    "prompt is too long",
+    "maximum number of tokens",
+    "is too large for the model",
+)
+
+
+def is_context_overflow(status: int, body_text: str, code: str | None) -> bool:
+    """Whether a 4xx answer says the prompt is longer than the model's context window."""
+    if status not in (400, 413, 422):
+        return False
+    if code == "context_length_exceeded":
+        return True
+    lowered = body_text.lower()
+    return any(p in lowered for p in _OVERFLOW_PHRASES)
+
+
+def status_error(
+    codec: Codec, status: int, body: bytes, headers: Mapping[str, str], *, target: str | None
+) -> UpstreamStatusError:
+    """Builds the typed error for an upstream HTTP error answer."""
+    parsed: Any
+    try:
+        parsed = orjson.loads(body) if body else None
+    except orjson.JSONDecodeError:
+        parsed = None
+    if parsed is None:
+        text = body[:300].decode("utf-8", errors="replace").strip()
+        message = f"upstream answered HTTP {status}" + (f": {text}" if text and not text.startswith("<") else "")
+        code: str | None = None
+    else:
+        info = codec.decode_error(parsed, status)
+        message, code = info.message or f"upstream answered HTTP {status}", info.code
+    keep = {k: v for k, v in headers.items() if k.lower() in ("retry-after", "retry-after-ms")}
+    body_text = body[:4000].decode("utf-8", errors="replace")
+    if is_context_overflow(status, body_text, code):
+        return ContextWindowExceededError(
+            message,
+            upstream_status=status,
+            body=body,
+            upstream_headers=headers,
+            target=target,
+            status=400,
+            code="context_length_exceeded",
+            headers=keep,
+        )
+    return UpstreamStatusError(
+        message,
+        upstream_status=status,
+        body=body,
+        upstream_headers=headers,
+        target=target,
+        code=code if code and not code.isdigit() else None,
+        headers=keep,
+    )

@@ -1,0 +1,188 @@
+"""Building an :class:`~switchyard.engine.Engine` from a validated config.
+
+Layer: ``config`` — the place where concrete clients, routers and stores are wired together.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from switchyard.config.load import ConfigError, ConfigIssue, LoadedConfig
+from switchyard.config.schema import LlmClientConfig
+from switchyard.engine.core import Engine, Route, Target
+from switchyard.engine.records import DecisionSink, JsonlSink, log_sink
+from switchyard.protocol.call import ModelBackend
+from switchyard.protocol.session import StateStore
+from switchyard.protocol.targets import TargetInfo
+from switchyard.routers.base import BuildContext
+from switchyard.wire import available_formats
+
+BackendFactory = Callable[[str, LlmClientConfig, "str | None"], ModelBackend]
+"""Makes the backend of one ``llm_clients`` entry: ``(name, config, api_key) -> backend``."""
+
+
+def http_backend(name: str, cfg: LlmClientConfig, api_key: str | None) -> ModelBackend:
+    """The default backend factory: an :class:`~switchyard.clients.HttpBackend`."""
+    from switchyard.clients.backend import HttpBackend, Timeouts
+
+    return HttpBackend(
+        name,
+        cfg.base_url,
+        cfg.format,
+        api_key=api_key,
+        headers=cfg.headers,
+        timeouts=Timeouts(cfg.timeout.connect, cfg.timeout.read, cfg.timeout.total),
+        max_connections=cfg.max_connections,
+    )
+
+
+def target_infos(loaded: LoadedConfig) -> dict[str, TargetInfo]:
+    """Every target as a :class:`TargetInfo`."""
+    cfg = loaded.config
+    return {
+        name: TargetInfo(
+            name=name,
+            model=t.model,
+            client=t.client,
+            format=cfg.llm_clients[t.client].format,
+            price=t.price,
+            extra_body=t.extra_body,
+            context_window=t.context_window,
+        )
+        for name, t in cfg.targets.items()
+    }
+
+
+def build_routes(loaded: LoadedConfig, infos: Mapping[str, TargetInfo]) -> dict[str, Route]:
+    """Builds every route's router."""
+    routes: dict[str, Route] = {}
+    for name, spec in loaded.routes.items():
+        try:
+            router = spec.build(BuildContext(route=name, targets=infos, config_dir=str(loaded.base_dir)))
+        except (ValueError, OSError) as exc:
+            raise ConfigError([ConfigIssue(f"routes.{name}", str(exc))], loaded.source) from exc
+        own = tuple(dict.fromkeys(t for _, t in spec.target_refs()))
+        routes[name] = Route(
+            name=name,
+            kind=spec.type,
+            router=router,
+            targets=own,
+            fallbacks=tuple(spec.fallbacks),
+            aliases=tuple(spec.aliases),
+            description=spec.description,
+            context_window=spec.context_window,
+            stateful=spec.stateful,
+        )
+    return routes
+
+
+def build_store(loaded: LoadedConfig) -> StateStore:
+    """The session store the config asks for."""
+    state = loaded.config.state
+    if state.backend == "memory":
+        from switchyard.state.memory import MemoryStore
+
+        return MemoryStore(max_entries=state.max_entries, default_ttl_s=state.ttl_s)
+    raise ConfigError(
+        [ConfigIssue("state.backend", "the 'redis' backend is not available in this version")], loaded.source
+    )
+
+
+def build_engine(
+    loaded: LoadedConfig,
+    *,
+    sinks: Iterable[DecisionSink] = (),
+    backend_factory: BackendFactory = http_backend,
+    env: Mapping[str, str] | None = None,
+    routes: Mapping[str, Route] | None = None,
+    store: StateStore | None = None,
+) -> Engine:
+    """Wires clients, targets, routers and the state store into an engine.
+
+    Args:
+        loaded: A validated config.
+        sinks: Receivers of decision records besides the log (see :func:`decision_log_sink`).
+        backend_factory: Makes backends (tests inject fakes here).
+        env: Environment for API keys (default ``os.environ``).
+        routes: Routes already built (to share routers between engines of one config).
+        store: A state store to share (default: a new one as the config says).
+
+    Raises:
+        ConfigError: Something only detectable at build time (a missing API key, an
+            unsupported format, a router that cannot start).
+    """
+    env = os.environ if env is None else env
+    cfg = loaded.config
+    issues: list[ConfigIssue] = []
+    backends: dict[str, ModelBackend] = {}
+    for name, client in cfg.llm_clients.items():
+        if client.format not in available_formats():
+            issues.append(
+                ConfigIssue(
+                    f"llm_clients.{name}.format",
+                    f"format {client.format!r} is not available in this version; "
+                    f"available: {', '.join(available_formats())}",
+                )
+            )
+            continue
+        key: str | None = None
+        if client.api_key_env:
+            key = env.get(client.api_key_env)
+            if not key:
+                issues.append(
+                    ConfigIssue(
+                        f"llm_clients.{name}.api_key_env", f"environment variable {client.api_key_env} is not set"
+                    )
+                )
+                continue
+        backends[name] = backend_factory(name, client, key)
+    if issues:
+        raise ConfigError(issues, loaded.source)
+    infos = target_infos(loaded)
+    targets = {name: Target(info, backends[info.client]) for name, info in infos.items() if info.client in backends}
+    built = dict(routes) if routes is not None else build_routes(loaded, infos)
+    return Engine(
+        built,
+        targets,
+        store=store if store is not None else build_store(loaded),
+        sinks=[log_sink, *sinks],
+        default_route=cfg.default_route,
+        hash_session_fallback=cfg.session.hash_first_message,
+    )
+
+
+def decision_log_sink(loaded: LoadedConfig, override: str | None = None) -> JsonlSink | None:
+    """The JSONL sink for ``decision_log`` (or ``override``), relative to the config's directory."""
+    log_path = override or loaded.config.decision_log
+    if not log_path:
+        return None
+    path = log_path if os.path.isabs(log_path) else str(loaded.base_dir / log_path)
+    return JsonlSink(path)
+
+
+def describe_routes(engine: Engine) -> list[dict[str, Any]]:
+    """``/v1/models`` entries for the engine's routes."""
+    out: list[dict[str, Any]] = []
+    for route in engine.routes.values():
+        windows = [engine.targets[t].info.context_window for t in route.targets if t in engine.targets]
+        known = [w for w in windows if w]
+        entry: dict[str, Any] = {
+            "id": route.name,
+            "object": "model",
+            "created": 0,
+            "owned_by": "switchyard",
+            "router": route.kind,
+            "targets": list(route.targets),
+        }
+        window = route.context_window or (min(known) if known else None)
+        if window:
+            entry["context_window"] = window
+            entry["max_model_len"] = window
+        if route.description:
+            entry["description"] = route.description
+        out.append(entry)
+        for alias in route.aliases:
+            out.append({**entry, "id": alias, "alias_of": route.name})
+    return out

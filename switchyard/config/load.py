@@ -1,0 +1,383 @@
+"""Loading a config: YAML → ``${ENV}`` interpolation → validation with precise error locations.
+
+Layer: ``config``.
+
+Every problem is reported as ``FILE:LINE: yaml.path: message`` (e.g.
+``router.yaml:14: routes.mix.targets[1]: unknown target 'ghost'``), all problems at once, and
+never as a traceback.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from switchyard.config.schema import SwitchyardConfig
+from switchyard.routers.base import RouterSpec
+from switchyard.routers.registry import router_types, spec_for
+
+PathT = tuple[str | int, ...]
+
+
+@dataclass(slots=True)
+class ConfigIssue:
+    """One problem found in a config."""
+
+    path: str
+    message: str
+    line: int | None = None
+    severity: str = "error"
+
+    def render(self, source: str | None) -> str:
+        """``file:line: path: message``."""
+        where = source or "<config>"
+        if self.line is not None:
+            where += f":{self.line}"
+        prefix = f"{where}: " + (f"{self.path}: " if self.path else "")
+        return prefix + ("warning: " if self.severity == "warning" else "") + self.message
+
+
+class ConfigError(Exception):
+    """The config is invalid. ``str(err)`` lists every problem, one per line."""
+
+    def __init__(self, issues: list[ConfigIssue], source: str | None = None) -> None:
+        self.issues = sorted(issues, key=lambda i: (i.line is None, i.line or 0))
+        self.source = source
+        super().__init__("\n".join(i.render(source) for i in self.issues))
+
+
+@dataclass(slots=True)
+class LoadedConfig:
+    """A validated config.
+
+    Attributes:
+        config: The top-level model.
+        routes: Validated route specs by name.
+        source: File the config came from (``None`` for dicts).
+        base_dir: Directory relative paths resolve against.
+        warnings: Non-fatal findings.
+    """
+
+    config: SwitchyardConfig
+    routes: dict[str, RouterSpec]
+    source: str | None = None
+    base_dir: Path = field(default_factory=Path.cwd)
+    warnings: list[ConfigIssue] = field(default_factory=list)
+    raw: dict[str, Any] = field(default_factory=dict)
+
+
+def format_path(parts: PathT) -> str:
+    """``("routes", "mix", "targets", 1)`` → ``routes.mix.targets[1]``."""
+    out = ""
+    for part in parts:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += ("." if out else "") + str(part)
+    return out
+
+
+class _Lines:
+    """Finds the line of a YAML path in the composed document."""
+
+    def __init__(self, node: yaml.Node | None) -> None:
+        self._root = node
+
+    def line(self, parts: PathT) -> int | None:
+        node = self._root
+        best: int | None = None if node is None else node.start_mark.line + 1
+        for part in parts:
+            if isinstance(node, yaml.MappingNode):
+                nxt = None
+                for key, value in node.value:
+                    if isinstance(key, yaml.ScalarNode) and key.value == str(part):
+                        nxt = value
+                        best = key.start_mark.line + 1
+                        break
+                node = nxt
+            elif isinstance(node, yaml.SequenceNode) and isinstance(part, int) and part < len(node.value):
+                node = node.value[part]
+                best = node.start_mark.line + 1
+            else:
+                break
+            if node is None:
+                break
+        return best
+
+
+_ENV = re.compile(r"\$\$|\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+
+
+def _interpolate(value: Any, parts: PathT, env: Mapping[str, str], issues: list[ConfigIssue], lines: _Lines) -> Any:
+    if isinstance(value, str):
+        if "$" not in value:
+            return value
+
+        def repl(m: re.Match[str]) -> str:
+            if m.group(0) == "$$":
+                return "$"
+            name, default = m.group(1), m.group(2)
+            if name in env:
+                return env[name]
+            if default is not None:
+                return default
+            issues.append(
+                ConfigIssue(
+                    format_path(parts),
+                    f"environment variable {name} is not set (use ${{{name}:-default}} for a default)",
+                    lines.line(parts),
+                )
+            )
+            return ""
+
+        return _ENV.sub(repl, value)
+    if isinstance(value, dict):
+        return {k: _interpolate(v, (*parts, str(k)), env, issues, lines) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_interpolate(v, (*parts, i), env, issues, lines) for i, v in enumerate(value)]
+    return value
+
+
+def _pydantic_issues(exc: ValidationError, prefix: PathT, lines: _Lines, model: type[BaseModel]) -> list[ConfigIssue]:
+    out: list[ConfigIssue] = []
+    for err in exc.errors():
+        loc: PathT = tuple(p for p in err["loc"] if not (isinstance(p, str) and p.startswith("function-after")))
+        parts = (*prefix, *loc)
+        kind = err["type"]
+        if kind == "extra_forbidden":
+            msg = "unknown key"
+            known = _known_keys(model, loc[:-1])
+            close = difflib.get_close_matches(str(loc[-1]), known, n=1) if loc else []
+            if close:
+                msg += f" (did you mean {close[0]!r}?)"
+            elif known:
+                msg += f"; allowed here: {', '.join(sorted(known))}"
+        elif kind == "missing":
+            msg = "required key is missing"
+        else:
+            msg = err["msg"]
+            if msg.startswith("Value error, "):
+                msg = msg[len("Value error, ") :]
+            if (
+                kind not in ("value_error", "assertion_error")
+                and "input" in err
+                and not isinstance(err["input"], dict | list)
+            ):
+                msg += f" (got {err['input']!r})"
+        out.append(ConfigIssue(format_path(parts), msg, lines.line(parts)))
+    return out
+
+
+def _known_keys(model: type[BaseModel], loc: PathT) -> list[str]:
+    """Field names of the model reached by ``loc`` (best effort, for suggestions)."""
+    current: Any = model
+    for part in loc:
+        if isinstance(part, int) or not (isinstance(current, type) and issubclass(current, BaseModel)):
+            continue
+        info = current.model_fields.get(str(part))
+        if info is None:
+            # A dict-valued field keyed by user names: step into its value type.
+            continue
+        current = _model_in(info.annotation)
+    if isinstance(current, type) and issubclass(current, BaseModel):
+        return list(current.model_fields)
+    return []
+
+
+def _model_in(annotation: Any) -> Any:
+    args = getattr(annotation, "__args__", ())
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for arg in reversed(args):
+        found = _model_in(arg)
+        if isinstance(found, type) and issubclass(found, BaseModel):
+            return found
+    return None
+
+
+def _read(source: str | Path) -> tuple[str, str]:
+    path = Path(source)
+    try:
+        return path.read_text(encoding="utf-8"), str(path)
+    except FileNotFoundError:
+        raise ConfigError([ConfigIssue("", f"config file not found: {path}")], str(path)) from None
+    except OSError as exc:
+        raise ConfigError([ConfigIssue("", f"cannot read config file: {exc}")], str(path)) from None
+
+
+def _parse_yaml(text: str, name: str | None) -> tuple[Any, yaml.Node | None]:
+    try:
+        loader = yaml.SafeLoader(text)
+        try:
+            node = loader.get_single_node()
+            data = loader.construct_document(node) if node is not None else None
+        finally:
+            loader.dispose()
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark
+        line = mark.line + 1 if mark is not None else None
+        raise ConfigError([ConfigIssue("", f"invalid YAML: {exc.problem or exc}", line)], name) from None
+    except yaml.YAMLError as exc:
+        raise ConfigError([ConfigIssue("", f"invalid YAML: {exc}")], name) from None
+    return data, node
+
+
+def load_config(source: str | Path | Mapping[str, Any], *, env: Mapping[str, str] | None = None) -> LoadedConfig:
+    """Loads and validates a config.
+
+    Args:
+        source: A YAML file path, or an already-parsed mapping.
+        env: Environment for ``${VAR}`` interpolation (default: ``os.environ``).
+
+    Raises:
+        ConfigError: Every problem found, each with its YAML path (and line, for files).
+    """
+    env = os.environ if env is None else env
+    name: str | None = None
+    node: yaml.Node | None = None
+    base_dir = Path.cwd()
+    if isinstance(source, Mapping):
+        data: Any = dict(source)
+    else:
+        text, name = _read(source)
+        base_dir = Path(source).resolve().parent
+        data, node = _parse_yaml(text, name)
+    lines = _Lines(node)
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ConfigError([ConfigIssue("", "the config must be a mapping at the top level", 1)], name)
+    issues: list[ConfigIssue] = []
+    data = _interpolate(data, (), env, issues, lines)
+    config: SwitchyardConfig | None = None
+    try:
+        config = SwitchyardConfig.model_validate(data)
+    except ValidationError as exc:
+        issues.extend(_pydantic_issues(exc, (), lines, SwitchyardConfig))
+    # Routes are checked even when other sections failed, so one run reports every problem.
+    raw_routes = data.get("routes")
+    routes: dict[str, RouterSpec] = {}
+    if isinstance(raw_routes, dict):
+        for route_name, block in raw_routes.items():
+            spec = _route_spec(str(route_name), block, issues, lines)
+            if spec is not None:
+                routes[str(route_name)] = spec
+    warnings: list[ConfigIssue] = []
+    _cross_check(data, config, routes, issues, warnings, lines, env)
+    if issues or config is None:
+        raise ConfigError(issues, name)
+    return LoadedConfig(config, routes, name, base_dir, warnings, data)
+
+
+def _route_spec(name: str, block: Any, issues: list[ConfigIssue], lines: _Lines) -> RouterSpec | None:
+    prefix: PathT = ("routes", name)
+    if not isinstance(block, dict):
+        issues.append(ConfigIssue(format_path(prefix), "a route must be a mapping with a 'type'", lines.line(prefix)))
+        return None
+    kind = block.get("type")
+    if not isinstance(kind, str):
+        issues.append(
+            ConfigIssue(
+                format_path((*prefix, "type")),
+                f"required key is missing; one of: {', '.join(router_types())}",
+                lines.line(prefix),
+            )
+        )
+        return None
+    try:
+        spec_cls = spec_for(kind)
+    except KeyError:
+        close = difflib.get_close_matches(kind, router_types(), n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else f"; known types: {', '.join(router_types())}"
+        issues.append(
+            ConfigIssue(
+                format_path((*prefix, "type")), f"unknown route type {kind!r}{hint}", lines.line((*prefix, "type"))
+            )
+        )
+        return None
+    except LookupError as exc:
+        issues.append(ConfigIssue(format_path((*prefix, "type")), str(exc), lines.line((*prefix, "type"))))
+        return None
+    try:
+        return spec_cls.model_validate(block)
+    except ValidationError as exc:
+        issues.extend(_pydantic_issues(exc, prefix, lines, spec_cls))
+        return None
+
+
+def _names(data: dict[str, Any], key: str) -> dict[str, Any]:
+    value = data.get(key)
+    return value if isinstance(value, dict) else {}
+
+
+def _cross_check(
+    data: dict[str, Any],
+    config: SwitchyardConfig | None,
+    routes: dict[str, RouterSpec],
+    issues: list[ConfigIssue],
+    warnings: list[ConfigIssue],
+    lines: _Lines,
+    env: Mapping[str, str],
+) -> None:
+    clients, targets = _names(data, "llm_clients"), _names(data, "targets")
+    for tname, target in targets.items():
+        client = target.get("client") if isinstance(target, dict) else None
+        if isinstance(client, str) and client not in clients:
+            path: PathT = ("targets", tname, "client")
+            issues.append(ConfigIssue(format_path(path), _unknown("client", client, clients), lines.line(path)))
+    for rname, spec in routes.items():
+        refs = [
+            *spec.target_refs(),
+            *spec.auxiliary_refs(),
+            *((f"fallbacks[{i}]", t) for i, t in enumerate(spec.fallbacks)),
+        ]
+        for sub, tname in refs:
+            if tname not in targets:
+                parts = ("routes", rname, *_split(sub))
+                issues.append(ConfigIssue(format_path(parts), _unknown("target", tname, targets), lines.line(parts)))
+    if config is None:
+        return
+    for cname, cfg in config.llm_clients.items():
+        if cfg.api_key_env and not env.get(cfg.api_key_env):
+            path = ("llm_clients", cname, "api_key_env")
+            warnings.append(
+                ConfigIssue(
+                    format_path(path),
+                    f"environment variable {cfg.api_key_env} is not set; calls to this client will fail",
+                    lines.line(path),
+                    "warning",
+                )
+            )
+    if config.default_route is not None and config.default_route not in config.routes:
+        issues.append(
+            ConfigIssue(
+                "default_route", _unknown("route", config.default_route, config.routes), lines.line(("default_route",))
+            )
+        )
+    if config.state.backend == "redis" and not config.state.url:
+        issues.append(ConfigIssue("state.url", "required when state.backend is 'redis'", lines.line(("state",))))
+    if not config.routes:
+        warnings.append(ConfigIssue("routes", "no routes are configured; every request will get 404", None, "warning"))
+
+
+def _split(sub: str) -> PathT:
+    parts: list[str | int] = []
+    for piece in re.findall(r"[^.\[\]]+|\[\d+\]", sub):
+        parts.append(int(piece[1:-1]) if piece.startswith("[") else piece)
+    return tuple(parts)
+
+
+def _unknown(kind: str, name: str, known: Mapping[str, Any]) -> str:
+    msg = f"unknown {kind} {name!r}"
+    close = difflib.get_close_matches(name, list(known), n=1)
+    if close:
+        return msg + f" (did you mean {close[0]!r}?)"
+    return msg + (f"; defined: {', '.join(known)}" if known else f"; no {kind}s are defined")

@@ -1,0 +1,227 @@
+"""``switchyard demo``: a routed, tool-using agent session on simulated models.
+
+Layer: top level (beside ``cli``): uses the drop-in client, the proxy and the fake upstream.
+
+Everything runs on 127.0.0.1 with no keys and no GPU: two simulated OpenAI-compatible model
+servers, a router over them, and a scripted coding agent that reads, tests and edits a tiny
+repository until its tests pass. Each scenario below is one agent session through one route.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from switchyard.demo.agent import TASKS, TOOLS, Repo, models, parse_args
+from switchyard.engine.records import DecisionRecord
+from switchyard.protocol.response import Usage
+
+CONFIG_TEMPLATE = """\
+# The demo's router config. Ports are filled in when the simulated servers start.
+llm_clients:
+  lightning-sim: {{format: openai_chat, base_url: "http://127.0.0.1:{efficient_port}/v1"}}
+  frontier-sim:  {{format: openai_chat, base_url: "http://127.0.0.1:{frontier_port}/v1"}}
+targets:
+  efficient:
+    client: lightning-sim
+    model: nemotron-lightning-sim
+    price: {{input_per_mtok: 0.10, output_per_mtok: 0.40}}
+    extra_body: {{chat_template_kwargs: {{enable_thinking: false}}}}
+  frontier:
+    client: frontier-sim
+    model: frontier-sim
+    price: {{input_per_mtok: 15.0, output_per_mtok: 75.0}}
+routes:
+  mix:
+    type: random
+    targets: [efficient, frontier]
+    weights: [3, 1]
+    seed: 7
+    description: three in four calls to the efficient model, the rest to the frontier model
+"""
+
+
+@dataclass(slots=True)
+class Scenario:
+    """One agent session of the demo.
+
+    Attributes:
+        title: Heading printed above the table.
+        route: Route the agent calls.
+        via: ``drop-in`` (in-process OpenAI client) or ``proxy`` (real SDK over HTTP, streaming).
+    """
+
+    title: str
+    route: str
+    via: str
+
+
+SCENARIOS: list[Scenario] = [
+    Scenario("Random 3:1 router, drop-in OpenAI client (in-process, no server)", "mix", "drop-in"),
+    Scenario("Random 3:1 router, real openai SDK through the proxy (SSE streaming)", "mix", "proxy"),
+]
+
+
+def _turn(client: Any, route: str, messages: list[dict[str, Any]], session: str, stream: bool) -> dict[str, Any]:
+    """One model call; returns the assistant message as a Chat dict."""
+    headers = {"x-switchyard-session-id": session}
+    if not stream:
+        msg = (
+            client.chat.completions.create(model=route, messages=messages, tools=TOOLS, extra_headers=headers)
+            .choices[0]
+            .message
+        )
+        calls = [
+            {"id": c.id, "type": "function", "function": {"name": c.function.name, "arguments": c.function.arguments}}
+            for c in msg.tool_calls or []
+        ]
+        return {"role": "assistant", "content": msg.content, **({"tool_calls": calls} if calls else {})}
+    text = ""
+    calls_by_index: dict[int, dict[str, Any]] = {}
+    with client.chat.completions.create(
+        model=route, messages=messages, tools=TOOLS, stream=True, extra_headers=headers
+    ) as chunks:
+        for chunk in chunks:
+            if not chunk.choices:
+                continue
+            delta = chunk.choices[0].delta
+            text += delta.content or ""
+            for tc in delta.tool_calls or []:
+                slot = calls_by_index.setdefault(
+                    tc.index, {"id": "", "type": "function", "function": {"name": "", "arguments": ""}}
+                )
+                slot["id"] = tc.id or slot["id"]
+                if tc.function is not None:
+                    slot["function"]["name"] += tc.function.name or ""
+                    slot["function"]["arguments"] += tc.function.arguments or ""
+    calls = [calls_by_index[i] for i in sorted(calls_by_index)]
+    return {"role": "assistant", "content": text or None, **({"tool_calls": calls} if calls else {})}
+
+
+def run_session(client: Any, route: str, session: str, *, stream: bool, max_turns: int = 12) -> int:
+    """Drives the scripted agent through every task; returns the number of model calls."""
+    repo = Repo()
+    messages: list[dict[str, Any]] = [{"role": "system", "content": "You are a careful coding agent."}]
+    calls = 0
+    for task in TASKS:
+        messages.append({"role": "user", "content": task})
+        for _ in range(max_turns):
+            reply = _turn(client, route, messages, session, stream)
+            calls += 1
+            messages.append(reply)
+            tool_calls = reply.get("tool_calls") or []
+            if not tool_calls:
+                break
+            for call in tool_calls:
+                output = repo.call(call["function"]["name"], parse_args(call["function"]["arguments"]))
+                messages.append({"role": "tool", "tool_call_id": call["id"], "content": output})
+    return calls
+
+
+def _table(records: list[DecisionRecord], frontier_cost: Callable[[Usage], float]) -> tuple[float, float]:
+    header = (
+        f"{'turn':>4}  {'route':<10} {'target':<10} {'model':<24} {'source':<16} {'tokens in/out':>14} {'cost USD':>11}"
+    )
+    print(header)
+    print("-" * len(header))
+    total = baseline = 0.0
+    for i, rec in enumerate(records, 1):
+        usage = Usage(input_tokens=rec.input_tokens, output_tokens=rec.output_tokens)
+        total += rec.total_cost_usd
+        baseline += frontier_cost(usage)
+        tokens = f"{rec.input_tokens}/{rec.output_tokens}"
+        print(
+            f"{i:>4}  {rec.route:<10} {rec.selected or '-':<10} {(rec.selected_model or '-')[:24]:<24} "
+            f"{rec.source:<16} {tokens:>14} {rec.total_cost_usd:>11.6f}"
+        )
+    return total, baseline
+
+
+def main(*, show_config: bool = False, use_proxy: bool = True) -> int:
+    """Runs the demo; returns the process exit status."""
+    from switchyard.api import Switchyard
+    from switchyard.config.load import load_config
+    from switchyard.testing import FakeUpstream, serve_fake
+
+    if show_config:
+        print(CONFIG_TEMPLATE.format(efficient_port="<port>", frontier_port="<port>"))
+        return 0
+    efficient_model, frontier_model = models()
+    servers = [serve_fake(FakeUpstream([efficient_model])), serve_fake(FakeUpstream([frontier_model]))]
+    try:
+        import yaml
+
+        text = CONFIG_TEMPLATE.format(efficient_port=servers[0].port, frontier_port=servers[1].port)
+        sy = Switchyard(load_config(yaml.safe_load(text)))
+        records: list[DecisionRecord] = []
+        lock = threading.Lock()
+
+        def keep(record: DecisionRecord) -> None:
+            with lock:
+                records.append(record)
+
+        sy.on_decision(keep)
+        frontier_price = sy.loaded.config.targets["frontier"].price
+        print("Switchyard demo — simulated models on 127.0.0.1, no keys, no GPU")
+        print("  efficient: nemotron-lightning-sim  $0.10 / $0.40 per Mtok in/out (fast, terse)")
+        print("  frontier:  frontier-sim            $15 / $75 per Mtok in/out (slower, verbose)")
+        grand = grand_baseline = 0.0
+        for scenario in SCENARIOS:
+            if scenario.via == "proxy" and not use_proxy:
+                continue
+            session = f"demo-{uuid.uuid4().hex[:8]}"
+            started = time.perf_counter()
+            calls = _run_scenario(sy, scenario, session)
+            deadline = time.monotonic() + 2
+            while time.monotonic() < deadline:
+                with lock:
+                    mine = [r for r in records if r.session_id == session]
+                if len(mine) >= calls:
+                    break
+                time.sleep(0.01)
+            print(f"\n== {scenario.title}")
+            total, baseline = _table(mine, frontier_price.cost)
+            saved = 100 * (1 - total / baseline) if baseline else 0.0
+            elapsed = time.perf_counter() - started
+            print(
+                f"session: {calls} model calls in {elapsed:.2f}s, ${total:.6f} — "
+                f"always-frontier: ${baseline:.6f} for the same tokens ({saved:.0f}% saved)"
+            )
+            grand += total
+            grand_baseline += baseline
+        if grand_baseline:
+            print(
+                f"\nAll sessions: ${grand:.6f} routed vs ${grand_baseline:.6f} always-frontier "
+                f"({100 * (1 - grand / grand_baseline):.0f}% saved)."
+            )
+        print("Note: 'always-frontier' prices each turn's actual tokens at the frontier model's rates.")
+        sy.close()
+    finally:
+        for server in servers:
+            server.stop()
+    return 0
+
+
+def _run_scenario(sy: Any, scenario: Scenario, session: str) -> int:
+    from switchyard.dropin import OpenAI
+
+    if scenario.via == "drop-in":
+        client = OpenAI(switchyard=sy)
+        try:
+            return run_session(client, scenario.route, session, stream=False)
+        finally:
+            client.close()
+    import openai
+
+    from switchyard.server.runner import ServerThread
+
+    with ServerThread(sy) as proxy:
+        client = openai.OpenAI(base_url=proxy.base_url, api_key="demo", max_retries=0)
+        try:
+            return run_session(client, scenario.route, session, stream=True)
+        finally:
+            client.close()

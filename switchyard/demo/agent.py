@@ -1,0 +1,162 @@
+"""The demo's simulated world: a small repository, the agent's tools, and model "brains".
+
+Both simulated models follow the same competent script (read → test → edit → test → answer);
+they differ in voice, price and speed, which is what routing trades between.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from switchyard.testing.fake_upstream import FakeModel, Turn
+
+TOOLS: list[dict[str, Any]] = [
+    {
+        "type": "function",
+        "function": {
+            "name": "read_file",
+            "description": "Read a file of the repository.",
+            "parameters": {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]},
+        },
+    },
+    {
+        "type": "function",
+        "function": {
+            "name": "edit_file",
+            "description": "Replace text in a file.",
+            "parameters": {
+                "type": "object",
+                "properties": {"path": {"type": "string"}, "old": {"type": "string"}, "new": {"type": "string"}},
+                "required": ["path", "old", "new"],
+            },
+        },
+    },
+    {
+        "type": "function",
+        "function": {
+            "name": "run_tests",
+            "description": "Run the test suite.",
+            "parameters": {"type": "object", "properties": {}},
+        },
+    },
+]
+
+TASKS = [
+    "The test for calc.add fails. Find the bug in calc.py and fix it.",
+    "Thanks. Now give calc.add a one-line docstring.",
+]
+
+
+class Repo:
+    """The files and test runner the demo agent's tools act on."""
+
+    def __init__(self) -> None:
+        self.files = {"calc.py": "def add(a, b):\n    return a - b\n"}
+
+    def call(self, name: str, args: dict[str, Any]) -> str:
+        """Runs one tool call and returns its output."""
+        if name == "read_file":
+            return self.files.get(str(args.get("path")), "error: no such file")
+        if name == "edit_file":
+            path, old, new = str(args.get("path")), str(args.get("old")), str(args.get("new"))
+            text = self.files.get(path, "")
+            if old not in text:
+                return f"error: {old!r} not found in {path}"
+            self.files[path] = text.replace(old, new, 1)
+            return f"edited {path}"
+        if name == "run_tests":
+            if "a - b" in self.files["calc.py"]:
+                return "FAILED test_add: assert add(2, 2) == 4 (got 0)\n1 failed"
+            return "1 passed"
+        return f"error: unknown tool {name}"
+
+
+def _history(body: dict[str, Any]) -> tuple[list[str], str, str]:
+    """(tool names called in the current task, last tool output, current task text)."""
+    messages = body.get("messages") or []
+    start = max((i for i, m in enumerate(messages) if m.get("role") == "user"), default=0)
+    names: list[str] = []
+    last_output = ""
+    for msg in messages[start:]:
+        for call in msg.get("tool_calls") or []:
+            names.append(str((call.get("function") or {}).get("name")))
+        if msg.get("role") == "tool":
+            content = msg.get("content")
+            last_output = content if isinstance(content, str) else ""
+    task = messages[start].get("content") if messages else ""
+    return names, last_output, str(task or "")
+
+
+def agent_brain(body: dict[str, Any], model: FakeModel) -> Turn:
+    """A deterministic coding agent: enough judgement to finish both demo tasks."""
+    verbose = "frontier" in model.name
+    names, output, task = _history(body)
+
+    def say(short: str, long: str) -> str:
+        return long if verbose else short
+
+    if "docstring" in task:
+        if not names:
+            return Turn(
+                text=say("", "Let me look at the function first."), tool_calls=[("read_file", {"path": "calc.py"})]
+            )
+        if names[-1] == "read_file":
+            return Turn(
+                tool_calls=[
+                    (
+                        "edit_file",
+                        {
+                            "path": "calc.py",
+                            "old": "def add(a, b):\n",
+                            "new": 'def add(a, b):\n    """Return a + b."""\n',
+                        },
+                    )
+                ]
+            )
+        return Turn(
+            text=say(
+                "Added the docstring.",
+                "I added a one-line docstring to calc.add describing that it returns the sum of "
+                "its two arguments. No behaviour changed, so the tests still pass.",
+            )
+        )
+    if not names:
+        return Turn(
+            text=say("", "I'll start by reading calc.py to see how add is implemented."),
+            tool_calls=[("read_file", {"path": "calc.py"})],
+        )
+    if names[-1] == "read_file":
+        return Turn(tool_calls=[("run_tests", {})])
+    if names[-1] == "run_tests" and "FAILED" in output:
+        return Turn(
+            text=say("", "The test expects 4 but add subtracts. I'll fix the operator."),
+            tool_calls=[("edit_file", {"path": "calc.py", "old": "a - b", "new": "a + b"})],
+        )
+    if names[-1] == "edit_file":
+        return Turn(tool_calls=[("run_tests", {})])
+    return Turn(
+        text=say(
+            "Fixed: add used '-' instead of '+'. Tests pass.",
+            "The bug was in calc.add, which returned a - b instead of a + b. I changed the "
+            "operator and re-ran the suite: the failing test now passes and nothing else broke.",
+        )
+    )
+
+
+def models() -> list[FakeModel]:
+    """The two simulated models, with the demo's latencies."""
+    return [
+        FakeModel("nemotron-lightning-sim", brain=agent_brain, first_byte_s=0.015, per_chunk_s=0.001),
+        FakeModel("frontier-sim", brain=agent_brain, first_byte_s=0.08, per_chunk_s=0.004),
+    ]
+
+
+def parse_args(arguments: str) -> dict[str, Any]:
+    """Tool-call arguments as a dict (``{}`` when unparsable)."""
+    try:
+        value = orjson.loads(arguments or "{}")
+    except orjson.JSONDecodeError:
+        return {}
+    return value if isinstance(value, dict) else {}

@@ -1,0 +1,681 @@
+"""The one request path: decode → identify → route → answer with fallback → encode → record.
+
+Layer: ``engine`` — imports ``protocol``, ``wire``, ``routers`` and ``state``; never ``httpx``.
+Backends arrive as :class:`~switchyard.protocol.call.ModelBackend` objects built by ``config``.
+
+The proxy (``switchyard.server``), the in-process transport behind the drop-in SDK clients and
+the library API all call this module, so their behaviour cannot drift apart.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from switchyard.engine.records import Attempt, DecisionRecord, DecisionSink
+from switchyard.engine.reply import Reply
+from switchyard.engine.session import identify
+from switchyard.protocol.call import CallOptions, ModelBackend
+from switchyard.protocol.errors import (
+    ErrorInfo,
+    InvalidRequestError,
+    RouteNotFoundError,
+    RouterError,
+    SwitchyardError,
+    UpstreamError,
+    UpstreamStatusError,
+)
+from switchyard.protocol.request import ChatRequest
+from switchyard.protocol.response import ChatResponse, Usage
+from switchyard.protocol.session import SessionInfo, StateStore
+from switchyard.protocol.stream import (
+    MessageStart,
+    StreamAccumulator,
+    StreamError,
+    StreamEvent,
+    UsageDelta,
+    merge_usage,
+    response_to_events,
+)
+from switchyard.protocol.targets import TargetInfo
+from switchyard.routers.base import Decision, RouteContext, Router
+from switchyard.state.memory import MemoryStore, NamespacedStore
+from switchyard.wire import codec as get_codec
+from switchyard.wire.base import WireFormat
+from switchyard.wire.json import dumps, load_object
+
+logger = logging.getLogger("switchyard.engine")
+
+HEADER_SELECTED = "x-switchyard-selected-model"
+HEADER_ROUTE = "x-switchyard-route"
+HEADER_SOURCE = "x-switchyard-decision-source"
+HEADER_OVERHEAD = "x-switchyard-overhead-ms"
+HEADER_REQUEST_ID = "x-switchyard-request-id"
+
+# Caller headers worth forwarding upstream (everything else stays at the proxy).
+_FORWARD_HEADERS = ("anthropic-beta", "anthropic-version")
+
+
+@dataclass(slots=True)
+class Target:
+    """A target and the backend that reaches it."""
+
+    info: TargetInfo
+    backend: ModelBackend
+
+
+@dataclass(slots=True)
+class Route:
+    """A configured route: its router and its candidate order.
+
+    Attributes:
+        name: Public model id of the route.
+        kind: Router type (``random``, ``stage_router`` …).
+        router: The routing policy.
+        targets: The route's own targets, in config order.
+        fallbacks: Extra targets tried after ``targets``.
+        aliases: Other model ids that select this route.
+        description: Shown by ``/v1/models``.
+        context_window: Advertised context window.
+        stateful: Whether the router keeps per-session state.
+    """
+
+    name: str
+    kind: str
+    router: Router
+    targets: tuple[str, ...]
+    fallbacks: tuple[str, ...] = ()
+    aliases: tuple[str, ...] = ()
+    description: str | None = None
+    context_window: int | None = None
+    stateful: bool = False
+    store: StateStore | None = None
+
+    def order(self, first: Sequence[str]) -> list[str]:
+        """The router's candidates, then the route's other targets, then its fallbacks."""
+        seen: dict[str, None] = {}
+        for name in (*first, *self.targets, *self.fallbacks):
+            seen.setdefault(name, None)
+        return list(seen)
+
+
+@dataclass(slots=True)
+class Completion:
+    """A complete answer plus the record of how it was routed."""
+
+    response: ChatResponse
+    record: DecisionRecord
+    target: str
+
+
+@dataclass(slots=True)
+class _Prepared:
+    route: Route
+    request: ChatRequest
+    decision: Decision
+    record: DecisionRecord
+    candidates: list[str]
+    options: CallOptions
+    t0: float
+    headers: Mapping[str, str] = field(default_factory=dict)
+
+
+class EventStream:
+    """The answer as IR stream events, opened on the first candidate that accepted it.
+
+    Iterate it for events; ``record`` is complete once the stream is exhausted or closed.
+    An upstream failure after the first event ends the stream with a :class:`StreamError`.
+    """
+
+    def __init__(
+        self,
+        first: list[StreamEvent],
+        rest: AsyncIterator[StreamEvent] | None,
+        record: DecisionRecord,
+        target: Target,
+        finalize: Callable[[DecisionRecord], None],
+        t0: float,
+    ) -> None:
+        self.record = record
+        self.target = target.info.name
+        self._price = target.info.price
+        self._first = first
+        self._rest = rest
+        self._finalize = finalize
+        self._t0 = t0
+        self._usage = Usage()
+        self._closed = False
+        self._gen = self._run()
+
+    def __aiter__(self) -> EventStream:
+        return self
+
+    async def __anext__(self) -> StreamEvent:
+        return await self._gen.__anext__()
+
+    async def _run(self) -> AsyncGenerator[StreamEvent, None]:
+        try:
+            for event in self._first:
+                self._observe(event)
+                yield event
+            if self._rest is not None:
+                try:
+                    async for event in self._rest:
+                        self._observe(event)
+                        yield event
+                except UpstreamError as exc:
+                    self.record.error = exc.message
+                    self.record.status = exc.status
+                    self.record.details["mid_stream_failure"] = True
+                    info = exc.info()
+                    yield StreamError(error=info)
+        finally:
+            await self._close_rest()
+            self._done()
+
+    def _observe(self, event: StreamEvent) -> None:
+        if isinstance(event, UsageDelta):
+            self._usage = merge_usage(self._usage, event.usage)
+        elif isinstance(event, StreamError):
+            self.record.error = event.error.message
+            self.record.status = event.error.status
+            self.record.details["mid_stream_failure"] = True
+
+    async def _close_rest(self) -> None:
+        rest, self._rest = self._rest, None
+        aclose = getattr(rest, "aclose", None)
+        if aclose is not None:
+            await aclose()
+
+    def _done(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self.record.set_usage(self._usage)
+        self.record.cost_usd = self._price.cost(self._usage)
+        self.record.duration_ms = (time.perf_counter() - self._t0) * 1000
+        self._finalize(self.record)
+
+    async def aclose(self) -> None:
+        """Stops the stream early (closes the upstream connection) and writes the record."""
+        await self._gen.aclose()
+        await self._close_rest()
+        self._done()
+
+    async def collect(self) -> ChatResponse:
+        """Drains the stream into a complete response."""
+        acc = StreamAccumulator()
+        async for event in self:
+            acc.add(event)
+        return acc.response()
+
+
+class _RouterCall:
+    """The :class:`~switchyard.protocol.call.ModelCall` a router gets: fallback plus cost booking."""
+
+    def __init__(self, engine: Engine, record: DecisionRecord) -> None:
+        self._engine = engine
+        self._record = record
+
+    async def __call__(self, targets: str | Sequence[str], request: ChatRequest) -> ChatResponse:
+        names = [targets] if isinstance(targets, str) else list(targets)
+        if not names:
+            raise RouterError("router asked for a model call with no targets")
+        cost = self._record.router_cost
+        last: UpstreamError | None = None
+        for name in names:
+            target = self._engine.target(name)
+            started = time.perf_counter()
+            cost.calls += 1
+            try:
+                response = await target.backend.complete(request, target.info, CallOptions())
+            except UpstreamError as exc:
+                cost.failures += 1
+                cost.elapsed_ms += (time.perf_counter() - started) * 1000
+                exc.target = exc.target or name
+                last = exc
+                if not exc.fallback_ok:
+                    raise
+                continue
+            cost.elapsed_ms += (time.perf_counter() - started) * 1000
+            cost.input_tokens += response.usage.input_tokens
+            cost.output_tokens += response.usage.output_tokens
+            cost.cost_usd += target.info.price.cost(response.usage)
+            return response
+        assert last is not None
+        raise last
+
+
+class Engine:
+    """Routes and serves requests.
+
+    Args:
+        routes: Routes by public model id.
+        targets: Targets by name.
+        store: Session state store shared by all routes (each gets its own namespace).
+        sinks: Receivers of decision records.
+        default_route: Route used when the requested model names no route.
+        hash_session_fallback: Derive a session id from the first user message when the caller
+            sent none.
+    """
+
+    def __init__(
+        self,
+        routes: Mapping[str, Route],
+        targets: Mapping[str, Target],
+        *,
+        store: StateStore | None = None,
+        sinks: Iterable[DecisionSink] = (),
+        default_route: str | None = None,
+        hash_session_fallback: bool = False,
+    ) -> None:
+        self.routes = dict(routes)
+        self.targets = dict(targets)
+        self.store: StateStore = store or MemoryStore()
+        self.sinks: list[DecisionSink] = list(sinks)
+        self.default_route = default_route
+        self.hash_session_fallback = hash_session_fallback
+        self._aliases: dict[str, str] = {}
+        for route in self.routes.values():
+            if route.store is None:
+                route.store = NamespacedStore(self.store, f"{route.name}:")
+            for alias in route.aliases:
+                self._aliases[alias] = route.name
+        self._warned_no_session: set[str] = set()
+
+    # -- lookup -----------------------------------------------------------------------------
+
+    def route(self, model: str) -> Route:
+        """The route a model id selects.
+
+        Raises:
+            RouteNotFoundError: No route, alias or default route matches.
+        """
+        found = self.routes.get(model)
+        if found is None and model in self._aliases:
+            found = self.routes[self._aliases[model]]
+        if found is None and self.default_route is not None:
+            found = self.routes[self.default_route]
+        if found is None:
+            known = ", ".join(sorted(self.routes)) or "(none)"
+            raise RouteNotFoundError(f"model {model!r} names no route; available routes: {known}", param="model")
+        return found
+
+    def target(self, name: str) -> Target:
+        """A target by name (``KeyError`` if unknown)."""
+        return self.targets[name]
+
+    # -- routing ----------------------------------------------------------------------------
+
+    async def _prepare(
+        self,
+        request: ChatRequest,
+        headers: Mapping[str, str],
+        inbound: WireFormat | None,
+        raw: dict[str, Any] | None,
+        t0: float,
+    ) -> _Prepared:
+        if not request.model:
+            raise InvalidRequestError("'model' is required: name a route (see GET /v1/models)", param="model")
+        route = self.route(request.model)
+        session = identify(headers, request, hash_fallback=self.hash_session_fallback)
+        record = DecisionRecord(
+            request_id=headers.get(HEADER_REQUEST_ID) or uuid.uuid4().hex[:16],
+            route=route.name,
+            router=route.kind,
+            inbound_format=inbound.value if inbound else None,
+            stream=request.stream,
+            session_id=session.session_id,
+            agent_id=session.agent_id,
+            turn_index=session.turn_index,
+        )
+        decision = await self._decide(route, request, session, headers, record)
+        candidates = route.order(decision.candidates)
+        record.candidates = candidates
+        forwarded = {k: v for k in _FORWARD_HEADERS if (v := headers.get(k))}
+        options = CallOptions(
+            raw_body=raw if decision.request is None else None,
+            raw_format=inbound.value if inbound else None,
+            headers=forwarded,
+        )
+        return _Prepared(route, decision.request or request, decision, record, candidates, options, t0, headers)
+
+    async def _decide(
+        self,
+        route: Route,
+        request: ChatRequest,
+        session: SessionInfo,
+        headers: Mapping[str, str],
+        record: DecisionRecord,
+    ) -> Decision:
+        if route.stateful and session.key is None and route.name not in self._warned_no_session:
+            self._warned_no_session.add(route.name)
+            logger.warning(
+                "route %r keeps per-session state but requests carry no session id "
+                "(send x-switchyard-session-id); each request is routed on its own",
+                route.name,
+            )
+        store: StateStore
+        if session.key is None:
+            store = MemoryStore(max_entries=64)
+        else:
+            assert route.store is not None
+            store = _KeyedStore(route.store, session.key)
+        ctx = RouteContext(
+            route=route.name,
+            session=session,
+            targets={t: self.targets[t].info for t in (*route.targets, *route.fallbacks) if t in self.targets},
+            store=store,
+            headers=headers,
+        )
+        try:
+            decision = await route.router.route(request, ctx, _RouterCall(self, record))
+        except SwitchyardError:
+            raise
+        except Exception as exc:
+            logger.exception("router of route %r failed", route.name)
+            raise RouterError(f"router of route {route.name!r} failed: {type(exc).__name__}: {exc}") from exc
+        unknown = [c for c in decision.candidates if c not in self.targets]
+        if unknown:
+            raise RouterError(f"router of route {route.name!r} chose unknown target(s) {unknown}")
+        record.source = decision.source
+        record.reason = decision.reason
+        record.score = decision.score
+        record.confidence = decision.confidence
+        if decision.details:
+            record.details.update(decision.details)
+        return decision
+
+    async def decide(self, request: ChatRequest, headers: Mapping[str, str] | None = None) -> DecisionRecord:
+        """Routes without making the answer call.
+
+        Judge calls a router needs are made (and booked in ``record.router_cost``). When the
+        router produced the answer itself, ``record.details["answered"]`` is ``True``.
+        """
+        t0 = time.perf_counter()
+        prep = await self._prepare(request, _lower(headers), None, None, t0)
+        record = prep.record
+        record.selected = prep.decision.answered_by or (prep.candidates[0] if prep.candidates else None)
+        if record.selected in self.targets:
+            record.selected_model = self.targets[record.selected].info.model
+        if prep.decision.response is not None:
+            record.details["answered"] = True
+        record.overhead_ms = (time.perf_counter() - t0) * 1000
+        return record
+
+    # -- serving ----------------------------------------------------------------------------
+
+    async def complete(self, request: ChatRequest, headers: Mapping[str, str] | None = None) -> Completion:
+        """Routes and answers ``request`` (non-streaming)."""
+        t0 = time.perf_counter()
+        prep = await self._prepare(request, _lower(headers), None, None, t0)
+        return await self._answer(prep)
+
+    async def stream(self, request: ChatRequest, headers: Mapping[str, str] | None = None) -> EventStream:
+        """Routes and opens a streamed answer."""
+        t0 = time.perf_counter()
+        prep = await self._prepare(request, _lower(headers), None, None, t0)
+        return await self._answer_stream(prep)
+
+    async def _answer(self, prep: _Prepared) -> Completion:
+        record = prep.record
+        if prep.decision.response is not None:
+            return self._answered(prep)
+        record.overhead_ms = (time.perf_counter() - prep.t0) * 1000
+        last: UpstreamError | None = None
+        for index, name in enumerate(prep.candidates):
+            target = self.targets[name]
+            started = time.perf_counter()
+            try:
+                response = await target.backend.complete(prep.request, target.info, prep.options)
+            except UpstreamError as exc:
+                last = self._failed(record, name, started, exc)
+                if not exc.fallback_ok:
+                    break
+                continue
+            record.attempts.append(Attempt(name, True, (time.perf_counter() - started) * 1000))
+            record.fallbacks_tried = index
+            self._served(record, target)
+            record.set_usage(response.usage)
+            record.cost_usd = target.info.price.cost(response.usage)
+            record.duration_ms = (time.perf_counter() - prep.t0) * 1000
+            self._emit(record)
+            return Completion(response, record, name)
+        raise self._exhausted(record, last, prep.t0)
+
+    def _answered(self, prep: _Prepared) -> Completion:
+        completion = self._answered_unemitted(prep)
+        record, response = completion.record, completion.response
+        target = self.targets.get(completion.target)
+        if target is not None:
+            record.cost_usd = target.info.price.cost(response.usage)
+        record.set_usage(response.usage)
+        record.duration_ms = record.overhead_ms
+        self._emit(record)
+        return completion
+
+    async def _answer_stream(self, prep: _Prepared) -> EventStream:
+        record = prep.record
+        if prep.decision.response is not None:
+            return self._answered_stream(prep)
+        record.overhead_ms = (time.perf_counter() - prep.t0) * 1000
+        last: UpstreamError | None = None
+        for index, name in enumerate(prep.candidates):
+            target = self.targets[name]
+            started = time.perf_counter()
+            events: AsyncIterator[StreamEvent] | None = None
+            try:
+                events = await target.backend.open_stream(prep.request, target.info, prep.options)
+                # Fallback stays possible until the first event is in hand: nothing has reached
+                # the caller yet.
+                first = await _first_content(events)
+                if not first:
+                    raise UpstreamError(f"{name}: upstream stream was empty", target=name)
+            except UpstreamError as exc:
+                await _aclose(events)
+                last = self._failed(record, name, started, exc)
+                if not exc.fallback_ok:
+                    break
+                continue
+            record.attempts.append(Attempt(name, True, (time.perf_counter() - started) * 1000))
+            record.fallbacks_tried = index
+            self._served(record, target)
+            return EventStream(first, events, record, target, self._emit, prep.t0)
+        raise self._exhausted(record, last, prep.t0)
+
+    def _answered_stream(self, prep: _Prepared) -> EventStream:
+        completion = self._answered_unemitted(prep)
+        events = response_to_events(completion.response)
+        fake_target = self.targets.get(completion.target) or Target(
+            TargetInfo(name=completion.target, model=completion.response.model), _NoBackend()
+        )
+        return EventStream(events, None, prep.record, fake_target, self._emit, prep.t0)
+
+    def _answered_unemitted(self, prep: _Prepared) -> Completion:
+        response = prep.decision.response
+        assert response is not None
+        name = prep.decision.answered_by or (prep.candidates[0] if prep.candidates else "")
+        target = self.targets.get(name)
+        if target is not None:
+            self._served(prep.record, target)
+        prep.record.overhead_ms = (time.perf_counter() - prep.t0) * 1000
+        return Completion(response, prep.record, name)
+
+    @staticmethod
+    def _served(record: DecisionRecord, target: Target) -> None:
+        record.selected = target.info.name
+        record.selected_model = target.info.model
+
+    @staticmethod
+    def _failed(record: DecisionRecord, name: str, started: float, exc: UpstreamError) -> UpstreamError:
+        exc.target = exc.target or name
+        status = exc.upstream_status if isinstance(exc, UpstreamStatusError) else exc.status
+        record.attempts.append(Attempt(name, False, (time.perf_counter() - started) * 1000, exc.message, status))
+        logger.info("target %r failed (%s); %s", name, exc.message, "trying next" if exc.fallback_ok else "giving up")
+        return exc
+
+    def _exhausted(self, record: DecisionRecord, last: UpstreamError | None, t0: float) -> SwitchyardError:
+        record.fallbacks_tried = max(0, len(record.attempts) - 1)
+        error: SwitchyardError = last or RouterError("route has no candidate targets")
+        record.status = error.status
+        record.error = error.message
+        record.duration_ms = (time.perf_counter() - t0) * 1000
+        self._emit(record)
+        return error
+
+    def _emit(self, record: DecisionRecord) -> None:
+        for sink in self.sinks:
+            try:
+                sink(record)
+            except Exception:  # a broken sink must not break serving
+                logger.exception("decision sink failed")
+
+    # -- wire-level entry point ---------------------------------------------------------------
+
+    async def handle(self, fmt: WireFormat | str, body: bytes, headers: Mapping[str, str]) -> Reply:
+        """Serves one HTTP request body in wire format ``fmt``.
+
+        Returns a JSON reply or an SSE stream in the caller's format, with the
+        ``x-switchyard-*`` headers. Never raises for caller or upstream errors: they become
+        error replies in the caller's envelope.
+        """
+        t0 = time.perf_counter()
+        fmt = WireFormat(fmt)
+        codec = get_codec(fmt)
+        hdrs = _lower(headers)
+        prep: _Prepared | None = None
+        try:
+            raw = load_object(body)
+            request = codec.decode_request(raw)
+            prep = await self._prepare(request, hdrs, fmt, raw, t0)
+            if request.stream:
+                events = await self._answer_stream(prep)
+                encoder = codec.stream_encoder(
+                    model=events.record.selected_model or request.model, include_usage=request.include_usage
+                )
+                return Reply(200, self._headers(events.record, stream=True), stream=_encode(encoder, events))
+            completion = await self._answer(prep)
+        except SwitchyardError as exc:
+            return self._error_reply(fmt, exc, prep)
+        payload = codec.encode_response(completion.response, model=completion.record.selected_model or "")
+        return Reply(200, self._headers(completion.record, stream=False), body=dumps(payload))
+
+    @staticmethod
+    def _headers(record: DecisionRecord, *, stream: bool) -> dict[str, str]:
+        headers = {
+            "content-type": "text/event-stream" if stream else "application/json",
+            HEADER_SELECTED: record.selected or "",
+            HEADER_ROUTE: record.route,
+            HEADER_SOURCE: record.source,
+            HEADER_OVERHEAD: f"{record.overhead_ms:.3f}",
+            HEADER_REQUEST_ID: record.request_id,
+        }
+        if stream:
+            headers["cache-control"] = "no-cache"
+            headers["x-accel-buffering"] = "no"
+        return headers
+
+    def _error_reply(self, fmt: WireFormat, exc: SwitchyardError, prep: _Prepared | None) -> Reply:
+        codec = get_codec(fmt)
+        headers = {"content-type": "application/json", **exc.headers}
+        if prep is not None:
+            headers[HEADER_ROUTE] = prep.record.route
+            headers[HEADER_SOURCE] = prep.record.source
+            headers[HEADER_REQUEST_ID] = prep.record.request_id
+            headers[HEADER_SELECTED] = prep.record.selected or ""
+        if exc.status in (429, 503) and "retry-after" not in headers:
+            headers["retry-after"] = "1"
+        if isinstance(exc, UpstreamStatusError) and exc.status < 500 and exc.status not in (408, 429):
+            headers["x-should-retry"] = "false"
+            upstream_fmt = self.targets[exc.target].info.format if exc.target in self.targets else None
+            if upstream_fmt == fmt.value and exc.body:
+                # Same API family: relay the provider's own words (agents match on them).
+                return Reply(exc.status, headers, body=exc.body)
+        return Reply(exc.status, headers, body=dumps(codec.encode_error(exc.info())))
+
+    async def aclose(self) -> None:
+        """Closes every backend."""
+        closed: set[int] = set()
+        for target in self.targets.values():
+            if id(target.backend) not in closed:
+                closed.add(id(target.backend))
+                await target.backend.aclose()
+
+
+class _KeyedStore:
+    """A route's store seen through one session key: the router reads and writes its own slot."""
+
+    def __init__(self, inner: StateStore, key: str) -> None:
+        self._inner = inner
+        self._key = key
+
+    async def get(self, key: str) -> dict[str, Any] | None:
+        return await self._inner.get(f"{self._key}:{key}")
+
+    async def set(self, key: str, value: dict[str, Any], *, ttl_s: float | None = None) -> None:
+        await self._inner.set(f"{self._key}:{key}", value, ttl_s=ttl_s)
+
+    async def delete(self, key: str) -> None:
+        await self._inner.delete(f"{self._key}:{key}")
+
+
+class _NoBackend:
+    async def complete(self, request: ChatRequest, target: TargetInfo, options: CallOptions) -> ChatResponse:
+        raise RouterError("no backend")
+
+    async def open_stream(
+        self, request: ChatRequest, target: TargetInfo, options: CallOptions
+    ) -> AsyncIterator[StreamEvent]:
+        raise RouterError("no backend")
+
+    async def aclose(self) -> None:
+        return None
+
+
+async def _first_content(events: AsyncIterator[StreamEvent]) -> list[StreamEvent]:
+    """Reads events up to and including the first one that carries content or ends the turn."""
+    got: list[StreamEvent] = []
+    async for event in events:
+        got.append(event)
+        if isinstance(event, StreamError):
+            # An in-band error before anything reached the caller is a failed attempt.
+            raise UpstreamError(event.error.message or "upstream stream failed", status=event.error.status)
+        if not isinstance(event, UsageDelta | MessageStart):
+            return got
+    return got
+
+
+async def _aclose(events: AsyncIterator[StreamEvent] | None) -> None:
+    aclose = getattr(events, "aclose", None)
+    if aclose is not None:
+        await aclose()
+
+
+async def _encode(encoder: Any, events: EventStream) -> AsyncIterator[bytes]:
+    try:
+        async for event in events:
+            data: bytes = encoder.encode(event)
+            if data:
+                yield data
+        tail: bytes = encoder.finish()
+        if tail:
+            yield tail
+    finally:
+        await events.aclose()
+
+
+def _lower(headers: Mapping[str, str] | None) -> dict[str, str]:
+    if not headers:
+        return {}
+    return {k.lower(): v for k, v in headers.items()}
+
+
+def error_info(exc: BaseException) -> ErrorInfo:
+    """An :class:`ErrorInfo` for any exception (typed errors keep their fields)."""
+    if isinstance(exc, SwitchyardError):
+        return exc.info()
+    return ErrorInfo(status=500, type="api_error", message=f"{type(exc).__name__}: {exc}")

@@ -1,0 +1,132 @@
+"""Decision records: one structured line per request, and where they go.
+
+Layer: ``engine``.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from switchyard.protocol.response import Usage
+
+logger = logging.getLogger("switchyard.decisions")
+
+
+@dataclass(slots=True)
+class Attempt:
+    """One upstream attempt of the answer call."""
+
+    target: str
+    ok: bool
+    elapsed_ms: float
+    error: str | None = None
+    status: int | None = None
+
+
+@dataclass(slots=True)
+class RouterCost:
+    """Model calls a router made while deciding (judges, weak-first answers)."""
+
+    calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float = 0.0
+    elapsed_ms: float = 0.0
+    failures: int = 0
+
+
+@dataclass(slots=True)
+class DecisionRecord:
+    """Everything worth knowing about how one request was routed and served.
+
+    Written once per request when the answer is complete (for streams: when the stream ends).
+    """
+
+    request_id: str
+    route: str
+    router: str
+    inbound_format: str | None = None
+    stream: bool = False
+    ts: float = field(default_factory=time.time)
+    session_id: str | None = None
+    agent_id: str | None = None
+    turn_index: int = 0
+    source: str = ""
+    reason: str = ""
+    score: float | None = None
+    confidence: float | None = None
+    candidates: list[str] = field(default_factory=list)
+    selected: str | None = None
+    selected_model: str | None = None
+    attempts: list[Attempt] = field(default_factory=list)
+    fallbacks_tried: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_creation_tokens: int = 0
+    reasoning_tokens: int = 0
+    cost_usd: float = 0.0
+    router_cost: RouterCost = field(default_factory=RouterCost)
+    overhead_ms: float = 0.0
+    duration_ms: float = 0.0
+    status: int = 200
+    error: str | None = None
+    details: dict[str, Any] = field(default_factory=dict)
+
+    def set_usage(self, usage: Usage) -> None:
+        """Copies token counts from ``usage``."""
+        self.input_tokens = usage.input_tokens
+        self.output_tokens = usage.output_tokens
+        self.cache_read_tokens = usage.cache_read_tokens
+        self.cache_creation_tokens = usage.cache_creation_tokens
+        self.reasoning_tokens = usage.reasoning_tokens
+
+    @property
+    def total_cost_usd(self) -> float:
+        """Answer cost plus routing cost."""
+        return self.cost_usd + self.router_cost.cost_usd
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict."""
+        return asdict(self)
+
+    def to_json(self) -> bytes:
+        """One compact JSON line (no newline)."""
+        return orjson.dumps(self.to_dict(), option=orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS)
+
+
+DecisionSink = Callable[[DecisionRecord], None]
+"""Receives every finished record. Must be quick and must not raise."""
+
+
+class JsonlSink:
+    """Appends records to a JSONL file (thread-safe, one line per record, flushed per line)."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._fh = self.path.open("ab", buffering=0)
+        self._lock = threading.Lock()
+
+    def __call__(self, record: DecisionRecord) -> None:
+        line = record.to_json() + b"\n"
+        with self._lock:
+            self._fh.write(line)
+
+    def close(self) -> None:
+        """Closes the file."""
+        self._fh.close()
+
+
+def log_sink(record: DecisionRecord) -> None:
+    """Logs the record at INFO on the ``switchyard.decisions`` logger (as JSON)."""
+    if logger.isEnabledFor(logging.INFO):
+        logger.info("%s", record.to_json().decode())

@@ -1,0 +1,82 @@
+"""Session and agent identity from caller headers and body.
+
+Layer: ``engine``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from typing import Any
+
+import orjson
+
+from switchyard.protocol.request import ChatRequest
+from switchyard.protocol.session import SessionInfo
+
+SESSION_HEADERS = ("x-switchyard-session-id", "x-claude-code-session-id", "x-session-id")
+AGENT_HEADERS = ("x-switchyard-agent-id", "x-claude-code-agent-id")
+PARENT_HEADERS = ("x-switchyard-parent-agent-id", "x-claude-code-parent-agent-id")
+_CODEX_META = "x-codex-turn-metadata"
+
+
+def _codex_meta(headers: Mapping[str, str]) -> dict[str, Any]:
+    raw = headers.get(_CODEX_META)
+    if not raw:
+        return {}
+    try:
+        meta = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return {}
+    return meta if isinstance(meta, dict) else {}
+
+
+def _first(headers: Mapping[str, str], names: tuple[str, ...]) -> tuple[str | None, str | None]:
+    for name in names:
+        value = headers.get(name)
+        if value and value.strip():
+            return value.strip(), name
+    return None, None
+
+
+def first_message_hash(request: ChatRequest) -> str | None:
+    """A short stable hash of the first user message (a session key of last resort)."""
+    text = request.first_user_text()
+    if not text:
+        return None
+    return "h:" + hashlib.blake2b(text.encode(), digest_size=12).hexdigest()
+
+
+def identify(headers: Mapping[str, str], request: ChatRequest, *, hash_fallback: bool = False) -> SessionInfo:
+    """Resolves who is calling.
+
+    Order: ``x-switchyard-session-id``, ``x-claude-code-session-id``, ``x-session-id``, Codex turn
+    metadata (``session_id``), ``session-id``; then the body's ``metadata.session_id`` and
+    ``user``; then, when ``hash_fallback`` is on, a hash of the first user message.
+
+    Args:
+        headers: Caller headers with lower-case names.
+        request: The decoded request.
+        hash_fallback: Whether to derive a session from the first user message.
+    """
+    codex = _codex_meta(headers)
+    session, source = _first(headers, SESSION_HEADERS)
+    if session is None and isinstance(codex.get("session_id"), str):
+        session, source = codex["session_id"], _CODEX_META
+    if session is None:
+        session, source = _first(headers, ("session-id",))
+    meta = request.metadata or {}
+    if session is None and isinstance(meta.get("session_id"), str) and meta["session_id"]:
+        session, source = meta["session_id"], "metadata.session_id"
+    if session is None and request.user:
+        session, source = request.user, "user"
+    if session is None and hash_fallback:
+        session, source = first_message_hash(request), "first_message_hash"
+    agent, _ = _first(headers, AGENT_HEADERS)
+    if agent is None and isinstance(codex.get("thread_id"), str):
+        agent = codex["thread_id"]
+    parent, _ = _first(headers, PARENT_HEADERS)
+    if parent is None and isinstance(codex.get("parent_thread_id"), str):
+        parent = codex["parent_thread_id"]
+    turns = sum(1 for m in request.messages if m.role == "assistant")
+    return SessionInfo(session_id=session, agent_id=agent, parent_agent_id=parent, source=source, turn_index=turns)

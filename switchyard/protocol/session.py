@@ -1,0 +1,56 @@
+"""Session identity and the session-state store interface routers see.
+
+Layer: ``protocol`` — imports nothing of ours.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+
+@dataclass(slots=True, frozen=True)
+class SessionInfo:
+    """Who is calling, as far as headers and body tell.
+
+    Attributes:
+        session_id: Stable id of the agent session, or ``None`` when unknown.
+        agent_id: Id of the (sub-)agent within the session.
+        parent_agent_id: Id of the agent that spawned this one.
+        source: Where ``session_id`` came from (a header name, ``user``, ``metadata``, ``hash``).
+        turn_index: Number of assistant turns already in the conversation.
+    """
+
+    session_id: str | None = None
+    agent_id: str | None = None
+    parent_agent_id: str | None = None
+    source: str | None = None
+    turn_index: int = 0
+
+    @property
+    def key(self) -> str | None:
+        """State key: the session, narrowed to the agent for sub-agents."""
+        if self.session_id is None:
+            return None
+        if self.agent_id and self.parent_agent_id:
+            return f"{self.session_id}/{self.agent_id}"
+        return self.session_id
+
+
+class StateStore(Protocol):
+    """Per-session JSON state, shared by every request of a session.
+
+    Values must be JSON-serialisable dicts so the Redis backend can hold them too.
+    """
+
+    async def get(self, key: str) -> dict[str, Any] | None:
+        """The stored value, or ``None``."""
+        ...
+
+    async def set(self, key: str, value: dict[str, Any], *, ttl_s: float | None = None) -> None:
+        """Stores ``value``; it expires ``ttl_s`` seconds after the last write."""
+        ...
+
+    async def delete(self, key: str) -> None:
+        """Forgets ``key``."""
+        ...

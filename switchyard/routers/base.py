@@ -1,0 +1,141 @@
+"""The router contract: context in, decision out, no I/O.
+
+Layer: ``routers`` — imports ``protocol`` only.
+
+A router decides which target should serve a request. It never performs I/O itself: when it
+needs a model (a judge, a weak-first answer) it awaits the injected
+:class:`~switchyard.protocol.call.ModelCall`, which the engine serves with fallback and whose
+tokens and latency the engine books as routing overhead. Per-session memory goes through
+``ctx.store``.
+
+A route in the YAML config is a :class:`RouterSpec` subclass (validated by pydantic); the spec
+builds the :class:`Router` once at start-up.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Protocol
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from switchyard.protocol.call import ModelCall
+from switchyard.protocol.request import ChatRequest
+from switchyard.protocol.response import ChatResponse
+from switchyard.protocol.session import SessionInfo, StateStore
+from switchyard.protocol.targets import TargetInfo
+
+
+@dataclass(slots=True)
+class RouteContext:
+    """What a router knows besides the request.
+
+    Attributes:
+        route: The route's name.
+        session: Caller identity (session, agent, turn index).
+        targets: The route's targets by name, in config order.
+        store: Per-session state store (namespaced per route by the engine).
+        headers: Caller headers, lower-cased.
+    """
+
+    route: str
+    session: SessionInfo
+    targets: Mapping[str, TargetInfo]
+    store: StateStore
+    headers: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class Decision:
+    """A router's answer.
+
+    Either ``candidates`` (the first is the choice, the rest fallbacks in order) or an
+    already-produced ``response`` (the router called a model and that answer stands).
+
+    Attributes:
+        candidates: Target names, best first.
+        response: A finished answer produced while routing.
+        answered_by: Target that produced ``response``.
+        request: A rewritten request (e.g. with a system note); ``None`` keeps the caller's,
+            which lets the engine replay the caller's body verbatim to a same-format upstream.
+        source: Why: ``passthrough``, ``random``, ``override``, ``dimensions``,
+            ``llm-classifier``, ``fall_open``, ``affinity``, ``probe``, …
+        score: Probability that the capable target is needed, when the router has one.
+        confidence: The router's confidence in its choice, when it has one.
+        reason: One short human-readable line.
+        details: Router-specific facts worth recording (signals, verdict fields).
+    """
+
+    candidates: tuple[str, ...] = ()
+    response: ChatResponse | None = None
+    answered_by: str | None = None
+    request: ChatRequest | None = None
+    source: str = "default"
+    score: float | None = None
+    confidence: float | None = None
+    reason: str = ""
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+class Router(Protocol):
+    """Routing policy for one route."""
+
+    async def route(self, request: ChatRequest, ctx: RouteContext, call: ModelCall) -> Decision:
+        """Decides who serves ``request``. Must not mutate ``request``."""
+        ...
+
+
+@dataclass(slots=True, frozen=True)
+class BuildContext:
+    """What a spec gets when it builds its router.
+
+    Attributes:
+        route: The route's name.
+        targets: Every configured target by name (not only this route's).
+        config_dir: Directory of the config file, for relative paths (``None`` for dicts).
+    """
+
+    route: str
+    targets: Mapping[str, TargetInfo]
+    config_dir: str | None = None
+
+
+class RouterSpec(BaseModel):
+    """Base of every route's config block.
+
+    Subclasses set ``type`` to a ``Literal`` of their name, declare their keys as pydantic
+    fields, and implement :meth:`target_refs` and :meth:`build`.
+
+    Attributes:
+        type: The router kind.
+        fallbacks: Extra targets tried, in order, after the route's own targets.
+        aliases: Other model ids that select this route (e.g. the names an agent hard-codes).
+        description: Free text shown by ``GET /v1/models``.
+        context_window: Advertised context window (``/v1/models``).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: ClassVar[str] = ""
+    stateful: ClassVar[bool] = False
+    """Whether the router keeps per-session state (the engine warns once when sessions are unknown)."""
+
+    type: str
+    fallbacks: list[str] = Field(default_factory=list)
+    aliases: list[str] = Field(default_factory=list)
+    description: str | None = None
+    context_window: int | None = Field(default=None, gt=0)
+
+    def target_refs(self) -> list[tuple[str, str]]:
+        """Every target the route may serve from, as ``(yaml sub-path, target name)`` in
+        config order; ``fallbacks`` excluded (the engine adds them)."""
+        raise NotImplementedError
+
+    def auxiliary_refs(self) -> list[tuple[str, str]]:
+        """Targets the router calls but never routes to (judges), as ``(sub-path, name)``."""
+        return []
+
+    def build(self, ctx: BuildContext) -> Router:
+        """Builds the router."""
+        raise NotImplementedError

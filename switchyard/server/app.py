@@ -1,0 +1,144 @@
+"""The proxy as a plain ASGI application over :meth:`Switchyard.dispatch`.
+
+Layer: ``server`` — imports ``api``. No web framework: the app reads the body, dispatches,
+and writes the reply; streams are written event by event as the engine yields them, and a
+caller that disconnects cancels the upstream request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
+from typing import Any
+
+from switchyard.api import Switchyard
+from switchyard.engine.reply import Reply
+from switchyard.protocol.errors import ErrorInfo
+from switchyard.wire import codec as get_codec
+from switchyard.wire.base import WireFormat
+from switchyard.wire.json import dumps
+
+logger = logging.getLogger("switchyard.server")
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+
+MAX_BODY = 32 * 1024 * 1024
+
+
+class SwitchyardApp:
+    """ASGI app serving a :class:`Switchyard`.
+
+    Args:
+        sy: The router to serve.
+        max_body: Largest request body accepted, in bytes (413 above).
+    """
+
+    def __init__(self, sy: Switchyard, *, max_body: int = MAX_BODY) -> None:
+        self.switchyard = sy
+        self.max_body = max_body
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        kind = scope["type"]
+        if kind == "http":
+            await self._http(scope, receive, send)
+        elif kind == "lifespan":
+            await self._lifespan(receive, send)
+
+    async def _lifespan(self, receive: Receive, send: Send) -> None:
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                with contextlib.suppress(Exception):
+                    await self.switchyard.aclose()
+                await send({"type": "lifespan.shutdown.complete"})
+                return
+
+    async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
+        chunks: list[bytes] = []
+        size = 0
+        more = True
+        while more:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > self.max_body:
+                await _write(send, _too_large(self.max_body))
+                return
+            chunks.append(chunk)
+            more = message.get("more_body", False)
+        body = b"".join(chunks)
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        try:
+            reply = await self.switchyard.dispatch(scope["method"], scope["path"], body, headers)
+        except Exception as exc:  # the engine turns known errors into replies; this is a bug
+            logger.exception("unhandled error serving %s %s", scope["method"], scope["path"])
+            info = ErrorInfo(status=500, type="api_error", message=f"internal error: {type(exc).__name__}")
+            codec = get_codec(WireFormat.OPENAI_CHAT)
+            reply = Reply(500, {"content-type": "application/json"}, body=dumps(codec.encode_error(info)))
+        if reply.stream is None:
+            await _write(send, reply)
+            return
+        await self._stream(reply, reply.stream, receive, send)
+
+    async def _stream(self, reply: Reply, chunks: AsyncIterator[bytes], receive: Receive, send: Send) -> None:
+        await send({"type": "http.response.start", "status": reply.status, "headers": _headers(reply)})
+
+        async def pump() -> None:
+            async for chunk in chunks:
+                await send({"type": "http.response.body", "body": chunk, "more_body": True})
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+        async def disconnected() -> None:
+            while (await receive())["type"] != "http.disconnect":
+                pass
+
+        pump_task = asyncio.ensure_future(pump())
+        watch = asyncio.ensure_future(disconnected())
+        try:
+            await asyncio.wait({pump_task, watch}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            if not pump_task.done():
+                # The caller went away: stop reading upstream (closing the stream cancels it).
+                pump_task.cancel()
+            watch.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await pump_task
+            with contextlib.suppress(asyncio.CancelledError):
+                await watch
+            aclose = getattr(chunks, "aclose", None)
+            if aclose is not None:
+                with contextlib.suppress(Exception):
+                    await aclose()
+        if pump_task.done() and not pump_task.cancelled() and pump_task.exception() is not None:
+            logger.error("stream failed: %r", pump_task.exception())
+
+
+def _headers(reply: Reply) -> list[tuple[bytes, bytes]]:
+    return [(k.encode("latin-1"), v.encode("latin-1")) for k, v in reply.headers.items()]
+
+
+async def _write(send: Send, reply: Reply) -> None:
+    headers = _headers(reply)
+    headers.append((b"content-length", str(len(reply.body)).encode()))
+    await send({"type": "http.response.start", "status": reply.status, "headers": headers})
+    await send({"type": "http.response.body", "body": reply.body, "more_body": False})
+
+
+def _too_large(limit: int) -> Reply:
+    info = ErrorInfo(status=413, type="invalid_request_error", message=f"request body exceeds {limit} bytes")
+    codec = get_codec(WireFormat.OPENAI_CHAT)
+    return Reply(413, {"content-type": "application/json"}, body=dumps(codec.encode_error(info)))
+
+
+def create_app(sy: Switchyard) -> SwitchyardApp:
+    """The ASGI app for ``sy``."""
+    return SwitchyardApp(sy)

@@ -1,0 +1,115 @@
+"""Running the proxy with uvicorn: in the foreground (``switchyard serve``) or on a thread.
+
+Layer: ``server``. Needs the ``server`` extra (uvicorn).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import socket
+import threading
+import time
+from typing import Any
+
+from switchyard.api import Switchyard
+from switchyard.server.app import create_app
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """A listening TCP socket with ``TCP_NODELAY`` (inherited by accepted connections on Linux),
+    so small SSE frames leave immediately instead of waiting for Nagle's algorithm."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    sock.bind((host, port))
+    sock.listen(2048)
+    sock.setblocking(False)
+    return sock
+
+
+def _uvicorn_config(app: Any, log_level: str, access_log: bool) -> Any:
+    try:
+        import uvicorn
+    except ImportError as exc:  # pragma: no cover - exercised only without the extra
+        raise RuntimeError("the proxy needs the server extra: pip install 'switchyard-router[server]'") from exc
+    loop = "auto"
+    http = "auto"
+    return uvicorn.Config(
+        app, log_level=log_level, access_log=access_log, loop=loop, http=http, lifespan="on", timeout_keep_alive=30
+    )
+
+
+def serve(
+    sy: Switchyard, host: str = "127.0.0.1", port: int = 4000, *, log_level: str = "info", access_log: bool = False
+) -> None:
+    """Serves ``sy`` until interrupted (SIGINT/SIGTERM drain open requests)."""
+    import uvicorn
+
+    sock = bind(host, port)
+    server = uvicorn.Server(_uvicorn_config(create_app(sy), log_level, access_log))
+    server.run(sockets=[sock])
+
+
+class AppThread:
+    """An ASGI app served by uvicorn on a background thread, bound before start (port 0 works).
+
+    Example:
+        >>> with AppThread(app) as srv:
+        ...     base = srv.base_url   # http://127.0.0.1:PORT/v1
+    """
+
+    def __init__(self, app: Any, host: str = "127.0.0.1", port: int = 0, *, log_level: str = "warning") -> None:
+        import uvicorn
+
+        self.app = app
+        self.sock = bind(host, port)
+        self.host, self.port = self.sock.getsockname()[:2]
+        self.server = uvicorn.Server(_uvicorn_config(app, log_level, False))
+        self._thread = threading.Thread(target=self._run, name="switchyard-proxy", daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        """``http://host:port/v1``."""
+        return f"http://{self.host}:{self.port}/v1"
+
+    @property
+    def root_url(self) -> str:
+        """``http://host:port`` (what Anthropic-style clients want)."""
+        return f"http://{self.host}:{self.port}"
+
+    def _run(self) -> None:
+        with contextlib.suppress(Exception):
+            asyncio.run(self.server.serve(sockets=[self.sock]))
+
+    def start(self) -> AppThread:
+        """Starts serving and waits (≤ 10 s) until ready."""
+        self._thread.start()
+        deadline = time.monotonic() + 10
+        while not self.server.started:
+            if time.monotonic() > deadline or not self._thread.is_alive():
+                raise RuntimeError("proxy did not start")
+            time.sleep(0.01)
+        return self
+
+    def stop(self) -> None:
+        """Stops serving and waits (≤ 10 s)."""
+        self.server.should_exit = True
+        self._thread.join(timeout=10)
+        with contextlib.suppress(OSError):
+            self.sock.close()
+
+    def __enter__(self) -> AppThread:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+class ServerThread(AppThread):
+    """The Switchyard proxy on a background thread (tests, the demo, benchmarks)."""
+
+    def __init__(self, sy: Switchyard, host: str = "127.0.0.1", port: int = 0, *, log_level: str = "warning") -> None:
+        super().__init__(create_app(sy), host, port, log_level=log_level)
+        self.switchyard = sy

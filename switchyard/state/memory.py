@@ -1,0 +1,72 @@
+"""In-process session state: bounded, with idle expiry.
+
+Layer: ``state`` — imports ``protocol`` only.
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from collections import OrderedDict
+from typing import Any
+
+from switchyard.protocol.session import StateStore
+
+
+class MemoryStore:
+    """An LRU map with per-entry idle TTL.
+
+    Unlike a "drop an arbitrary key when full" map, the least recently *used* session is the
+    one evicted, so an active long session is never dropped in favour of a stale one.
+
+    Args:
+        max_entries: Upper bound on stored sessions.
+        default_ttl_s: Idle lifetime of an entry when ``set`` gives none (``None``: forever).
+    """
+
+    def __init__(self, max_entries: int = 100_000, default_ttl_s: float | None = 3600.0) -> None:
+        self._data: OrderedDict[str, tuple[float | None, dict[str, Any]]] = OrderedDict()
+        self._max = max_entries
+        self._ttl = default_ttl_s
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    async def get(self, key: str) -> dict[str, Any] | None:
+        item = self._data.get(key)
+        if item is None:
+            return None
+        expires, value = item
+        if expires is not None and expires < time.monotonic():
+            del self._data[key]
+            return None
+        self._data.move_to_end(key)
+        return copy.deepcopy(value)
+
+    async def set(self, key: str, value: dict[str, Any], *, ttl_s: float | None = None) -> None:
+        ttl = ttl_s if ttl_s is not None else self._ttl
+        expires = None if ttl is None else time.monotonic() + ttl
+        self._data[key] = (expires, copy.deepcopy(value))
+        self._data.move_to_end(key)
+        while len(self._data) > self._max:
+            self._data.popitem(last=False)
+
+    async def delete(self, key: str) -> None:
+        self._data.pop(key, None)
+
+
+class NamespacedStore:
+    """A view of a store with every key prefixed (one namespace per route)."""
+
+    def __init__(self, inner: StateStore, prefix: str) -> None:
+        self._inner = inner
+        self._prefix = prefix
+
+    async def get(self, key: str) -> dict[str, Any] | None:
+        return await self._inner.get(self._prefix + key)
+
+    async def set(self, key: str, value: dict[str, Any], *, ttl_s: float | None = None) -> None:
+        await self._inner.set(self._prefix + key, value, ttl_s=ttl_s)
+
+    async def delete(self, key: str) -> None:
+        await self._inner.delete(self._prefix + key)

@@ -1,0 +1,380 @@
+"""OpenAI Chat Completions requests ⇄ IR.
+
+Layer: ``wire`` — imports ``protocol`` only.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import ValidationError
+
+from switchyard.protocol.errors import InvalidRequestError
+from switchyard.protocol.messages import (
+    ContentPart,
+    ImagePart,
+    Message,
+    ReasoningPart,
+    TextPart,
+    ToolCallPart,
+    ToolResultPart,
+)
+from switchyard.protocol.request import ChatRequest, ReasoningConfig
+from switchyard.protocol.tools import ToolChoice, ToolDefinition
+from switchyard.wire import diagnostics
+
+# Fields the IR models explicitly; everything else rides along in ``ChatRequest.extra``.
+_KNOWN = frozenset(
+    {
+        "model",
+        "messages",
+        "tools",
+        "tool_choice",
+        "parallel_tool_calls",
+        "max_tokens",
+        "max_completion_tokens",
+        "temperature",
+        "top_p",
+        "stop",
+        "seed",
+        "stream",
+        "stream_options",
+        "response_format",
+        "reasoning_effort",
+        "user",
+        "metadata",
+    }
+)
+
+
+def _bad(msg: str, param: str) -> InvalidRequestError:
+    return InvalidRequestError(msg, param=param)
+
+
+def _image_from_url(url: str, detail: str | None) -> ImagePart:
+    if url.startswith("data:"):
+        header, _, payload = url.partition(",")
+        media_type = header[5:].split(";")[0] or None
+        return ImagePart(data=payload, media_type=media_type, detail=detail)
+    return ImagePart(url=url, detail=detail)
+
+
+def _decode_parts(content: Any, path: str) -> list[TextPart | ImagePart]:
+    if content is None:
+        return []
+    if isinstance(content, str):
+        return [TextPart(text=content)]
+    if not isinstance(content, list):
+        raise _bad(f"{path} must be a string or a list of content parts", path)
+    parts: list[TextPart | ImagePart] = []
+    for i, item in enumerate(content):
+        if not isinstance(item, dict):
+            raise _bad(f"{path}[{i}] must be an object", f"{path}[{i}]")
+        kind = item.get("type")
+        if kind == "text":
+            parts.append(TextPart(text=str(item.get("text", "")), cache_control=item.get("cache_control")))
+        elif kind == "refusal":
+            parts.append(TextPart(text=str(item.get("refusal", ""))))
+        elif kind == "image_url":
+            spec = item.get("image_url")
+            if isinstance(spec, str):
+                spec = {"url": spec}
+            if not isinstance(spec, dict) or not isinstance(spec.get("url"), str):
+                raise _bad(f"{path}[{i}].image_url.url is required", f"{path}[{i}].image_url")
+            parts.append(_image_from_url(spec["url"], spec.get("detail")))
+        else:
+            diagnostics.report("openai_chat.unsupported_content_part", f"content part type {kind!r} dropped")
+    return parts
+
+
+def _decode_tool_calls(calls: Any, path: str) -> list[ToolCallPart]:
+    if not isinstance(calls, list):
+        raise _bad(f"{path} must be a list", path)
+    out: list[ToolCallPart] = []
+    for i, call in enumerate(calls):
+        if not isinstance(call, dict):
+            raise _bad(f"{path}[{i}] must be an object", f"{path}[{i}]")
+        if call.get("type") == "custom":
+            spec = call.get("custom") or {}
+            out.append(
+                ToolCallPart(
+                    id=str(call.get("id", "")),
+                    name=str(spec.get("name", "")),
+                    arguments=str(spec.get("input", "")),
+                    kind="custom",
+                )
+            )
+            continue
+        fn = call.get("function")
+        if not isinstance(fn, dict) or not isinstance(fn.get("name"), str):
+            raise _bad(f"{path}[{i}].function.name is required", f"{path}[{i}].function")
+        args = fn.get("arguments", "{}")
+        if not isinstance(args, str):
+            # Some clients send parsed arguments; keep them as the JSON document they denote.
+            from switchyard.wire.json import dumps
+
+            args = dumps(args).decode()
+        out.append(ToolCallPart(id=str(call.get("id", "")), name=fn["name"], arguments=args or "{}"))
+    return out
+
+
+def _decode_message(msg: Any, i: int) -> Message:
+    path = f"messages[{i}]"
+    if not isinstance(msg, dict):
+        raise _bad(f"{path} must be an object", path)
+    role = msg.get("role")
+    content = msg.get("content")
+    if role in ("system", "developer", "user"):
+        return Message(role=role, content=list(_decode_parts(content, f"{path}.content")), name=msg.get("name"))
+    if role == "assistant":
+        parts: list[ContentPart] = []
+        reasoning = msg.get("reasoning") or msg.get("reasoning_content")
+        if isinstance(reasoning, str) and reasoning:
+            parts.append(ReasoningPart(text=reasoning))
+        parts.extend(_decode_parts(content, f"{path}.content"))
+        if isinstance(msg.get("refusal"), str) and msg["refusal"]:
+            parts.append(TextPart(text=msg["refusal"]))
+        if msg.get("tool_calls"):
+            parts.extend(_decode_tool_calls(msg["tool_calls"], f"{path}.tool_calls"))
+        return Message(role="assistant", content=parts, name=msg.get("name"))
+    if role == "tool":
+        call_id = msg.get("tool_call_id")
+        if not isinstance(call_id, str):
+            raise _bad(f"{path}.tool_call_id is required for tool messages", f"{path}.tool_call_id")
+        result = ToolResultPart(call_id=call_id, content=_decode_parts(content, f"{path}.content"))
+        return Message(role="tool", content=[result])
+    if role == "function":
+        diagnostics.report("openai_chat.function_role", "deprecated 'function' message treated as a tool result")
+        name = str(msg.get("name", ""))
+        return Message(role="tool", content=[ToolResultPart(call_id=name, content=_decode_parts(content, path))])
+    raise _bad(f"{path}.role must be one of system, developer, user, assistant, tool (got {role!r})", f"{path}.role")
+
+
+def _decode_tools(tools: Any) -> list[ToolDefinition]:
+    if not isinstance(tools, list):
+        raise _bad("tools must be a list", "tools")
+    out: list[ToolDefinition] = []
+    for i, tool in enumerate(tools):
+        if not isinstance(tool, dict):
+            raise _bad(f"tools[{i}] must be an object", f"tools[{i}]")
+        if tool.get("type") == "custom":
+            spec = tool.get("custom") or {}
+            out.append(
+                ToolDefinition(
+                    name=str(spec.get("name", "")),
+                    description=spec.get("description"),
+                    kind="custom",
+                    format=spec.get("format"),
+                )
+            )
+            continue
+        fn = tool.get("function")
+        if tool.get("type", "function") != "function" or not isinstance(fn, dict) or "name" not in fn:
+            raise _bad(f"tools[{i}] must be {{type: function, function: {{name, …}}}}", f"tools[{i}]")
+        out.append(
+            ToolDefinition(
+                name=str(fn["name"]),
+                description=fn.get("description"),
+                parameters=fn.get("parameters"),
+                strict=fn.get("strict"),
+            )
+        )
+    return out
+
+
+def decode_tool_choice(choice: Any) -> ToolChoice | None:
+    """OpenAI ``tool_choice`` (Chat or Responses shape) → IR."""
+    if choice is None:
+        return None
+    if choice in ("auto", "none", "required"):
+        return ToolChoice(mode=choice)
+    if isinstance(choice, dict):
+        kind = choice.get("type")
+        if kind in ("function", "custom"):
+            inner = choice.get(kind)
+            name = inner.get("name") if isinstance(inner, dict) else choice.get("name")
+            if isinstance(name, str):
+                return ToolChoice(mode="tool", name=name)
+        if kind == "allowed_tools":
+            diagnostics.report("openai_chat.allowed_tools", "tool_choice allowed_tools narrowed to 'auto'")
+            mode = (choice.get("allowed_tools") or {}).get("mode", "auto")
+            return ToolChoice(mode="required" if mode == "required" else "auto")
+    raise _bad(f"unsupported tool_choice {choice!r}", "tool_choice")
+
+
+def decode_request(body: dict[str, Any]) -> ChatRequest:
+    """Decodes a Chat Completions request body.
+
+    Raises:
+        InvalidRequestError: The body is not a valid Chat Completions request.
+    """
+    messages = body.get("messages")
+    if not isinstance(messages, list):
+        raise _bad("'messages' is required and must be a list", "messages")
+    stop = body.get("stop")
+    stream_options = body.get("stream_options") or {}
+    try:
+        reasoning = None
+        if body.get("reasoning_effort") is not None:
+            effort = str(body["reasoning_effort"])
+            reasoning = ReasoningConfig(effort=effort, enabled=effort != "none")
+        return ChatRequest(
+            model=str(body.get("model") or ""),
+            messages=[_decode_message(m, i) for i, m in enumerate(messages)],
+            tools=_decode_tools(body["tools"]) if body.get("tools") else [],
+            tool_choice=decode_tool_choice(body.get("tool_choice")),
+            parallel_tool_calls=body.get("parallel_tool_calls"),
+            max_tokens=body.get("max_completion_tokens") or body.get("max_tokens"),
+            temperature=body.get("temperature"),
+            top_p=body.get("top_p"),
+            stop=[stop] if isinstance(stop, str) else stop,
+            seed=body.get("seed"),
+            stream=bool(body.get("stream", False)),
+            include_usage=bool(isinstance(stream_options, dict) and stream_options.get("include_usage")),
+            response_format=body.get("response_format"),
+            reasoning=reasoning,
+            user=body.get("user"),
+            metadata=body.get("metadata"),
+            extra={k: v for k, v in body.items() if k not in _KNOWN},
+        )
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc = ".".join(str(p) for p in err["loc"])
+        raise _bad(f"invalid request: {loc}: {err['msg']}", loc) from exc
+
+
+def _encode_image(part: ImagePart) -> dict[str, Any]:
+    url = part.as_data_uri() or part.url or ""
+    spec: dict[str, Any] = {"url": url}
+    if part.detail:
+        spec["detail"] = part.detail
+    return {"type": "image_url", "image_url": spec}
+
+
+def _encode_content(parts: list[TextPart | ImagePart]) -> str | list[dict[str, Any]]:
+    if all(isinstance(p, TextPart) and p.cache_control is None for p in parts):
+        return "".join(p.text for p in parts if isinstance(p, TextPart))
+    out: list[dict[str, Any]] = []
+    for p in parts:
+        if isinstance(p, TextPart):
+            out.append({"type": "text", "text": p.text})
+        else:
+            out.append(_encode_image(p))
+    return out
+
+
+def _encode_call(call: ToolCallPart) -> dict[str, Any]:
+    if call.kind == "custom":
+        return {"id": call.id, "type": "custom", "custom": {"name": call.name, "input": call.arguments}}
+    return {"id": call.id, "type": "function", "function": {"name": call.name, "arguments": call.arguments}}
+
+
+def _encode_message(msg: Message, out: list[dict[str, Any]]) -> None:
+    if msg.role in ("system", "developer", "user"):
+        plain = [p for p in msg.content if isinstance(p, TextPart | ImagePart)]
+        if len(plain) != len(msg.content):
+            # A user turn that also answers tools (Anthropic style): results become tool messages first.
+            for p in msg.content:
+                if isinstance(p, ToolResultPart):
+                    _encode_tool_result(p, out)
+        if plain or not msg.tool_results:
+            entry: dict[str, Any] = {"role": msg.role, "content": _encode_content(plain)}
+            if msg.name:
+                entry["name"] = msg.name
+            out.append(entry)
+        return
+    if msg.role == "tool":
+        for p in msg.content:
+            if isinstance(p, ToolResultPart):
+                _encode_tool_result(p, out)
+        return
+    text = "".join(p.text for p in msg.content if isinstance(p, TextPart))
+    calls = [_encode_call(p) for p in msg.content if isinstance(p, ToolCallPart)]
+    if any(isinstance(p, ReasoningPart) for p in msg.content):
+        diagnostics.report(
+            "openai_chat.reasoning_history_dropped",
+            "reasoning of earlier assistant turns is not sent to Chat upstreams",
+        )
+    entry = {"role": "assistant", "content": text if text or not calls else None}
+    if calls:
+        entry["tool_calls"] = calls
+    if msg.name:
+        entry["name"] = msg.name
+    out.append(entry)
+
+
+def _encode_tool_result(part: ToolResultPart, out: list[dict[str, Any]]) -> None:
+    if any(isinstance(c, ImagePart) for c in part.content):
+        diagnostics.report(
+            "openai_chat.image_in_tool_result", "images in tool results are not allowed in Chat tool messages"
+        )
+    text = part.text
+    if part.is_error and not text.lower().startswith("error"):
+        text = f"Error: {text}"
+    out.append({"role": "tool", "tool_call_id": part.call_id, "content": text})
+
+
+def encode_tool(tool: ToolDefinition) -> dict[str, Any]:
+    """IR tool → Chat Completions tool."""
+    if tool.kind == "custom":
+        spec: dict[str, Any] = {"name": tool.name}
+        if tool.description:
+            spec["description"] = tool.description
+        if tool.format:
+            spec["format"] = tool.format
+        return {"type": "custom", "custom": spec}
+    fn: dict[str, Any] = {"name": tool.name}
+    if tool.description:
+        fn["description"] = tool.description
+    fn["parameters"] = tool.parameters if tool.parameters is not None else {"type": "object", "properties": {}}
+    if tool.strict is not None:
+        fn["strict"] = tool.strict
+    return {"type": "function", "function": fn}
+
+
+def encode_tool_choice(choice: ToolChoice, tools: list[ToolDefinition]) -> Any:
+    """IR tool choice → Chat Completions ``tool_choice``."""
+    if choice.mode != "tool":
+        return choice.mode
+    kind = next((t.kind for t in tools if t.name == choice.name), "function")
+    return {"type": kind, kind: {"name": choice.name}}
+
+
+def encode_request(request: ChatRequest, *, model: str, stream: bool) -> dict[str, Any]:
+    """Encodes an IR request as a Chat Completions body for an upstream."""
+    messages: list[dict[str, Any]] = []
+    for msg in request.messages:
+        _encode_message(msg, messages)
+    body: dict[str, Any] = dict(request.extra)
+    body["model"] = model
+    body["messages"] = messages
+    if request.tools:
+        body["tools"] = [encode_tool(t) for t in request.tools]
+        if request.tool_choice is not None:
+            body["tool_choice"] = encode_tool_choice(request.tool_choice, request.tools)
+        if request.parallel_tool_calls is not None:
+            body["parallel_tool_calls"] = request.parallel_tool_calls
+    elif request.tool_choice is not None and request.tool_choice.mode == "none":
+        pass  # tool_choice without tools is rejected by vLLM; "none" is the default anyway
+    optional = {
+        "max_tokens": request.max_tokens,
+        "temperature": request.temperature,
+        "top_p": request.top_p,
+        "stop": request.stop,
+        "seed": request.seed,
+        "response_format": request.response_format,
+        "user": request.user,
+        "metadata": request.metadata,
+    }
+    for key, value in optional.items():
+        if value is not None:
+            body[key] = value
+    if request.reasoning is not None and request.reasoning.effort is not None:
+        body["reasoning_effort"] = request.reasoning.effort
+    if stream:
+        body["stream"] = True
+        body["stream_options"] = {"include_usage": True}
+    else:
+        body.pop("stream_options", None)
+        body.pop("stream", None)
+    return body

@@ -1,0 +1,261 @@
+"""OpenAI Chat Completions streams ⇄ IR stream events.
+
+Layer: ``wire`` — imports ``protocol`` only.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import orjson
+
+from switchyard.protocol.errors import ErrorInfo, UpstreamProtocolError
+from switchyard.protocol.response import StopReason, Usage
+from switchyard.protocol.stream import (
+    MessageStart,
+    MessageStop,
+    ReasoningDelta,
+    StreamError,
+    StreamEvent,
+    TextDelta,
+    ToolCallDelta,
+    UsageDelta,
+)
+from switchyard.wire.openai_chat.response import (
+    STOP_TO_FINISH,
+    decode_error,
+    decode_usage,
+    encode_usage,
+    stop_reason,
+)
+from switchyard.wire.sse import DONE, SSEEvent, frame
+
+
+class ChatStreamDecoder:
+    """Decodes ``chat.completion.chunk`` events.
+
+    Tool-call indexes are renumbered into contiguous ordinals: a delta whose ``id`` differs from
+    the call last seen at its ``index`` starts a new call (servers that reuse ``index: 0`` for
+    every parallel call), and a delta without ``index`` continues the latest call.
+    """
+
+    def __init__(self) -> None:
+        self._started = False
+        self._done = False
+        self._stop: StopReason | None = None
+        self._stop_sequence: str | None = None
+        self._slots: dict[int, tuple[int, str | None]] = {}  # upstream index -> (ordinal, id)
+        self._next_ordinal = 0
+        self._last_ordinal = -1
+
+    @property
+    def done(self) -> bool:
+        return self._done
+
+    def feed(self, event: SSEEvent) -> list[StreamEvent]:
+        data = event.data
+        if data.startswith("[DONE]"):
+            self._done = True
+            return self._stop_events()
+        try:
+            chunk = orjson.loads(data)
+        except orjson.JSONDecodeError as exc:
+            raise UpstreamProtocolError(f"malformed JSON in upstream stream: {data[:200]!r}") from exc
+        if not isinstance(chunk, dict):
+            raise UpstreamProtocolError(f"unexpected upstream stream payload: {data[:200]!r}")
+        out: list[StreamEvent] = []
+        if chunk.get("error"):
+            info = decode_error(chunk, 502)
+            if info.status < 400:
+                info.status = 502
+            self._done = True
+            return [StreamError(error=info)]
+        if not self._started:
+            self._started = True
+            out.append(
+                MessageStart(
+                    id=str(chunk.get("id") or ""),
+                    model=str(chunk.get("model") or ""),
+                    created=int(chunk.get("created") or 0),
+                )
+            )
+        for choice in chunk.get("choices") or []:
+            if not isinstance(choice, dict) or choice.get("index", 0) != 0:
+                continue
+            delta = choice.get("delta") or {}
+            reasoning = delta.get("reasoning") or delta.get("reasoning_content")
+            if isinstance(reasoning, str) and reasoning:
+                out.append(ReasoningDelta(text=reasoning))
+            content = delta.get("content")
+            if isinstance(content, str) and content:
+                out.append(TextDelta(text=content))
+            refusal = delta.get("refusal")
+            if isinstance(refusal, str) and refusal:
+                out.append(TextDelta(text=refusal))
+            for tc in delta.get("tool_calls") or []:
+                if isinstance(tc, dict):
+                    out.append(self._tool_delta(tc))
+            finish = choice.get("finish_reason")
+            if finish is not None:
+                self._stop = stop_reason(finish, choice.get("stop_reason"))
+                if self._stop == "stop_sequence":
+                    self._stop_sequence = choice.get("stop_reason")
+        usage = chunk.get("usage")
+        if isinstance(usage, dict):
+            out.append(UsageDelta(usage=decode_usage(usage)))
+        return out
+
+    def _tool_delta(self, tc: dict[str, Any]) -> ToolCallDelta:
+        call_id = tc.get("id") or None
+        raw_index = tc.get("index")
+        if raw_index is None:
+            ordinal = self._last_ordinal if call_id is None and self._last_ordinal >= 0 else self._new_slot(-1, call_id)
+        else:
+            slot = self._slots.get(int(raw_index))
+            if slot is None or (call_id is not None and slot[1] is not None and call_id != slot[1]):
+                ordinal = self._new_slot(int(raw_index), call_id)
+            else:
+                ordinal = slot[0]
+        self._last_ordinal = ordinal
+        if tc.get("type") == "custom" or "custom" in tc:
+            spec = tc.get("custom") or {}
+            return ToolCallDelta(
+                index=ordinal,
+                id=call_id,
+                name=spec.get("name") or None,
+                arguments=str(spec.get("input") or ""),
+                kind="custom",
+            )
+        fn = tc.get("function") or {}
+        return ToolCallDelta(
+            index=ordinal, id=call_id, name=fn.get("name") or None, arguments=str(fn.get("arguments") or "")
+        )
+
+    def _new_slot(self, raw_index: int, call_id: str | None) -> int:
+        ordinal = self._next_ordinal
+        self._next_ordinal += 1
+        self._slots[raw_index] = (ordinal, call_id)
+        return ordinal
+
+    def _stop_events(self) -> list[StreamEvent]:
+        if self._stop is None:
+            raise UpstreamProtocolError("upstream stream ended without a finish_reason")
+        stop, self._stop = self._stop, None
+        return [MessageStop(stop_reason=stop, stop_sequence=self._stop_sequence)]
+
+    def finish(self) -> list[StreamEvent]:
+        if self._done:
+            return []
+        # Some servers omit ``[DONE]``; a finish_reason is then enough to call it complete.
+        self._done = True
+        return self._stop_events()
+
+
+class ChatStreamEncoder:
+    """Encodes IR stream events as ``chat.completion.chunk`` SSE frames.
+
+    Usage is held back and sent as the final ``choices: []`` chunk when the caller asked for it
+    (``stream_options.include_usage``); every earlier chunk then carries ``usage: null``.
+    """
+
+    def __init__(self, *, model: str, include_usage: bool) -> None:
+        self._model = model
+        self._include_usage = include_usage
+        self._id = "chatcmpl-switchyard"
+        self._created = int(time.time())
+        self._started = False
+        self._finished = False
+        self._usage = Usage()
+        self._tool_started: set[int] = set()
+
+    def _chunk(self, delta: dict[str, Any], finish: str | None = None) -> bytes:
+        body: dict[str, Any] = {
+            "id": self._id,
+            "object": "chat.completion.chunk",
+            "created": self._created,
+            "model": self._model,
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}],
+        }
+        if self._include_usage:
+            body["usage"] = None
+        return frame(orjson.dumps(body))
+
+    def _start(self, event: MessageStart | None = None) -> bytes:
+        self._started = True
+        if event is not None:
+            self._id = event.id or self._id
+            self._created = event.created or self._created
+        return self._chunk({"role": "assistant", "content": ""})
+
+    def encode(self, event: StreamEvent) -> bytes:
+        if self._finished:
+            return b""
+        if isinstance(event, MessageStart):
+            return b"" if self._started else self._start(event)
+        prefix = b"" if self._started or isinstance(event, UsageDelta | StreamError) else self._start()
+        if isinstance(event, TextDelta):
+            return prefix + (self._chunk({"content": event.text}) if event.text else b"")
+        if isinstance(event, ReasoningDelta):
+            return prefix + (self._chunk({"reasoning": event.text}) if event.text else b"")
+        if isinstance(event, ToolCallDelta):
+            return prefix + self._chunk({"tool_calls": [self._tool_delta(event)]})
+        if isinstance(event, UsageDelta):
+            self._usage = event.usage
+            return prefix
+        if isinstance(event, MessageStop):
+            out = prefix + self._chunk({}, STOP_TO_FINISH[event.stop_reason])
+            if self._include_usage:
+                out += frame(
+                    orjson.dumps(
+                        {
+                            "id": self._id,
+                            "object": "chat.completion.chunk",
+                            "created": self._created,
+                            "model": self._model,
+                            "choices": [],
+                            "usage": encode_usage(self._usage),
+                        }
+                    )
+                )
+            return out
+        if isinstance(event, StreamError):
+            self._finished = True
+            return prefix + stream_error(event.error)
+        return prefix
+
+    def _tool_delta(self, event: ToolCallDelta) -> dict[str, Any]:
+        first = event.index not in self._tool_started
+        if event.kind == "custom":
+            custom: dict[str, Any] = {"input": event.arguments}
+            entry: dict[str, Any] = {"index": event.index, "custom": custom}
+            if first:
+                self._tool_started.add(event.index)
+                entry["id"] = event.id or f"call_{event.index}"
+                entry["type"] = "custom"
+                custom["name"] = event.name or ""
+            return entry
+        fn: dict[str, Any] = {"arguments": event.arguments}
+        entry = {"index": event.index, "function": fn}
+        if first:
+            self._tool_started.add(event.index)
+            entry["id"] = event.id or f"call_{event.index}"
+            entry["type"] = "function"
+            fn["name"] = event.name or ""
+        return entry
+
+    def finish(self) -> bytes:
+        if self._finished:
+            return b""
+        self._finished = True
+        return DONE
+
+
+def stream_error(error: ErrorInfo) -> bytes:
+    """Ends a Chat stream with an in-band error event, then ``[DONE]``.
+
+    openai-python raises ``APIError`` on the error event, so the caller never mistakes the
+    truncated stream for a complete answer.
+    """
+    body = {"error": {"message": error.message, "type": error.type, "param": error.param, "code": error.code}}
+    return frame(orjson.dumps(body)) + DONE

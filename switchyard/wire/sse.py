@@ -1,0 +1,95 @@
+"""Server-Sent Events framing without I/O: bytes ⇄ events.
+
+Layer: ``wire`` — imports ``protocol`` only.
+
+The parser accepts what real servers send (``\\n``, ``\\r\\n`` or bare ``\\r`` line ends,
+``data:`` with or without a space, comments, ``id:``/``retry:`` fields, chunks split anywhere,
+even inside a UTF-8 character) and yields only events that carry data. The writer emits the
+strict subset every SDK parses: optional ``event:`` line, one ``data:`` line, blank line.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(slots=True, frozen=True)
+class SSEEvent:
+    """One dispatched event: its name (``None`` when unnamed) and its data."""
+
+    event: str | None
+    data: str
+
+
+class SSEParser:
+    """Incremental SSE parser. Feed it byte chunks; it returns completed events."""
+
+    __slots__ = ("_buf", "_data", "_event", "_pending_cr")
+
+    def __init__(self) -> None:
+        self._buf = b""
+        self._data: list[str] = []
+        self._event: str | None = None
+        self._pending_cr = False
+
+    def feed(self, chunk: bytes) -> list[SSEEvent]:
+        """Adds bytes and returns the events they completed."""
+        if self._pending_cr and chunk.startswith(b"\n"):
+            chunk = chunk[1:]
+        self._pending_cr = False
+        buf = self._buf + chunk
+        if b"\r" in buf:
+            if buf.endswith(b"\r"):
+                # A CR at the end may be the first half of CRLF; remember to drop a leading LF.
+                self._pending_cr = True
+            buf = buf.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+        lines = buf.split(b"\n")
+        self._buf = lines.pop()
+        out: list[SSEEvent] = []
+        for raw in lines:
+            self._line(raw, out)
+        return out
+
+    def finish(self) -> list[SSEEvent]:
+        """Flushes a final event that was not followed by a blank line."""
+        out: list[SSEEvent] = []
+        if self._buf:
+            self._line(self._buf, out)
+            self._buf = b""
+        self._line(b"", out)
+        return out
+
+    def _line(self, raw: bytes, out: list[SSEEvent]) -> None:
+        if not raw:
+            if self._data:
+                out.append(SSEEvent(self._event, "\n".join(self._data)))
+            self._data = []
+            self._event = None
+            return
+        if raw[:1] == b":":
+            return
+        line = raw.decode("utf-8", errors="replace")
+        name, sep, value = line.partition(":")
+        if not sep:
+            value = ""
+        elif value.startswith(" "):
+            value = value[1:]
+        if name == "data":
+            self._data.append(value)
+        elif name == "event":
+            self._event = value or None
+        # ``id`` and ``retry`` carry nothing a router needs.
+
+
+def frame(data: bytes, event: str | None = None) -> bytes:
+    """Frames one SSE event. ``data`` must not be empty or contain newlines."""
+    if event is None:
+        return b"data: " + data + b"\n\n"
+    return b"event: " + event.encode() + b"\ndata: " + data + b"\n\n"
+
+
+DONE = b"data: [DONE]\n\n"
+"""The OpenAI Chat stream terminator."""
+
+KEEPALIVE = b": keep-alive\n\n"
+"""A comment line every SSE client ignores."""

@@ -1,0 +1,85 @@
+"""Shared fixtures: loopback-only networking, a real fake upstream, the issue's example config."""
+
+from __future__ import annotations
+
+import ipaddress
+import socket
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from switchyard.testing import FakeUpstream, serve_fake
+
+_real_connect = socket.socket.connect
+_real_connect_ex = socket.socket.connect_ex
+
+
+def _loopback_only(address: Any) -> None:
+    if isinstance(address, tuple) and address:
+        host = address[0]
+        try:
+            if ipaddress.ip_address(host).is_loopback:
+                return
+        except ValueError:
+            if host == "localhost":
+                return
+        raise ConnectionRefusedError(f"tests may only reach 127.0.0.1, not {host!r}")
+
+
+@pytest.fixture(autouse=True)
+def _no_internet(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every socket connection outside loopback fails fast."""
+
+    def connect(self: socket.socket, address: Any) -> None:
+        _loopback_only(address)
+        _real_connect(self, address)
+
+    def connect_ex(self: socket.socket, address: Any) -> int:
+        _loopback_only(address)
+        return _real_connect_ex(self, address)
+
+    monkeypatch.setattr(socket.socket, "connect", connect)
+    monkeypatch.setattr(socket.socket, "connect_ex", connect_ex)
+
+
+@pytest.fixture
+def upstream() -> Iterator[Any]:
+    """A started fake OpenAI-compatible upstream; ``upstream.app`` is the :class:`FakeUpstream`."""
+    server = serve_fake(FakeUpstream())
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def skeleton_config(port: int) -> dict[str, Any]:
+    """The config from the walking-skeleton issue, pointed at ``port``."""
+    return {
+        "llm_clients": {"local": {"format": "openai_chat", "base_url": f"http://127.0.0.1:{port}/v1"}},
+        "targets": {
+            "efficient": {
+                "client": "local",
+                "model": "fake-efficient",
+                "price": {"input_per_mtok": 0.1, "output_per_mtok": 0.4},
+                "extra_body": {"chat_template_kwargs": {"enable_thinking": False}},
+            },
+            "capable": {
+                "client": "local",
+                "model": "fake-capable",
+                "price": {"input_per_mtok": 15, "output_per_mtok": 75},
+            },
+            "broken": {"client": "local", "model": "fail-500"},
+        },
+        "routes": {
+            "fast": {"type": "passthrough", "target": "efficient"},
+            "mix": {"type": "random", "targets": ["efficient", "capable"], "weights": [1, 1], "seed": 7},
+            "resilient": {"type": "random", "targets": ["broken", "capable"], "weights": [1, 0]},
+        },
+    }
+
+
+@pytest.fixture
+def config(upstream: Any) -> dict[str, Any]:
+    """The skeleton config over the running fake upstream."""
+    return skeleton_config(upstream.port)
