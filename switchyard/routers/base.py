@@ -101,6 +101,10 @@ class BuildContext:
     config_dir: str | None = None
 
 
+SpecClass = type["RouterSpec"]
+"""A router spec class (an alias because specs have a field named ``type``)."""
+
+
 class RouterSpec(BaseModel):
     """Base of every route's config block.
 
@@ -127,6 +131,11 @@ class RouterSpec(BaseModel):
     description: str | None = None
     context_window: int | None = Field(default=None, gt=0)
 
+    @classmethod
+    def variant_for(cls, block: Mapping[str, Any]) -> SpecClass:
+        """The spec class that validates ``block`` (a type with modes picks the mode's class)."""
+        return cls
+
     def target_refs(self) -> list[tuple[str, str]]:
         """Every target the route may serve from, as ``(yaml sub-path, target name)`` in
         config order; ``fallbacks`` excluded (the engine adds them)."""
@@ -135,6 +144,14 @@ class RouterSpec(BaseModel):
     def auxiliary_refs(self) -> list[tuple[str, str]]:
         """Targets the router calls but never routes to (judges), as ``(sub-path, name)``."""
         return []
+
+    def keeps_state(self) -> bool:
+        """Whether this route, as configured, keeps per-session state (default: ``stateful``)."""
+        return self.stateful
+
+    def hashes_first_message(self) -> bool:
+        """Whether requests without a session id are keyed by a hash of their first user message."""
+        return False
 
     def build(self, ctx: BuildContext) -> Router:
         """Builds the router."""
