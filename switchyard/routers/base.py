@@ -55,12 +55,14 @@ class Decision:
 
     Attributes:
         candidates: Target names, best first.
-        response: A finished answer produced while routing.
+        response: A finished answer produced while routing. When it came from the injected
+            model call, the engine books that call as the answer, not as routing overhead.
         answered_by: Target that produced ``response``.
         request: A rewritten request (e.g. with a system note); ``None`` keeps the caller's,
             which lets the engine replay the caller's body verbatim to a same-format upstream.
         source: Why: ``passthrough``, ``random``, ``override``, ``dimensions``,
-            ``llm-classifier``, ``fall_open``, ``affinity``, ``probe``, …
+            ``llm-classifier``, ``fail_open``, ``affinity``, ``escalation``, ``latched``,
+            ``probe``, …
         score: Probability that the capable target is needed, when the router has one.
         confidence: The router's confidence in its choice, when it has one.
         reason: One short human-readable line.
