@@ -73,7 +73,8 @@ def build_routes(loaded: LoadedConfig, infos: Mapping[str, TargetInfo]) -> dict[
             aliases=tuple(spec.aliases),
             description=spec.description,
             context_window=spec.context_window,
-            stateful=spec.stateful,
+            stateful=spec.keeps_state(),
+            hash_session_fallback=spec.hashes_first_message(),
         )
     return routes
 

@@ -306,6 +306,7 @@ def _route_spec(name: str, block: Any, issues: list[ConfigIssue], lines: _Lines)
     except LookupError as exc:
         issues.append(ConfigIssue(format_path((*prefix, "type")), str(exc), lines.line((*prefix, "type"))))
         return None
+    spec_cls = spec_cls.variant_for(block)
     try:
         return spec_cls.model_validate(block)
     except ValidationError as exc:

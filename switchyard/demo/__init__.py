@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from switchyard.demo.agent import TASKS, TOOLS, Repo, models, parse_args
+from switchyard.demo.agent import TASKS, TOOLS, Repo, judge_model, models, parse_args
 from switchyard.engine.records import DecisionRecord
 from switchyard.protocol.response import Usage
 
@@ -35,6 +35,10 @@ targets:
     client: frontier-sim
     model: frontier-sim
     price: {{input_per_mtok: 15.0, output_per_mtok: 75.0}}
+  judge:
+    client: lightning-sim
+    model: judge-sim
+    price: {{input_per_mtok: 0.10, output_per_mtok: 0.40}}
 routes:
   mix:
     type: random
@@ -42,6 +46,23 @@ routes:
     weights: [3, 1]
     seed: 7
     description: three in four calls to the efficient model, the rest to the frontier model
+  classify:
+    type: llm_classifier
+    mode: capability
+    classifier_target: judge
+    strong_target: frontier
+    weak_target: efficient
+    base_threshold: 0.6
+    classify_trigger: user_turn
+    description: a judge forecasts at each user turn whether the efficient model can do the task
+  watch:
+    type: llm_classifier
+    mode: escalation
+    classifier_target: judge
+    strong_target: frontier
+    weak_target: efficient
+    confirmations: 2
+    description: efficient first; a judge reviews every turn and latches to frontier on trouble
 """
 
 
@@ -63,6 +84,10 @@ class Scenario:
 SCENARIOS: list[Scenario] = [
     Scenario("Random 3:1 router, drop-in OpenAI client (in-process, no server)", "mix", "drop-in"),
     Scenario("Random 3:1 router, real openai SDK through the proxy (SSE streaming)", "mix", "proxy"),
+    Scenario("LLM classifier: a judge forecasts each user turn (drop-in client)", "classify", "drop-in"),
+    Scenario(
+        "Escalation: efficient first, a judge reviews each turn, 2 confirmations latch (proxy, SSE)", "watch", "proxy"
+    ),
 ]
 
 
@@ -124,7 +149,8 @@ def run_session(client: Any, route: str, session: str, *, stream: bool, max_turn
 
 def _table(records: list[DecisionRecord], frontier_cost: Callable[[Usage], float]) -> tuple[float, float]:
     header = (
-        f"{'turn':>4}  {'route':<10} {'target':<10} {'model':<24} {'source':<16} {'tokens in/out':>14} {'cost USD':>11}"
+        f"{'turn':>4}  {'route':<10} {'target':<10} {'model':<24} {'source':<16} {'tokens in/out':>14} "
+        f"{'judge':>5} {'cost USD':>11}"
     )
     print(header)
     print("-" * len(header))
@@ -136,7 +162,7 @@ def _table(records: list[DecisionRecord], frontier_cost: Callable[[Usage], float
         tokens = f"{rec.input_tokens}/{rec.output_tokens}"
         print(
             f"{i:>4}  {rec.route:<10} {rec.selected or '-':<10} {(rec.selected_model or '-')[:24]:<24} "
-            f"{rec.source:<16} {tokens:>14} {rec.total_cost_usd:>11.6f}"
+            f"{rec.source:<16} {tokens:>14} {rec.router_cost.calls:>5} {rec.total_cost_usd:>11.6f}"
         )
     return total, baseline
 
@@ -151,7 +177,7 @@ def main(*, show_config: bool = False, use_proxy: bool = True) -> int:
         print(CONFIG_TEMPLATE.format(efficient_port="<port>", frontier_port="<port>"))
         return 0
     efficient_model, frontier_model = models()
-    servers = [serve_fake(FakeUpstream([efficient_model])), serve_fake(FakeUpstream([frontier_model]))]
+    servers = [serve_fake(FakeUpstream([efficient_model, judge_model()])), serve_fake(FakeUpstream([frontier_model]))]
     try:
         import yaml
 
@@ -199,6 +225,10 @@ def main(*, show_config: bool = False, use_proxy: bool = True) -> int:
                 f"({100 * (1 - grand / grand_baseline):.0f}% saved)."
             )
         print("Note: 'always-frontier' prices each turn's actual tokens at the frontier model's rates.")
+        print(
+            "'judge' counts model calls the router made itself (judge verdicts, buffered efficient turns "
+            "it discarded); their cost is in the turn's cost. The simulated judge follows toy rules."
+        )
         sy.close()
     finally:
         for server in servers:

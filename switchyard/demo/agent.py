@@ -10,7 +10,8 @@ from typing import Any
 
 import orjson
 
-from switchyard.testing.fake_upstream import FakeModel, Turn
+from switchyard.testing.fake_upstream import FakeModel, Turn, last_user_text
+from switchyard.testing.judges import verdict_kind
 
 TOOLS: list[dict[str, Any]] = [
     {
@@ -160,3 +161,51 @@ def parse_args(arguments: str) -> dict[str, Any]:
     except orjson.JSONDecodeError:
         return {}
     return value if isinstance(value, dict) else {}
+
+
+def _current_request(view: str) -> str:
+    """The person's current request in a classifier view: the latest user message, else the task."""
+    return view.split("## Latest user message")[-1]
+
+
+def _suite_is_red(view: str) -> bool:
+    """Whether the last test run visible in an escalation transcript failed."""
+    failed, passed = view.rfind("FAILED"), view.rfind("passed")
+    return failed > passed
+
+
+def judge_brain(body: dict[str, Any], model: FakeModel) -> Turn:
+    """The demo's simulated judge (a stand-in for a real judge model and its packaged rubric).
+
+    * Capability forecasts: debugging is uncertain for the efficient model (p_solve 0.45), a
+      docstring is routine (0.92).
+    * Escalation reviews: a toy rule — escalate while the test suite is red.
+    """
+    view = last_user_text(body)
+    kind = verdict_kind(body)
+    if kind == "capability":
+        if "docstring" in _current_request(view):
+            verdict: dict[str, Any] = {
+                "crux": "add one line of documentation",
+                "primary_rule": "SUP-1",
+                "capability_boundary": "supported",
+                "p_solve": 0.92,
+            }
+        else:
+            verdict = {
+                "crux": "locate the fault from a failing test",
+                "primary_rule": "UNC-1",
+                "capability_boundary": "uncertain",
+                "p_solve": 0.45,
+            }
+    elif kind == "hand_back":
+        verdict = {"reason": "demo keeps the capable model", "hand_back": False}
+    else:
+        red = _suite_is_red(view)
+        verdict = {"reason": "the suite is red" if red else "progressing", "escalate": red}
+    return Turn(text=orjson.dumps(verdict).decode())
+
+
+def judge_model() -> FakeModel:
+    """The simulated judge, served next to the efficient model (a small, fast model)."""
+    return FakeModel("judge-sim", brain=judge_brain, first_byte_s=0.01)

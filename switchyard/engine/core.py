@@ -9,6 +9,7 @@ the library API all call this module, so their behaviour cannot drift apart.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 import uuid
@@ -82,6 +83,8 @@ class Route:
         description: Shown by ``/v1/models``.
         context_window: Advertised context window.
         stateful: Whether the router keeps per-session state.
+        hash_session_fallback: Key requests without a session id by a hash of their first user
+            message (the route's ``message_hash_fallback``).
     """
 
     name: str
@@ -94,6 +97,7 @@ class Route:
     context_window: int | None = None
     stateful: bool = False
     store: StateStore | None = None
+    hash_session_fallback: bool = False
 
     def order(self, first: Sequence[str]) -> list[str]:
         """The router's candidates, then the route's other targets, then its fallbacks."""
@@ -215,11 +219,32 @@ class EventStream:
 
 
 class _RouterCall:
-    """The :class:`~switchyard.protocol.call.ModelCall` a router gets: fallback plus cost booking."""
+    """The :class:`~switchyard.protocol.call.ModelCall` a router gets: fallback plus cost booking.
+
+    Every call is booked in ``record.router_cost`` (calls, tokens, USD, elapsed), including
+    calls a router's own deadline cancelled. When a router returns one of these answers as the
+    request's answer (escalation serving its buffered efficient turn), :meth:`unbook` moves it
+    out of the overhead so it is not counted twice.
+    """
 
     def __init__(self, engine: Engine, record: DecisionRecord) -> None:
         self._engine = engine
         self._record = record
+        self._booked: dict[int, tuple[ChatResponse, float, float]] = {}
+
+    def unbook(self, response: ChatResponse) -> float | None:
+        """Removes ``response``'s call from the router cost; returns its elapsed ms if it was one."""
+        booked = self._booked.pop(id(response), None)
+        if booked is None:
+            return None
+        _, usd, elapsed = booked
+        cost = self._record.router_cost
+        cost.calls -= 1
+        cost.input_tokens -= response.usage.input_tokens
+        cost.output_tokens -= response.usage.output_tokens
+        cost.cost_usd -= usd
+        cost.elapsed_ms -= elapsed
+        return elapsed
 
     async def __call__(self, targets: str | Sequence[str], request: ChatRequest) -> ChatResponse:
         names = [targets] if isinstance(targets, str) else list(targets)
@@ -241,10 +266,18 @@ class _RouterCall:
                 if not exc.fallback_ok:
                     raise
                 continue
-            cost.elapsed_ms += (time.perf_counter() - started) * 1000
+            except asyncio.CancelledError:
+                # A router deadline (e.g. judge_timeout_s) gave up on this call: still overhead.
+                cost.failures += 1
+                cost.elapsed_ms += (time.perf_counter() - started) * 1000
+                raise
+            elapsed = (time.perf_counter() - started) * 1000
+            usd = target.info.price.cost(response.usage)
+            cost.elapsed_ms += elapsed
             cost.input_tokens += response.usage.input_tokens
             cost.output_tokens += response.usage.output_tokens
-            cost.cost_usd += target.info.price.cost(response.usage)
+            cost.cost_usd += usd
+            self._booked[id(response)] = (response, usd, elapsed)
             return response
         assert last is not None
         raise last
@@ -322,7 +355,7 @@ class Engine:
         if not request.model:
             raise InvalidRequestError("'model' is required: name a route (see GET /v1/models)", param="model")
         route = self.route(request.model)
-        session = identify(headers, request, hash_fallback=self.hash_session_fallback)
+        session = identify(headers, request, hash_fallback=self.hash_session_fallback or route.hash_session_fallback)
         record = DecisionRecord(
             request_id=headers.get(HEADER_REQUEST_ID) or uuid.uuid4().hex[:16],
             route=route.name,
@@ -372,8 +405,9 @@ class Engine:
             store=store,
             headers=headers,
         )
+        router_call = _RouterCall(self, record)
         try:
-            decision = await route.router.route(request, ctx, _RouterCall(self, record))
+            decision = await route.router.route(request, ctx, router_call)
         except SwitchyardError:
             raise
         except Exception as exc:
@@ -382,6 +416,10 @@ class Engine:
         unknown = [c for c in decision.candidates if c not in self.targets]
         if unknown:
             raise RouterError(f"router of route {route.name!r} chose unknown target(s) {unknown}")
+        if decision.response is not None:
+            answer_ms = router_call.unbook(decision.response)
+            if answer_ms is not None:
+                record.details["answer_elapsed_ms"] = answer_ms
         record.source = decision.source
         record.reason = decision.reason
         record.score = decision.score
@@ -454,7 +492,7 @@ class Engine:
         if target is not None:
             record.cost_usd = target.info.price.cost(response.usage)
         record.set_usage(response.usage)
-        record.duration_ms = record.overhead_ms
+        record.duration_ms = (time.perf_counter() - prep.t0) * 1000
         self._emit(record)
         return completion
 
@@ -502,7 +540,9 @@ class Engine:
         target = self.targets.get(name)
         if target is not None:
             self._served(prep.record, target)
-        prep.record.overhead_ms = (time.perf_counter() - prep.t0) * 1000
+        # The answer call a router made itself is not routing overhead.
+        answer_ms = float(prep.record.details.get("answer_elapsed_ms", 0.0))
+        prep.record.overhead_ms = (time.perf_counter() - prep.t0) * 1000 - answer_ms
         return Completion(response, prep.record, name)
 
     @staticmethod

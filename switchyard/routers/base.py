@@ -55,12 +55,14 @@ class Decision:
 
     Attributes:
         candidates: Target names, best first.
-        response: A finished answer produced while routing.
+        response: A finished answer produced while routing. When it came from the injected
+            model call, the engine books that call as the answer, not as routing overhead.
         answered_by: Target that produced ``response``.
         request: A rewritten request (e.g. with a system note); ``None`` keeps the caller's,
             which lets the engine replay the caller's body verbatim to a same-format upstream.
         source: Why: ``passthrough``, ``random``, ``override``, ``dimensions``,
-            ``llm-classifier``, ``fall_open``, ``affinity``, ``probe``, …
+            ``llm-classifier``, ``fail_open``, ``affinity``, ``escalation``, ``latched``,
+            ``probe``, …
         score: Probability that the capable target is needed, when the router has one.
         confidence: The router's confidence in its choice, when it has one.
         reason: One short human-readable line.
@@ -101,6 +103,10 @@ class BuildContext:
     config_dir: str | None = None
 
 
+SpecClass = type["RouterSpec"]
+"""A router spec class (an alias because specs have a field named ``type``)."""
+
+
 class RouterSpec(BaseModel):
     """Base of every route's config block.
 
@@ -127,6 +133,11 @@ class RouterSpec(BaseModel):
     description: str | None = None
     context_window: int | None = Field(default=None, gt=0)
 
+    @classmethod
+    def variant_for(cls, block: Mapping[str, Any]) -> SpecClass:
+        """The spec class that validates ``block`` (a type with modes picks the mode's class)."""
+        return cls
+
     def target_refs(self) -> list[tuple[str, str]]:
         """Every target the route may serve from, as ``(yaml sub-path, target name)`` in
         config order; ``fallbacks`` excluded (the engine adds them)."""
@@ -135,6 +146,14 @@ class RouterSpec(BaseModel):
     def auxiliary_refs(self) -> list[tuple[str, str]]:
         """Targets the router calls but never routes to (judges), as ``(sub-path, name)``."""
         return []
+
+    def keeps_state(self) -> bool:
+        """Whether this route, as configured, keeps per-session state (default: ``stateful``)."""
+        return self.stateful
+
+    def hashes_first_message(self) -> bool:
+        """Whether requests without a session id are keyed by a hash of their first user message."""
+        return False
 
     def build(self, ctx: BuildContext) -> Router:
         """Builds the router."""

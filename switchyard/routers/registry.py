@@ -17,6 +17,7 @@ from switchyard.routers.base import RouterSpec
 _BUILTIN: dict[str, str] = {
     "passthrough": "switchyard.routers.static:PassthroughSpec",
     "random": "switchyard.routers.static:RandomSpec",
+    "llm_classifier": "switchyard.routers.llm_classifier:LlmClassifierSpec",
 }
 
 _UNAVAILABLE: dict[str, str] = {}

@@ -117,6 +117,8 @@ class FakeModel:
         per_chunk_s: Delay between stream chunks.
         reasoning: Reasoning text added by :func:`echo_brain`.
         context_window: Reported by ``GET /v1/models`` as ``max_model_len``.
+        paced_json: Also pace non-streamed answers by ``per_chunk_s`` per stream piece, so a
+            buffered call takes as long as the stream would (latency benchmarks).
     """
 
     name: str
@@ -125,6 +127,7 @@ class FakeModel:
     per_chunk_s: float = 0.0
     reasoning: str = ""
     context_window: int = 131072
+    paced_json: bool = False
 
 
 @dataclass(slots=True)
@@ -208,6 +211,9 @@ class FakeUpstream:
         if request.get("stream"):
             await self._stream(send, request, model, turn, fault)
         else:
+            if model.paced_json and model.per_chunk_s:
+                pieces = len(_pieces(turn.text)) + len(_pieces(turn.reasoning)) + len(turn.tool_calls)
+                await asyncio.sleep(model.per_chunk_s * pieces)
             await _json(send, 200, self._completion(request, model, turn))
 
     async def _fault_before(self, fault: str, send: Send) -> bool:

@@ -1,0 +1,89 @@
+"""Session affinity for classifier routes: when to ask the judge, when to keep its last answer.
+
+Layer: ``routers`` — imports ``protocol`` only.
+
+``classify_trigger`` decides how often a classifier route consults its judge:
+
+* ``every_request`` — every model call, tool continuations included (no state kept);
+* ``user_turn`` — when the newest message is one a person wrote; tool continuations of that
+  turn keep the target the judge chose for it;
+* ``new_session`` — once per session (and once per sub-agent: the key is
+  :attr:`~switchyard.protocol.session.SessionInfo.key`).
+
+Assignments live in ``RouteContext.store`` (JSON dicts with an idle TTL) — so they are bounded
+and evicted least-recently-used by the memory store, and shared by replicas with a shared store,
+instead of living in a per-process map that drops an arbitrary entry when full. Requests
+without a session identity are classified on their own (the engine warns once); with
+``message_hash_fallback`` the engine keys such sessions by a hash of the first user message.
+
+A fail-open assignment (the judge failed, the strong target served) is *provisional*: tool
+continuations keep it, but the next user turn asks the judge again, also under
+``new_session`` — an outage must not pin a session to the expensive target for good.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from switchyard.protocol.request import ChatRequest
+from switchyard.routers.base import Decision, RouteContext
+from switchyard.routers.transcript import is_real_user
+
+Trigger = Literal["every_request", "user_turn", "new_session"]
+"""How often a classifier route consults its judge."""
+
+STATE_KEY = "affinity"
+
+
+def is_user_turn(request: ChatRequest) -> bool:
+    """Whether the newest message is a person's (not tool results handed back)."""
+    return bool(request.messages) and is_real_user(request.messages[-1])
+
+
+@dataclass(slots=True)
+class Affinity:
+    """Keeps and reuses a route's per-session target assignment.
+
+    Args:
+        trigger: The route's ``classify_trigger``.
+        ttl_s: Idle lifetime of an assignment (``None``: the store's default).
+    """
+
+    trigger: Trigger
+    ttl_s: float | None = None
+
+    async def reuse(self, request: ChatRequest, ctx: RouteContext) -> Decision | None:
+        """The kept assignment as a decision, or ``None`` when the judge must be asked."""
+        if self.trigger == "every_request" or ctx.session.key is None:
+            return None
+        state = await ctx.store.get(STATE_KEY)
+        if not state or not isinstance(state.get("target"), str) or state["target"] not in ctx.targets:
+            return None
+        provisional = bool(state.get("provisional"))
+        if is_user_turn(request) and (self.trigger == "user_turn" or provisional):
+            return None
+        # Re-writing refreshes the idle TTL, so an active session keeps its assignment.
+        await ctx.store.set(STATE_KEY, state, ttl_s=self.ttl_s)
+        score = state.get("score")
+        return Decision(
+            candidates=(state["target"],),
+            source="affinity",
+            score=float(score) if isinstance(score, int | float) else None,
+            reason=f"kept {state['target']!r} from turn {state.get('turn', '?')} ({state.get('source', '?')})",
+            details={"affinity": {"from_turn": state.get("turn"), "from_source": state.get("source")}},
+        )
+
+    async def remember(self, ctx: RouteContext, decision: Decision) -> None:
+        """Stores the judge's (or the fail-open) decision for later turns of the session."""
+        if self.trigger == "every_request" or ctx.session.key is None or not decision.candidates:
+            return
+        state: dict[str, Any] = {
+            "target": decision.candidates[0],
+            "source": decision.source,
+            "turn": ctx.session.turn_index,
+            "provisional": decision.source == "fail_open",
+        }
+        if decision.score is not None:
+            state["score"] = decision.score
+        await ctx.store.set(STATE_KEY, state, ttl_s=self.ttl_s)
