@@ -120,4 +120,3 @@ def test_list(capsys: pytest.CaptureFixture[str]) -> None:
         assert rule.id in out
     assert main(["vllm-command", "--list", "--json"]) == 0
     assert len(json.loads(capsys.readouterr().out)["rules"]) == len(RULES)
-
