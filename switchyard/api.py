@@ -26,6 +26,7 @@ from switchyard.config.build import (
     describe_routes,
 )
 from switchyard.config.build import target_infos as _target_infos
+from switchyard.config.discovery import probe_context_windows
 from switchyard.config.load import LoadedConfig, load_config
 from switchyard.engine.core import Completion, Engine, EventStream, Route
 from switchyard.engine.records import DecisionRecord, DecisionSink, JsonlSink
@@ -76,6 +77,9 @@ class _LoopThread:
         if self.loop.is_running():
             self.loop.call_soon_threadsafe(self.loop.stop)
             self._thread.join(timeout=5)
+        if not self._thread.is_alive() and not self.loop.is_closed():
+            # Releases the loop's self-pipe; an unclosed loop is a ResourceWarning at exit.
+            self.loop.close()
 
 
 class Switchyard:
@@ -90,6 +94,8 @@ class Switchyard:
         self._callbacks: list[DecisionSink] = []
         self._jsonl: JsonlSink | None = decision_log_sink(loaded, decision_log)
         self._store: StateStore = build_store(loaded)
+        # Served context windows (probe_context_window targets) before routers see TargetInfo.
+        probe_context_windows(loaded)
         self._routes: dict[str, Route] = build_routes(loaded, _target_infos(loaded))
         self._engines: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Engine] = weakref.WeakKeyDictionary()
         self._lock = threading.Lock()

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 from switchyard._version import __version__
 
-_COMMANDS = ("serve", "validate", "route", "demo")
+_COMMANDS = ("serve", "validate", "route", "demo", "vllm_command")
 
 _DESCRIPTION = """\
 Switchyard routes every LLM call of an agent to the model that should serve it (a cheap efficient
@@ -26,6 +26,7 @@ Start here:
   switchyard validate router.yaml          # check a config; bad keys are named by YAML path
   switchyard serve -c router.yaml          # OpenAI-compatible proxy on 127.0.0.1:4000
   switchyard route -c router.yaml -m ROUTE --message "fix the failing test"   # show a decision
+  switchyard vllm-command --profile h100   # a checked vllm serve command for Nemotron 3.5 Lightning
 """
 
 

@@ -39,7 +39,11 @@ def http_backend(name: str, cfg: LlmClientConfig, api_key: str | None) -> ModelB
 
 
 def target_infos(loaded: LoadedConfig) -> dict[str, TargetInfo]:
-    """Every target as a :class:`TargetInfo`."""
+    """Every target as a :class:`TargetInfo`.
+
+    ``context_window`` is the configured one, else the one read from the upstream at start-up
+    (:func:`switchyard.config.discovery.probe_context_windows`), else ``None``.
+    """
     cfg = loaded.config
     return {
         name: TargetInfo(
@@ -49,7 +53,7 @@ def target_infos(loaded: LoadedConfig) -> dict[str, TargetInfo]:
             format=cfg.llm_clients[t.client].format,
             price=t.price,
             extra_body=t.extra_body,
-            context_window=t.context_window,
+            context_window=t.context_window or loaded.served_context_windows.get(name),
         )
         for name, t in cfg.targets.items()
     }

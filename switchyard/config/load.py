@@ -20,6 +20,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ValidationError
 
+from switchyard.config.presets import apply_presets
 from switchyard.config.schema import SwitchyardConfig
 from switchyard.routers.base import RouterSpec
 from switchyard.routers.registry import router_types, spec_for
@@ -64,6 +65,9 @@ class LoadedConfig:
         source: File the config came from (``None`` for dicts).
         base_dir: Directory relative paths resolve against.
         warnings: Non-fatal findings.
+        raw: The mapping that was validated (presets expanded).
+        served_context_windows: Context windows read from the upstreams at start-up, by target
+            (see :mod:`switchyard.config.discovery`); used where the config sets none.
     """
 
     config: SwitchyardConfig
@@ -72,6 +76,7 @@ class LoadedConfig:
     base_dir: Path = field(default_factory=Path.cwd)
     warnings: list[ConfigIssue] = field(default_factory=list)
     raw: dict[str, Any] = field(default_factory=dict)
+    served_context_windows: dict[str, int] = field(default_factory=dict)
 
 
 def format_path(parts: PathT) -> str:
@@ -256,12 +261,19 @@ def load_config(source: str | Path | Mapping[str, Any], *, env: Mapping[str, str
     if not isinstance(data, dict):
         raise ConfigError([ConfigIssue("", "the config must be a mapping at the top level", 1)], name)
     issues: list[ConfigIssue] = []
+    warnings: list[ConfigIssue] = []
     data = _interpolate(data, (), env, issues, lines)
+    preset_failed = _presets(data, issues, warnings, lines)
     config: SwitchyardConfig | None = None
     try:
         config = SwitchyardConfig.model_validate(data)
     except ValidationError as exc:
-        issues.extend(_pydantic_issues(exc, (), lines, SwitchyardConfig))
+        issues.extend(
+            i
+            for i in _pydantic_issues(exc, (), lines, SwitchyardConfig)
+            # A target whose preset is unknown misses the keys the preset would have filled in.
+            if not (i.message == "required key is missing" and _under_target(i.path, preset_failed))
+        )
     # Routes are checked even when other sections failed, so one run reports every problem.
     raw_routes = data.get("routes")
     routes: dict[str, RouterSpec] = {}
@@ -270,11 +282,23 @@ def load_config(source: str | Path | Mapping[str, Any], *, env: Mapping[str, str
             spec = _route_spec(str(route_name), block, issues, lines)
             if spec is not None:
                 routes[str(route_name)] = spec
-    warnings: list[ConfigIssue] = []
     _cross_check(data, config, routes, issues, warnings, lines, env)
     if issues or config is None:
         raise ConfigError(issues, name)
     return LoadedConfig(config, routes, name, base_dir, warnings, data)
+
+
+def _presets(data: dict[str, Any], issues: list[ConfigIssue], warnings: list[ConfigIssue], lines: _Lines) -> set[str]:
+    """Expands target presets in place; returns the targets whose preset could not be resolved."""
+    found, failed = apply_presets(data)
+    for item in found:
+        issue = ConfigIssue(format_path(item.path), item.message, lines.line(item.path), item.severity)
+        (warnings if item.severity == "warning" else issues).append(issue)
+    return failed
+
+
+def _under_target(path: str, targets: set[str]) -> bool:
+    return any(path.startswith(f"targets.{t}.") for t in targets)
 
 
 def _route_spec(name: str, block: Any, issues: list[ConfigIssue], lines: _Lines) -> RouterSpec | None:

@@ -78,8 +78,12 @@ class TargetConfig(_Strict):
         model: Model id sent upstream.
         price: USD per million tokens.
         extra_body: Fields merged into every request body (request keys win).
-        context_window: Tokens the model accepts.
-        preset: A named preset whose defaults apply under these keys.
+        context_window: Tokens the model accepts (when unset and ``probe_context_window`` is on,
+            the served ``max_model_len`` is read from the upstream's ``/v1/models`` at start-up).
+        preset: The named preset whose defaults were applied under these keys (see
+            :mod:`switchyard.config.presets`; keys set here win).
+        probe_context_window: Read the served context window from ``GET /v1/models`` when the
+            router starts (never during ``switchyard validate``); a failure is a logged warning.
     """
 
     client: str
@@ -88,6 +92,7 @@ class TargetConfig(_Strict):
     extra_body: dict[str, Any] = Field(default_factory=dict)
     context_window: PositiveInt | None = None
     preset: str | None = None
+    probe_context_window: bool = False
 
 
 class StateConfig(_Strict):

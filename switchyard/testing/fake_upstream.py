@@ -119,6 +119,8 @@ class FakeModel:
         context_window: Reported by ``GET /v1/models`` as ``max_model_len``.
         paced_json: Also pace non-streamed answers by ``per_chunk_s`` per stream piece, so a
             buffered call takes as long as the stream would (latency benchmarks).
+        reasoning_field: Name of the reasoning field in answers: ``reasoning`` (current vLLM) or
+            ``reasoning_content`` (older vLLM, DeepSeek, SGLang).
     """
 
     name: str
@@ -128,6 +130,7 @@ class FakeModel:
     reasoning: str = ""
     context_window: int = 131072
     paced_json: bool = False
+    reasoning_field: str = "reasoning"
 
 
 @dataclass(slots=True)
@@ -144,11 +147,13 @@ class FakeUpstream:
 
     Attributes:
         received: Every request body, in arrival order (for assertions).
+        gets: Paths of every GET request, in arrival order.
     """
 
     def __init__(self, models: list[FakeModel] | None = None) -> None:
         self.models = {m.name: m for m in models or []}
         self.received: list[Received] = []
+        self.gets: list[str] = []
         self._ids = itertools.count(1)
 
     def model(self, name: str) -> FakeModel:
@@ -181,6 +186,8 @@ class FakeUpstream:
             more = msg.get("more_body", False)
         headers = {k.decode().lower(): v.decode() for k, v in scope["headers"]}
         path = scope["path"]
+        if scope["method"] == "GET":
+            self.gets.append(path)
         if scope["method"] == "GET" and path.endswith("/models"):
             data = [
                 {"id": m.name, "object": "model", "owned_by": "fake", "max_model_len": m.context_window}
@@ -307,7 +314,7 @@ class FakeUpstream:
     def _completion(self, request: dict[str, Any], model: FakeModel, turn: Turn) -> dict[str, Any]:
         message: dict[str, Any] = {"role": "assistant", "content": turn.text or None}
         if turn.reasoning:
-            message["reasoning"] = turn.reasoning
+            message[model.reasoning_field] = turn.reasoning
         if turn.tool_calls:
             message["tool_calls"] = self._calls(turn)
         finish = turn.finish_reason or ("tool_calls" if turn.tool_calls else "stop")
@@ -344,7 +351,7 @@ class FakeUpstream:
             return b"data: " + orjson.dumps(payload) + b"\n\n"
 
         frames: list[bytes] = [chunk({"role": "assistant", "content": ""})]
-        frames += [chunk({"reasoning": piece}) for piece in _pieces(turn.reasoning)]
+        frames += [chunk({model.reasoning_field: piece}) for piece in _pieces(turn.reasoning)]
         frames += [chunk({"content": piece}) for piece in _pieces(turn.text)]
         for index, call in enumerate(self._calls(turn)):
             fn = call["function"]

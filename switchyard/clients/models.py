@@ -1,0 +1,61 @@
+"""Reading an upstream's model list (``GET {base_url}/models``), e.g. vLLM's served ``max_model_len``.
+
+Layer: ``clients`` — synchronous on purpose: it runs once while a router is being built, before
+any event loop serves traffic, and is bounded by a short timeout.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import httpx
+import orjson
+
+
+class ModelListError(Exception):
+    """The model list could not be read; the message says why (for a log line)."""
+
+
+def fetch_models(
+    base_url: str,
+    *,
+    api_key: str | None = None,
+    headers: Mapping[str, str] | None = None,
+    timeout_s: float = 2.0,
+    transport: httpx.BaseTransport | None = None,
+) -> list[dict[str, Any]]:
+    """The ``data`` entries of ``GET {base_url}/models`` (OpenAI shape; vLLM adds ``max_model_len``).
+
+    Args:
+        base_url: Root URL of an OpenAI-compatible API (``http://host:8000/v1``).
+        api_key: Sent as ``Authorization: Bearer`` when given.
+        headers: Extra headers (the client's configured ones).
+        timeout_s: Limit for connecting and for reading the answer, each.
+        transport: An ``httpx`` transport to use instead of the network (tests).
+
+    Raises:
+        ModelListError: Unreachable, an HTTP error status, or not a model list.
+    """
+    url = base_url.rstrip("/") + "/models"
+    sent = {"accept": "application/json", **dict(headers or {})}
+    if api_key:
+        sent["authorization"] = f"Bearer {api_key}"
+    try:
+        with httpx.Client(timeout=httpx.Timeout(timeout_s), transport=transport, follow_redirects=False) as client:
+            resp = client.get(url, headers=sent)
+    except httpx.HTTPError as exc:
+        raise ModelListError(f"GET {url} failed: {type(exc).__name__}: {exc}") from exc
+    if resp.status_code >= 400:
+        raise ModelListError(f"GET {url} answered HTTP {resp.status_code}")
+    try:
+        body = orjson.loads(resp.content)
+    except orjson.JSONDecodeError as exc:
+        raise ModelListError(f"GET {url} did not answer JSON") from exc
+    data = body.get("data") if isinstance(body, dict) else None
+    if not isinstance(data, list):
+        raise ModelListError(f"GET {url} did not answer a model list")
+    return [entry for entry in data if isinstance(entry, dict)]
+
+
+__all__ = ["ModelListError", "fetch_models"]
