@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 from switchyard._version import __version__
 
-_COMMANDS = ("serve", "validate", "route", "demo", "vllm_command")
+_COMMANDS = ("serve", "validate", "route", "eval", "calibrate", "replay", "demo", "vllm_command")
 
 _DESCRIPTION = """\
 Switchyard routes every LLM call of an agent to the model that should serve it (a cheap efficient
@@ -27,6 +27,7 @@ Start here:
   switchyard serve -c router.yaml          # OpenAI-compatible proxy on 127.0.0.1:4000
   switchyard route -c router.yaml -m ROUTE --message "fix the failing test"   # show a decision
   switchyard vllm-command --profile h100   # a checked vllm serve command for Nemotron 3.5 Lightning
+  switchyard eval -c router.yaml --route ROUTE --dataset outcomes.jsonl       # APGR, CPT, cost offline
 """
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar, Protocol, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -107,6 +107,13 @@ SpecClass = type["RouterSpec"]
 """A router spec class (an alias because specs have a field named ``type``)."""
 
 
+class Tiers(TypedDict):
+    """The two roles of a two-tier route, as target names (see :meth:`RouterSpec.tiers`)."""
+
+    capable: str
+    efficient: str
+
+
 class RouterSpec(BaseModel):
     """Base of every route's config block.
 
@@ -158,3 +165,23 @@ class RouterSpec(BaseModel):
     def build(self, ctx: BuildContext) -> Router:
         """Builds the router."""
         raise NotImplementedError
+
+    # -- optional hooks for offline evaluation (``switchyard eval`` / ``calibrate``) --------------
+
+    def tiers(self) -> Tiers | None:
+        """The route's capable and efficient targets, when it chooses between two tiers.
+
+        ``switchyard eval`` reads this to report APGR and CPT without ``--capable/--efficient``
+        flags. The default (``None``) means the route declares no tiers.
+        """
+        return None
+
+    def threshold_key(self) -> str | None:
+        """The key of this route's block that holds its decision threshold, if it has one.
+
+        Contract: the router sends a request to the capable tier exactly when
+        ``Decision.score >= <value of this key>``, so ``switchyard calibrate`` can choose the value
+        from observed scores and write it into the config. The default (``None``) means the
+        route has no threshold to calibrate.
+        """
+        return None

@@ -1,0 +1,123 @@
+"""``switchyard replay``: a route's decision for every assistant turn of recorded agent runs."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+from pathlib import Path
+from typing import IO, Any
+
+from switchyard.cli._common import HelpFormatter, add_config_arg, fail, load_or_exit
+
+_EPILOG = """\
+Examples:
+  switchyard replay -c router.yaml --route agent \\
+      --trajectories ../shared/data/tau-bench-trajectories/tau_bench_airline_gpt4o.jsonl \\
+      --out decisions.jsonl
+  switchyard replay -c router.yaml --route agent --trajectories runs.jsonl --limit 5 --json
+
+A trajectory is a JSON line with an "id" and OpenAI Chat "messages" (tool calls and results
+included; optional "tools", "reward", "success"). For each assistant message the route decides
+the conversation before it, with the trajectory id as session id, so stateful routers see one
+session turn by turn. No answer call is made. Each output line holds the turn, the selected
+target, decision source, score, reason, the router's own cost and what the recorded turn did.
+"""
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "replay",
+        help="decide every assistant turn of recorded agent trajectories (decide only)",
+        description="Feed recorded agent conversations to a route, turn by turn, and record its decisions.",
+        epilog=_EPILOG,
+        formatter_class=HelpFormatter,
+    )
+    add_config_arg(p)
+    p.add_argument("--route", required=True, help="route to replay through")
+    p.add_argument("--trajectories", required=True, metavar="FILE", help="trajectories JSONL")
+    p.add_argument("--out", metavar="FILE.jsonl", help="per-turn decisions (default: replay-<route>.jsonl)")
+    p.add_argument("--limit", type=int, metavar="N", help="only the first N trajectories")
+    p.add_argument("--capable", metavar="TARGET", help="the capable tier, with --efficient (for the summary)")
+    p.add_argument("--efficient", metavar="TARGET", help="the efficient tier, with --capable")
+    p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
+    p.add_argument("--concurrency", type=int, default=1, help="trajectories replayed at once")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    loaded = load_or_exit(args.config)
+    if loaded is None:
+        return 1
+    if args.route not in loaded.routes:
+        return fail(f"config has no route {args.route!r}; routes: {', '.join(loaded.routes) or '(none)'}")
+    if args.limit is not None and args.limit < 1:
+        return fail("--limit must be >= 1")
+    import orjson
+
+    from switchyard.config.load import ConfigError
+    from switchyard.eval.dataset import DatasetError
+    from switchyard.eval.evaluate import EvalError, resolve_tiers
+    from switchyard.eval.replay import TurnDecision, replay
+
+    out = Path(args.out or f"replay-{args.route}.jsonl")
+    try:
+        tiers = resolve_tiers(loaded, args.route, args.capable, args.efficient)
+    except EvalError as exc:
+        return fail(str(exc))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fh: IO[bytes] = out.open("wb")
+
+    def write(turn: TurnDecision) -> None:
+        fh.write(orjson.dumps(turn.to_dict()) + b"\n")
+
+    try:
+        summary = asyncio.run(
+            replay(
+                loaded,
+                args.route,
+                args.trajectories,
+                tiers=tiers,
+                limit=args.limit,
+                concurrency=args.concurrency,
+                progress=False if args.no_progress else None,
+                on_turn=write,
+            )
+        )
+    except (DatasetError, ConfigError, KeyError, ValueError) as exc:
+        return fail(str(exc).strip("'\""))
+    finally:
+        fh.close()
+    data = summary.to_dict()
+    data["out"] = str(out)
+    if args.json:
+        print(json.dumps(data, indent=2))
+    else:
+        _print(data)
+    return 0
+
+
+def _print(data: dict[str, Any]) -> None:
+    print(
+        f"route {data['route']} ({data['router']}): {data['trajectories']} trajectories, "
+        f"{data['turns']} assistant turns, {data['decided']} decided, {data['skipped']} skipped"
+    )
+    print("selected: " + ", ".join(f"{t} {s:.1%}" for t, s in sorted(data["shares"].items())))
+    print("sources:  " + ", ".join(f"{s} {n}" for s, n in sorted(data["sources"].items())))
+    stats = data["scores"]
+    if stats:
+        print(
+            f"scores:   n={stats['n']} mean={stats['mean']:.3f} p10={stats['p10']:.3f} "
+            f"p50={stats['p50']:.3f} p90={stats['p90']:.3f}"
+        )
+    else:
+        print("scores:   none (the router sets no Decision.score)")
+    by = data.get("capable_share_by_success")
+    if by:
+        print("capable share by task outcome: " + ", ".join(f"{k} {v:.1%}" for k, v in sorted(by.items())))
+    if data["router_cost_usd"]:
+        print(f"router's own model calls: ${data['router_cost_usd']:.4f}")
+    for why, n in data["skip_reasons"].items():
+        print(f"skipped {n}: {why}")
+    print(f"wrote {data['out']}")

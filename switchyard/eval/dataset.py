@@ -1,0 +1,293 @@
+"""The offline evaluation dataset: one JSON object per line, read as a stream.
+
+Layer: ``eval`` — above ``api``/``config``, below ``cli``.
+
+Each line is one request a router would have seen plus the recorded outcome of every model that
+answered it::
+
+    {"id": "q-17",
+     "prompt": "What is 17 * 23?",                      # or "messages": [OpenAI chat messages]
+     "models": {
+        "gpt-4-1106-preview": {"correct": true, "cost_usd": 0.0031},
+        "mixtral-8x7b":       {"correct": false, "input_tokens": 41, "output_tokens": 180}}}
+
+Per model, the outcome is ``correct`` (bool; ``resolved`` is accepted as a synonym) or ``score``
+(a number, higher is better), with optional ``cost_usd`` or ``input_tokens``/``output_tokens``
+(priced with the target's ``price`` when ``cost_usd`` is absent). Any other top-level field is
+kept for ``--where`` filters (e.g. ``benchmark``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+OUTCOME_KEYS = ("correct", "resolved", "score")
+"""Keys that carry a model's outcome, in the order they are looked for."""
+
+
+class DatasetError(ValueError):
+    """The dataset cannot be used; the message names the file, the line and what to do."""
+
+
+@dataclass(slots=True, frozen=True)
+class Outcome:
+    """What one model achieved on one item.
+
+    Attributes:
+        quality: 1.0/0.0 for ``correct``, or the recorded ``score``.
+        cost_usd: Recorded cost, when the dataset has one.
+        input_tokens: Recorded prompt tokens, when known.
+        output_tokens: Recorded generated tokens, when known.
+    """
+
+    quality: float
+    cost_usd: float | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+
+
+@dataclass(slots=True)
+class EvalItem:
+    """One dataset line.
+
+    Attributes:
+        id: The item's ``id``.
+        line: 1-based line number in the file.
+        messages: The conversation a router sees (OpenAI Chat messages); ``None`` when the line
+            has neither ``prompt`` nor ``messages``.
+        models: The raw per-model outcome objects.
+        fields: Every other top-level field (for filters and reports).
+    """
+
+    id: str
+    line: int
+    messages: list[dict[str, Any]] | None
+    models: dict[str, Any]
+    fields: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(slots=True, frozen=True)
+class Filter:
+    """Keeps items whose field ``key`` (dotted for nested objects) equals one of ``values``.
+
+    Values compare as text: JSON ``true``/``false``/``null`` as those words, numbers as written
+    by Python (``3``, ``0.5``).
+    """
+
+    key: str
+    values: frozenset[str]
+
+    def accepts(self, item: EvalItem) -> bool:
+        """Whether ``item`` passes."""
+        value: Any = item.fields
+        if self.key == "id":
+            value = item.id
+        else:
+            for part in self.key.split("."):
+                if not isinstance(value, Mapping) or part not in value:
+                    return False
+                value = value[part]
+        return as_text(value) in self.values
+
+
+def as_text(value: Any) -> str:
+    """A JSON scalar as the text ``--where`` compares against."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def parse_filters(specs: Iterable[str]) -> list[Filter]:
+    """``["benchmark=mmlu", "benchmark=gsm8k", "split=test"]`` → one filter per key (same key: OR).
+
+    Raises:
+        ValueError: A spec is not ``KEY=VALUE``.
+    """
+    grouped: dict[str, set[str]] = {}
+    for spec in specs:
+        key, sep, value = spec.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"--where takes KEY=VALUE, got {spec!r}")
+        grouped.setdefault(key.strip(), set()).add(value.strip())
+    return [Filter(k, frozenset(v)) for k, v in grouped.items()]
+
+
+def read_ids(path: str | Path) -> frozenset[str]:
+    """Ids listed one per line (blank lines and ``#`` comments ignored)."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise DatasetError(f"cannot read id list {path}: {exc}") from None
+    return frozenset(s for raw in text.splitlines() if (s := raw.strip()) and not s.startswith("#"))
+
+
+def outcome(item: EvalItem, model: str, *, source: str = "", target: str | None = None) -> Outcome:
+    """The outcome of ``model`` on ``item``.
+
+    Args:
+        item: A dataset item.
+        model: The dataset's model id.
+        source: The file name, for messages.
+        target: The config target mapped to ``model``, for messages.
+
+    Raises:
+        DatasetError: The item has no (usable) outcome for ``model``; the message lists the
+            models the item does have.
+    """
+    where = f"{source}:{item.line}" if source else f"line {item.line}"
+    raw = item.models.get(model)
+    if raw is None:
+        mapped = f" (mapped from target {target!r})" if target else ""
+        have = ", ".join(item.models) or "none"
+        raise DatasetError(
+            f"{where}: item {item.id!r} has no outcome for model {model!r}{mapped}; "
+            f"models in this item: {have}. Map targets to dataset models with --map TARGET=MODEL."
+        )
+    if not isinstance(raw, Mapping):
+        raise DatasetError(f"{where}: models.{model} must be an object, got {type(raw).__name__}")
+    quality: float | None = None
+    for key in OUTCOME_KEYS:
+        value = raw.get(key)
+        if value is None:
+            continue
+        if key == "score":
+            if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+                raise DatasetError(f"{where}: models.{model}.score must be a finite number, got {value!r}")
+        elif not isinstance(value, bool):
+            raise DatasetError(f"{where}: models.{model}.{key} must be true or false, got {value!r}")
+        quality = float(value)
+        break
+    if quality is None:
+        raise DatasetError(f"{where}: models.{model} has no outcome: give 'correct' (true/false) or 'score' (a number)")
+    cost = raw.get("cost_usd")
+    if cost is not None and (isinstance(cost, bool) or not isinstance(cost, int | float) or cost < 0):
+        raise DatasetError(f"{where}: models.{model}.cost_usd must be a number >= 0 or null, got {cost!r}")
+    return Outcome(
+        quality=quality,
+        cost_usd=None if cost is None else float(cost),
+        input_tokens=_tokens(raw, "input_tokens", where, model),
+        output_tokens=_tokens(raw, "output_tokens", where, model),
+    )
+
+
+def _tokens(raw: Mapping[str, Any], key: str, where: str, model: str) -> int | None:
+    value = raw.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise DatasetError(f"{where}: models.{model}.{key} must be a whole number >= 0, got {value!r}")
+    return value
+
+
+class Dataset:
+    """A JSONL dataset read lazily, line by line (the file is never held in memory).
+
+    Args:
+        path: The ``.jsonl`` file.
+        filters: Keep only items every filter accepts.
+        ids: Keep only these ids.
+        limit: Stop after this many kept items.
+    """
+
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        filters: Sequence[Filter] = (),
+        ids: frozenset[str] | None = None,
+        limit: int | None = None,
+    ) -> None:
+        self.path = Path(path)
+        self.filters = list(filters)
+        self.ids = ids
+        self.limit = limit
+        if not self.path.is_file():
+            raise DatasetError(f"dataset not found: {self.path}")
+
+    @property
+    def name(self) -> str:
+        """The file name, for messages."""
+        return self.path.name
+
+    def __iter__(self) -> Iterator[EvalItem]:
+        kept = 0
+        seen: set[str] = set()
+        with self.path.open("rb") as fh:
+            for number, raw in enumerate(fh, start=1):
+                if self.limit is not None and kept >= self.limit:
+                    return
+                if not raw.strip():
+                    continue
+                item = self._parse(raw, number)
+                if item.id in seen:
+                    raise DatasetError(f"{self.name}:{number}: duplicate id {item.id!r}")
+                seen.add(item.id)
+                if self.ids is not None and item.id not in self.ids:
+                    continue
+                if not all(f.accepts(item) for f in self.filters):
+                    continue
+                kept += 1
+                yield item
+
+    def count(self) -> int:
+        """Items this dataset yields (one pass over the file; for progress bars)."""
+        if not self.filters and self.ids is None:
+            with self.path.open("rb") as fh:
+                lines = sum(1 for raw in fh if raw.strip())
+            return lines if self.limit is None else min(lines, self.limit)
+        return sum(1 for _ in self)
+
+    def first(self) -> EvalItem:
+        """The first item (to resolve model mappings before a run).
+
+        Raises:
+            DatasetError: The dataset (after filters) is empty.
+        """
+        for item in self:
+            return item
+        detail = " after --where/--ids filters" if self.filters or self.ids is not None else ""
+        raise DatasetError(f"{self.name}: no items{detail}")
+
+    def _parse(self, raw: bytes, number: int) -> EvalItem:
+        where = f"{self.name}:{number}"
+        try:
+            obj = orjson.loads(raw)
+        except orjson.JSONDecodeError as exc:
+            raise DatasetError(f"{where}: not valid JSON ({exc})") from None
+        if not isinstance(obj, dict):
+            raise DatasetError(f"{where}: each line must be a JSON object, got {type(obj).__name__}")
+        ident = obj.get("id")
+        if not isinstance(ident, str | int) or isinstance(ident, bool) or ident == "":
+            raise DatasetError(f"{where}: 'id' (a non-empty string) is required")
+        models = obj.get("models", {})
+        if not isinstance(models, dict):
+            raise DatasetError(f"{where}: 'models' must be an object mapping model id -> outcome")
+        return EvalItem(
+            id=str(ident),
+            line=number,
+            messages=_messages(obj, where),
+            models=models,
+            fields={k: v for k, v in obj.items() if k not in ("id", "prompt", "messages", "models")},
+        )
+
+
+def _messages(obj: Mapping[str, Any], where: str) -> list[dict[str, Any]] | None:
+    messages = obj.get("messages")
+    if messages is not None:
+        if not isinstance(messages, list) or not messages or not all(isinstance(m, dict) for m in messages):
+            raise DatasetError(f"{where}: 'messages' must be a non-empty list of chat message objects")
+        return messages
+    prompt = obj.get("prompt")
+    if prompt is None:
+        return None
+    if not isinstance(prompt, str):
+        raise DatasetError(f"{where}: 'prompt' must be a string, got {type(prompt).__name__}")
+    return [{"role": "user", "content": prompt}]

@@ -1,0 +1,397 @@
+"""``switchyard eval`` as a library call: decide every dataset item, replay recorded outcomes.
+
+Layer: ``eval``.
+
+Each item goes through the route's decision only (``Engine.decide``: no answer call). The
+recorded outcome and cost of the model mapped to the chosen target stand in for the answer.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from switchyard.config.load import LoadedConfig
+from switchyard.eval.dataset import Dataset, DatasetError, EvalItem, Outcome, outcome
+from switchyard.eval.metrics import (
+    Row,
+    TwoTierReport,
+    evaluate_choices,
+    evaluate_decisions,
+    evaluate_scores,
+    target_baselines,
+    two_tier_baselines,
+)
+from switchyard.eval.offline import Decided, build_offline_engine, chat_request, decide, route_spec, run_pool
+from switchyard.eval.progress import Progress
+from switchyard.protocol.errors import SwitchyardError
+from switchyard.protocol.response import Usage
+from switchyard.routers.base import RouterSpec, Tiers
+
+
+class EvalError(ValueError):
+    """The evaluation cannot run as asked; the message says what to change."""
+
+
+@dataclass(slots=True)
+class TierChoice:
+    """The two tiers of a route and where that came from (``flags``, ``route`` or ``prices``)."""
+
+    capable: str
+    efficient: str
+    origin: str
+
+
+@dataclass(slots=True)
+class ItemResult:
+    """One dataset item after the route decided it."""
+
+    id: str
+    decided: Decided
+    outcomes: dict[str, Outcome]
+    costs: dict[str, float | None]
+
+
+@dataclass(slots=True)
+class EvalResult:
+    """Everything ``switchyard eval`` reports.
+
+    Attributes:
+        route: Route name.
+        router: Route type.
+        dataset: Dataset file name.
+        mapping: Target → dataset model.
+        tiers: Capable/efficient targets, when known.
+        items: Per-item results, in dataset order (skipped ones included).
+        row: The route's row (decided items only).
+        baselines: Baseline rows over the same items.
+        two_tier: Two-tier metrics (``None`` without tiers).
+        router_cost_usd: Cost of the router's own model calls.
+        notes: Things the reader should know (unknown costs, inferred tiers …).
+    """
+
+    route: str
+    router: str
+    dataset: str
+    mapping: dict[str, str]
+    tiers: TierChoice | None
+    items: list[ItemResult]
+    row: Row
+    baselines: list[Row]
+    two_tier: TwoTierReport | None
+    router_cost_usd: float
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def skipped(self) -> list[ItemResult]:
+        """Items the route could not decide."""
+        return [r for r in self.items if r.decided.skipped is not None]
+
+    def to_dict(self, *, curve: bool = False) -> dict[str, Any]:
+        """The JSON object ``switchyard eval --json`` prints."""
+        tt = self.two_tier.to_dict(curve=curve) if self.two_tier is not None else {}
+        skipped = self.skipped
+        out: dict[str, Any] = {
+            "route": self.route,
+            "router": self.router,
+            "dataset": self.dataset,
+            "n": self.row.n,
+            "skipped": len(skipped),
+            "apgr": tt.get("apgr"),
+            "cpt50": tt.get("cpt50"),
+            "cpt80": tt.get("cpt80"),
+            "quality": self.row.quality,
+            "capable_share": self.row.capable_share,
+            "cost_usd": self.row.cost_usd,
+            "pgr": tt.get("pgr"),
+            "usd_saved_at_95": tt.get("usd_saved_at_95"),
+            "share_at_95": tt.get("share_at_95"),
+            "quality_at_95": tt.get("quality_at_95"),
+            "capable_quality": tt.get("capable_quality"),
+            "efficient_quality": tt.get("efficient_quality"),
+            "capable_cost_usd": tt.get("capable_cost_usd"),
+            "efficient_cost_usd": tt.get("efficient_cost_usd"),
+            "router_cost_usd": self.router_cost_usd,
+            "shares": self.row.shares,
+            "swept": tt.get("swept", False),
+            "tiers": None
+            if self.tiers is None
+            else {"capable": self.tiers.capable, "efficient": self.tiers.efficient, "from": self.tiers.origin},
+            "mapping": self.mapping,
+            "baselines": [r.to_dict() for r in self.baselines],
+            "skipped_items": [{"id": r.id, "reason": r.decided.skipped} for r in skipped],
+            "notes": self.notes,
+        }
+        if curve and "curve" in tt:
+            out["curve"] = tt["curve"]
+        return out
+
+
+# -- set-up ----------------------------------------------------------------------------------
+
+
+def resolve_tiers(
+    loaded: LoadedConfig, route: str, capable: str | None = None, efficient: str | None = None
+) -> TierChoice | None:
+    """The route's tiers: ``--capable/--efficient`` flags, else ``RouterSpec.tiers()``, else —
+    for a route with exactly two targets of different prices — the pricier one is capable.
+
+    Raises:
+        EvalError: Only one flag given, or a flag names an unknown target.
+    """
+    spec = route_spec(loaded, route)
+    if (capable is None) != (efficient is None):
+        raise EvalError("give both --capable and --efficient, or neither")
+    known = loaded.config.targets
+    if capable is not None and efficient is not None:
+        for flag, name in (("--capable", capable), ("--efficient", efficient)):
+            if name not in known:
+                raise EvalError(f"{flag} {name!r} is not a target; targets: {', '.join(known)}")
+        if capable == efficient:
+            raise EvalError("--capable and --efficient must name different targets")
+        return TierChoice(capable, efficient, "flags")
+    declared: Tiers | None = spec.tiers()
+    if declared is not None:
+        return TierChoice(declared["capable"], declared["efficient"], "route")
+    own = _own_targets(spec)
+    if len(own) == 2:
+        a, b = (known[t].price for t in own)
+        pa, pb = a.input_per_mtok + a.output_per_mtok, b.input_per_mtok + b.output_per_mtok
+        if pa != pb:
+            hi, lo = (own[0], own[1]) if pa > pb else (own[1], own[0])
+            return TierChoice(hi, lo, "prices")
+    return None
+
+
+def _own_targets(spec: RouterSpec) -> list[str]:
+    return list(dict.fromkeys(t for _, t in spec.target_refs()))
+
+
+def resolve_mapping(
+    loaded: LoadedConfig,
+    targets: Sequence[str],
+    explicit: Mapping[str, str],
+    first: EvalItem,
+    dataset_name: str,
+) -> dict[str, str]:
+    """Target → dataset model: ``--map`` first, else a dataset model named like the target or
+    like the target's ``model`` id.
+
+    Raises:
+        EvalError: A target cannot be mapped; the message lists the dataset's models.
+    """
+    known = loaded.config.targets
+    available = list(first.models)
+    for target, model in explicit.items():
+        if target not in known:
+            raise EvalError(f"--map {target}={model}: {target!r} is not a target; targets: {', '.join(known)}")
+        if model not in first.models:
+            raise EvalError(
+                f"--map {target}={model}: {dataset_name} has no model {model!r}; "
+                f"models in the dataset: {', '.join(available)}"
+            )
+    mapping: dict[str, str] = {}
+    for target in targets:
+        if target in explicit:
+            mapping[target] = explicit[target]
+        elif target in first.models:
+            mapping[target] = target
+        elif target in known and known[target].model in first.models:
+            mapping[target] = known[target].model
+        else:
+            model = known[target].model if target in known else "?"
+            raise EvalError(
+                f"target {target!r} (model {model!r}) has no outcomes in {dataset_name}; "
+                f"map it with --map {target}=DATASET_MODEL; models in the dataset: {', '.join(available)}"
+            )
+    return mapping
+
+
+def item_cost(loaded: LoadedConfig, target: str, out: Outcome, per_call: Mapping[str, float]) -> float | None:
+    """USD of one outcome: recorded ``cost_usd``, else recorded tokens at the target's price, else
+    the flat ``per_call`` price of the target, else ``None``."""
+    if out.cost_usd is not None:
+        return out.cost_usd
+    if out.input_tokens is not None or out.output_tokens is not None:
+        usage = Usage(input_tokens=out.input_tokens or 0, output_tokens=out.output_tokens or 0)
+        return loaded.config.targets[target].price.cost(usage)
+    return per_call.get(target)
+
+
+# -- the run ---------------------------------------------------------------------------------
+
+
+async def run_eval(
+    loaded: LoadedConfig,
+    route: str,
+    dataset: Dataset,
+    *,
+    mapping: Mapping[str, str] | None = None,
+    capable: str | None = None,
+    efficient: str | None = None,
+    cost_per_call: Mapping[str, float] | None = None,
+    concurrency: int = 1,
+    progress: bool | None = None,
+    require_scores: bool = False,
+    on_item: Callable[[ItemResult], None] | None = None,
+) -> EvalResult:
+    """Decides every item of ``dataset`` with route ``route`` and scores the choices.
+
+    Args:
+        loaded: A validated config.
+        route: Route name.
+        dataset: The dataset (filters applied).
+        mapping: Explicit target → dataset model (``--map``).
+        capable: Capable target (``--capable``; with ``efficient``).
+        efficient: Efficient target.
+        cost_per_call: Flat USD per call per target, for items with no recorded cost or tokens.
+        concurrency: Decisions in flight (1 keeps seeded random routers reproducible).
+        progress: Draw a progress bar on stderr (default: when stderr is a terminal).
+        require_scores: Fail unless the route gives scores (``--sweep``).
+        on_item: Called with each item's result as it finishes (e.g. to stream a JSONL file).
+
+    Raises:
+        EvalError: Bad flags or mapping, or no item could be decided.
+        DatasetError: The dataset is malformed or lacks a mapped model (file and line named).
+        KeyError: No such route.
+    """
+    spec = route_spec(loaded, route)
+    tiers = resolve_tiers(loaded, route, capable, efficient)
+    if require_scores and tiers is None:
+        raise EvalError(
+            f"route {route!r} declares no capable/efficient tiers; a threshold sweep needs them: "
+            "give --capable TARGET --efficient TARGET"
+        )
+    needed = _own_targets(spec)
+    if tiers is not None:
+        needed += [t for t in (tiers.capable, tiers.efficient) if t not in needed]
+    needed += [t for t in (mapping or {}) if t not in needed]
+    first = dataset.first()
+    resolved = resolve_mapping(loaded, needed, mapping or {}, first, dataset.name)
+    per_call = dict(cost_per_call or {})
+    for t in per_call:
+        if t not in loaded.config.targets:
+            raise EvalError(f"--cost-per-call {t}: not a target; targets: {', '.join(loaded.config.targets)}")
+    show = progress if progress is not None else sys.stderr.isatty()
+    offline = build_offline_engine(loaded)
+    no_prompt = 0
+    bar = Progress(dataset.count() if show else None, f"eval {route}", enabled=show)
+
+    async def work(item: EvalItem) -> ItemResult:
+        nonlocal no_prompt
+        outs = {t: outcome(item, m, source=dataset.name, target=t) for t, m in resolved.items()}
+        costs = {t: item_cost(loaded, t, o, per_call) for t, o in outs.items()}
+        messages = item.messages
+        if messages is None:
+            no_prompt += 1
+            messages = [{"role": "user", "content": ""}]
+        try:
+            request = chat_request(route, messages)
+        except SwitchyardError as exc:
+            raise DatasetError(f"{dataset.name}:{item.line}: messages do not decode: {exc.message}") from None
+        decided = await decide(offline.engine, request, f"eval:{item.id}")
+        if decided.selected is not None and decided.selected not in resolved:
+            decided.skipped = f"chose target {decided.selected!r}, which has no mapped dataset model (use --map)"
+        return ItemResult(item.id, decided, outs, costs)
+
+    def done(item: EvalItem, result: ItemResult) -> None:
+        bar.update()
+        if on_item is not None:
+            on_item(result)
+
+    try:
+        items = await run_pool(dataset, work, concurrency=concurrency, on_done=done)
+    finally:
+        bar.close()
+        await offline.aclose()
+    notes = [
+        f"client {c!r} unusable here ({why}); routers that call it skip items" for c, why in offline.unavailable.items()
+    ]
+    if no_prompt:
+        notes.append(f"{no_prompt} item(s) have no prompt or messages; the router saw an empty user message")
+    if tiers is not None and tiers.origin == "prices":
+        notes.append(
+            f"tiers inferred from prices: capable={tiers.capable}, efficient={tiers.efficient} "
+            "(override with --capable/--efficient)"
+        )
+    return _score(loaded, route, spec, dataset.name, resolved, tiers, items, notes, require_scores)
+
+
+def _score(
+    loaded: LoadedConfig,
+    route: str,
+    spec: RouterSpec,
+    dataset_name: str,
+    mapping: dict[str, str],
+    tiers: TierChoice | None,
+    items: list[ItemResult],
+    notes: list[str],
+    require_scores: bool,
+) -> EvalResult:
+    decided = [r for r in items if r.decided.skipped is None]
+    if not decided:
+        reasons = Counter(r.decided.skipped for r in items)
+        top = "; ".join(f"{n} x {why}" for why, n in reasons.most_common(3))
+        raise EvalError(f"route {route!r} decided none of the {len(items)} item(s): {top}")
+    targets = list(mapping)
+    quality = {t: [r.outcomes[t].quality for r in decided] for t in targets}
+    costs: dict[str, list[float] | None] = {}
+    for t in targets:
+        values = [r.costs[t] for r in decided]
+        missing = sum(1 for v in values if v is None)
+        if missing:
+            costs[t] = None
+            notes.append(
+                f"cost of {t!r} ({mapping[t]}) unknown for {missing} item(s): the dataset has no cost_usd or "
+                f"tokens; give --cost-per-call {t}=USD for dollar figures"
+            )
+        else:
+            costs[t] = [v for v in values if v is not None]
+    router_cost = math.fsum(r.decided.router_cost_usd for r in decided)
+    choices = [r.decided.selected or "" for r in decided]
+    row = evaluate_choices(choices, quality, costs, name=f"route {route}", extra_cost_usd=router_cost)
+    scores = [r.decided.score for r in decided]
+    has_scores = any(s is not None for s in scores)
+    if require_scores and not has_scores:
+        raise EvalError(
+            f"route {route!r} (type {spec.type}) gave no score for any item; --sweep needs a router that "
+            "sets Decision.score (the probability that the capable model is needed)"
+        )
+    two_tier: TwoTierReport | None = None
+    baselines: list[Row]
+    if tiers is not None and all(c in (tiers.capable, tiers.efficient) for c in choices):
+        cap, eff = tiers.capable, tiers.efficient
+        picks = [c == cap for c in choices]
+        args: dict[str, Any] = {
+            "strong_cost": costs[cap] if costs[eff] is not None else None,
+            "weak_cost": costs[eff] if costs[cap] is not None else None,
+            "extra_cost_usd": router_cost,
+        }
+        if has_scores:
+            two_tier = evaluate_scores(scores, quality[cap], quality[eff], choose_strong=picks, **args)
+        else:
+            two_tier = evaluate_decisions(picks, quality[cap], quality[eff], **args)
+        row.capable_share, row.pgr = two_tier.capable_share, two_tier.pgr
+        row.apgr, row.cpt50, row.cpt80 = two_tier.apgr, two_tier.cpt50, two_tier.cpt80
+        baselines = two_tier_baselines(
+            quality[cap],
+            quality[eff],
+            capable=cap,
+            efficient=eff,
+            strong_cost=args["strong_cost"],
+            weak_cost=args["weak_cost"],
+            share=two_tier.capable_share if two_tier.capable_share is not None else 0.5,
+        )
+        if two_tier.apgr is None:
+            notes.append(f"{cap!r} is not better than {eff!r} on these items: PGR, APGR and CPT are undefined")
+    else:
+        if tiers is not None:
+            notes.append("the route chose targets outside its two tiers; two-tier metrics are omitted")
+        baselines = target_baselines(quality, costs)
+    return EvalResult(
+        route, spec.type, dataset_name, mapping, tiers, items, row, baselines, two_tier, router_cost, notes
+    )

@@ -1,0 +1,238 @@
+"""Replaying recorded agent trajectories through a route, one decision per assistant turn.
+
+Layer: ``eval``.
+
+A trajectory is one JSON object per line with an ``id`` and ``messages`` (OpenAI Chat messages,
+tool calls and tool results included), as in ``tau-bench-trajectories``. For the assistant
+message at index ``i`` the route decides ``messages[:i]`` — exactly what the agent had sent when
+that turn was generated — under a session id equal to the trajectory id, so stateful routers see
+one session per trajectory, turn by turn. Nothing is answered: the recorded turn follows.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import sys
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from switchyard.config.load import LoadedConfig
+from switchyard.eval.dataset import DatasetError
+from switchyard.eval.evaluate import TierChoice
+from switchyard.eval.offline import Decided, build_offline_engine, chat_request, decide, route_spec, run_pool
+from switchyard.eval.progress import Progress
+from switchyard.protocol.errors import SwitchyardError
+
+OUTCOME_FIELDS = ("reward", "success")
+"""Trajectory-level fields copied into every turn's line when present."""
+
+
+@dataclass(slots=True)
+class Trajectory:
+    """One recorded conversation."""
+
+    id: str
+    line: int
+    messages: list[dict[str, Any]]
+    tools: list[dict[str, Any]] | None
+    outcome: dict[str, Any]
+
+    def assistant_turns(self) -> list[int]:
+        """Indexes of the assistant messages."""
+        return [i for i, m in enumerate(self.messages) if m.get("role") == "assistant"]
+
+
+@dataclass(slots=True)
+class TurnDecision:
+    """The route's decision for one recorded assistant turn."""
+
+    trajectory: str
+    turn: int
+    message_index: int
+    decided: Decided
+    recorded: dict[str, Any]
+    outcome: dict[str, Any]
+
+    def to_dict(self) -> dict[str, Any]:
+        """One line of the replay JSONL."""
+        return {
+            "trajectory": self.trajectory,
+            "session_id": self.trajectory,
+            "turn": self.turn,
+            "message_index": self.message_index,
+            **self.decided.to_dict(),
+            "recorded": self.recorded,
+            **self.outcome,
+        }
+
+
+def read_trajectories(path: str | Path, *, limit: int | None = None) -> Iterator[Trajectory]:
+    """Streams trajectories from a JSONL file.
+
+    Raises:
+        DatasetError: The file is missing, or a line is not a trajectory (file and line named).
+    """
+    p = Path(path)
+    if not p.is_file():
+        raise DatasetError(f"trajectories not found: {p}")
+    count = 0
+    with p.open("rb") as fh:
+        for number, raw in enumerate(fh, start=1):
+            if limit is not None and count >= limit:
+                return
+            if not raw.strip():
+                continue
+            where = f"{p.name}:{number}"
+            try:
+                obj = orjson.loads(raw)
+            except orjson.JSONDecodeError as exc:
+                raise DatasetError(f"{where}: not valid JSON ({exc})") from None
+            if not isinstance(obj, dict) or not isinstance(obj.get("id"), str) or not obj["id"]:
+                raise DatasetError(f"{where}: each line must be an object with a string 'id'")
+            messages = obj.get("messages")
+            if not isinstance(messages, list) or not all(isinstance(m, dict) for m in messages):
+                raise DatasetError(f"{where}: 'messages' must be a list of chat message objects")
+            tools = obj.get("tools")
+            if tools is not None and not isinstance(tools, list):
+                raise DatasetError(f"{where}: 'tools' must be a list of tool definitions")
+            count += 1
+            yield Trajectory(obj["id"], number, messages, tools, {k: obj[k] for k in OUTCOME_FIELDS if k in obj})
+
+
+def _recorded(message: dict[str, Any]) -> dict[str, Any]:
+    calls = message.get("tool_calls") or []
+    names = [c.get("function", {}).get("name") for c in calls if isinstance(c, dict)]
+    content = message.get("content")
+    chars = len(content) if isinstance(content, str) else 0
+    return {"tool_calls": names, "text_chars": chars}
+
+
+@dataclass(slots=True)
+class ReplaySummary:
+    """Totals of a replay."""
+
+    route: str
+    router: str
+    trajectories: int = 0
+    turns: list[TurnDecision] = field(default_factory=list)
+    tiers: TierChoice | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready totals (no per-turn lines)."""
+        decided = [t for t in self.turns if t.decided.skipped is None]
+        targets = Counter(t.decided.selected for t in decided)
+        scores = [t.decided.score for t in decided if t.decided.score is not None]
+        out: dict[str, Any] = {
+            "route": self.route,
+            "router": self.router,
+            "trajectories": self.trajectories,
+            "turns": len(self.turns),
+            "decided": len(decided),
+            "skipped": len(self.turns) - len(decided),
+            "shares": {t: n / len(decided) for t, n in targets.items()} if decided else {},
+            "sources": dict(Counter(t.decided.source for t in decided)),
+            "router_cost_usd": math.fsum(t.decided.router_cost_usd for t in decided),
+            "scores": _score_stats(scores),
+            "skip_reasons": dict(Counter(t.decided.skipped for t in self.turns if t.decided.skipped)),
+        }
+        if self.tiers is not None:
+            out["capable_share_by_success"] = self._by_success(decided, self.tiers.capable)
+        return out
+
+    @staticmethod
+    def _by_success(decided: list[TurnDecision], capable: str) -> dict[str, float]:
+        groups: dict[str, list[bool]] = {}
+        for t in decided:
+            if "success" in t.outcome:
+                key = "success" if t.outcome["success"] else "failure"
+                groups.setdefault(key, []).append(t.decided.selected == capable)
+        return {k: sum(v) / len(v) for k, v in groups.items() if v}
+
+
+def _score_stats(scores: list[float]) -> dict[str, float] | None:
+    if not scores:
+        return None
+    ordered = sorted(scores)
+
+    def q(f: float) -> float:
+        return ordered[min(len(ordered) - 1, int(f * len(ordered)))]
+
+    return {
+        "n": len(scores),
+        "mean": statistics.fmean(scores),
+        "min": ordered[0],
+        "p10": q(0.1),
+        "p50": q(0.5),
+        "p90": q(0.9),
+        "max": ordered[-1],
+    }
+
+
+async def replay(
+    loaded: LoadedConfig,
+    route: str,
+    path: str | Path,
+    *,
+    tiers: TierChoice | None = None,
+    limit: int | None = None,
+    concurrency: int = 1,
+    progress: bool | None = None,
+    on_turn: Callable[[TurnDecision], None] | None = None,
+) -> ReplaySummary:
+    """Decides every assistant turn of every trajectory in ``path`` with route ``route``.
+
+    Args:
+        loaded: A validated config.
+        route: Route name.
+        path: Trajectories JSONL.
+        tiers: The capable/efficient tiers, for the capable-share summary.
+        limit: Only the first ``limit`` trajectories.
+        concurrency: Trajectories replayed at once (turns of one trajectory stay in order).
+        progress: Progress bar on stderr (default: when stderr is a terminal).
+        on_turn: Called for every turn's decision (e.g. to write the JSONL), in turn order
+            within a trajectory.
+
+    Raises:
+        KeyError: No such route.
+        DatasetError: The trajectories file is malformed.
+    """
+    spec = route_spec(loaded, route)
+    summary = ReplaySummary(route, spec.type, tiers=tiers)
+    show = progress if progress is not None else sys.stderr.isatty()
+    total = sum(1 for _ in read_trajectories(path, limit=limit)) if show else None
+    bar = Progress(total, f"replay {route}", enabled=show)
+    offline = build_offline_engine(loaded)
+
+    async def work(traj: Trajectory) -> list[TurnDecision]:
+        turns: list[TurnDecision] = []
+        for ordinal, index in enumerate(traj.assistant_turns()):
+            history = traj.messages[:index]
+            try:
+                request = chat_request(route, history, tools=traj.tools)
+            except SwitchyardError as exc:
+                decided = Decided(selected=None, skipped=f"history does not decode: {exc.message}")
+            else:
+                decided = await decide(offline.engine, request, traj.id)
+            turn = TurnDecision(traj.id, ordinal, index, decided, _recorded(traj.messages[index]), traj.outcome)
+            turns.append(turn)
+            if on_turn is not None:
+                on_turn(turn)
+        return turns
+
+    def done(traj: Trajectory, turns: list[TurnDecision]) -> None:
+        summary.trajectories += 1
+        summary.turns.extend(turns)
+        bar.update()
+
+    try:
+        await run_pool(read_trajectories(path, limit=limit), work, concurrency=concurrency, on_done=done)
+    finally:
+        bar.close()
+        await offline.aclose()
+    return summary
