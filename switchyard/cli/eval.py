@@ -64,6 +64,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     p.add_argument("--sweep", action="store_true", help="sweep the score threshold; write curve.csv and plot.png")
     p.add_argument("--out", metavar="DIR", help="write decisions.jsonl, metrics.json, plot.png (and curve.csv)")
+    p.add_argument("--title", help="title of plot.png instead of route and dataset")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
     p.add_argument("--concurrency", type=int, default=1, help="decisions in flight (routers with judge calls)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
@@ -155,7 +156,7 @@ def run(args: argparse.Namespace) -> int:
     finally:
         if sink is not None:
             sink.close()
-    files = _write_outputs(result, out_dir, sweep=args.sweep) if out_dir is not None else []
+    files = _write_outputs(result, out_dir, sweep=args.sweep, title=args.title) if out_dir is not None else []
     if args.json:
         print(json.dumps(result.to_dict(), indent=2))
     else:
@@ -181,7 +182,7 @@ def _decision_line(result: Any) -> bytes:
     return orjson.dumps(line) + b"\n"
 
 
-def _write_outputs(result: Any, out_dir: Path, *, sweep: bool) -> list[Path]:
+def _write_outputs(result: Any, out_dir: Path, *, sweep: bool, title: str | None) -> list[Path]:
     from switchyard.eval.plot import PlotUnavailable, plot_result, write_curve_csv
 
     files = [out_dir / "decisions.jsonl"]
@@ -191,7 +192,7 @@ def _write_outputs(result: Any, out_dir: Path, *, sweep: bool) -> list[Path]:
     if sweep and result.two_tier is not None:
         files.append(write_curve_csv(result, out_dir / "curve.csv"))
     try:
-        files.append(plot_result(result, out_dir / "plot.png"))
+        files.append(plot_result(result, out_dir / "plot.png", title=title))
     except PlotUnavailable as exc:
         print(f"note: {exc}", file=sys.stderr)
     return files
