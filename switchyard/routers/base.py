@@ -118,7 +118,9 @@ class RouterSpec(BaseModel):
     """Base of every route's config block.
 
     Subclasses set ``type`` to a ``Literal`` of their name, declare their keys as pydantic
-    fields, and implement :meth:`target_refs` and :meth:`build`.
+    fields, and implement :meth:`target_refs` and :meth:`build`. Two optional hooks serve offline
+    evaluation: :meth:`tiers` (which targets are capable and efficient) and
+    :meth:`threshold_key` (which key ``switchyard calibrate`` may set).
 
     Attributes:
         type: The router kind.
