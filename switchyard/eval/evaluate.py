@@ -308,9 +308,9 @@ async def run_eval(
     finally:
         bar.close()
         await offline.aclose()
-    notes = [
-        f"client {c!r} unusable here ({why}); routers that call it skip items" for c, why in offline.unavailable.items()
-    ]
+    notes: list[str] = []
+    if any(r.decided.skipped for r in items):
+        notes += [f"client {c!r} is unusable here: {why}" for c, why in offline.unavailable.items()]
     if no_prompt:
         notes.append(f"{no_prompt} item(s) have no prompt or messages; the router saw an empty user message")
     if tiers is not None and tiers.origin == "prices":

@@ -119,10 +119,13 @@ def _two_tier(ax: Any, result: EvalResult) -> None:
     best = rows["oracle"]
     ax.plot([x(best)], [best.quality], "*", color="tab:purple", ms=9)
     ax.axhline(0.95 * tt.capable_quality, color="tab:red", lw=0.6, alpha=0.5, label=f"95% of {cap}")
+    apgr = f" (APGR {tt.apgr:.3f})" if tt.apgr is not None else ""
     if tt.swept:
-        ax.plot([x(p) for p in tt.curve], [p.quality for p in tt.curve], "-", color="tab:blue", lw=1.5)
-    label = f"route {result.route}" + (f" (APGR {tt.apgr:.3f})" if tt.apgr is not None else "")
-    ax.plot([x(result.row)], [result.row.quality], "o", color="tab:blue", label=label)
+        xs, ys = [x(p) for p in tt.curve], [p.quality for p in tt.curve]
+        ax.plot(xs, ys, "-", color="tab:blue", lw=1.5, label=f"route {result.route}, every threshold{apgr}")
+        ax.plot([x(result.row)], [result.row.quality], "o", color="tab:blue", label="as configured")
+    else:
+        ax.plot([x(result.row)], [result.row.quality], "o", color="tab:blue", label=f"route {result.route}{apgr}")
     ax.set_xlabel("cost (USD)" if use_usd else f"calls to {cap} (%)")
 
 
