@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from switchyard.cli._common import HelpFormatter, add_config_arg, fail, load_or_exit
-from switchyard.cli.eval import add_selection_args, open_dataset, pairs
+from switchyard.cli.eval import add_run_args, add_selection_args, log_level, open_dataset, pairs
 
 _EPILOG = """\
 Examples:
@@ -51,7 +51,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--write", metavar="OUT.yaml", help="write a copy of the config with the threshold set")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--concurrency", type=int, default=1, help="decisions in flight (dataset runs)")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    add_run_args(p)
     p.set_defaults(func=run)
 
 
@@ -80,19 +80,20 @@ def run(args: argparse.Namespace) -> int:
     try:
         tiers = resolve_tiers(loaded, args.route, args.capable, args.efficient)
         if args.dataset:
-            data = asyncio.run(
-                scores_from_dataset(
-                    loaded,
-                    args.route,
-                    open_dataset(args),
-                    tiers=tiers,
-                    with_costs=budget,
-                    mapping=pairs(args.map, "--map"),
-                    cost_per_call={k: float(v) for k, v in pairs(args.cost_per_call, "--cost-per-call").items()},
-                    concurrency=args.concurrency,
-                    progress=False if args.no_progress else None,
+            with log_level(args.log_level):
+                data = asyncio.run(
+                    scores_from_dataset(
+                        loaded,
+                        args.route,
+                        open_dataset(args),
+                        tiers=tiers,
+                        with_costs=budget,
+                        mapping=pairs(args.map, "--map"),
+                        cost_per_call={k: float(v) for k, v in pairs(args.cost_per_call, "--cost-per-call").items()},
+                        concurrency=args.concurrency,
+                        progress=False if args.no_progress else None,
+                    )
                 )
-            )
             where = args.dataset
         else:
             data, stats = scores_from_log(loaded, args.route, args.decision_log, tiers=tiers, with_costs=budget)
@@ -117,17 +118,20 @@ def run(args: argparse.Namespace) -> int:
             cal = calibrate_share(data.scores, args.capable_share, fixed=data.fixed)
     except (EvalError, DatasetError, DecisionLogError, CalibrationError, ConfigError, ValueError, KeyError) as exc:
         return fail(str(exc).strip("'\""))
+    # 12 significant digits: a scale conversion (1 - t) must not write float noise into the YAML.
+    value = float(f"{spec.threshold_for_score(cal.threshold):.12g}")
     written = None
     if args.write:
         try:
-            written = _write(args, key, cal.threshold)
+            written = _write(args, key, value)
         except ValueError as exc:
             return fail(str(exc))
     summary: dict[str, Any] = {
         "route": args.route,
         "router": spec.type,
         "key": f"routes.{args.route}.{key}",
-        "threshold": cal.threshold,
+        "threshold": value,
+        "score_threshold": cal.threshold,
         "capable_share": cal.share,
         "requested_share": args.capable_share,
         "budget_usd": args.budget_usd,
@@ -141,14 +145,14 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(summary, indent=2))
         return 0
-    print(f"set routes.{args.route}.{key}: {cal.threshold}")
+    print(f"set routes.{args.route}.{key}: {value}")
     goal = (
         f"budget ${args.budget_usd:g}, spends ${cal.cost_usd:.4f}"
         if budget and cal.cost_usd is not None
         else f"requested {args.capable_share:.1%}"
     )
     print(f"  capable share on {Path(where).name}: {cal.share:.1%} ({goal})")
-    print(f"  {cal.n} request(s), {cal.scored} with a score; capable iff score >= threshold")
+    print(f"  {cal.n} request(s), {cal.scored} with a score; capable iff score >= {cal.threshold}")
     for why, n in data.skipped.items():
         print(f"  skipped {n}: {why}")
     if written:

@@ -5,8 +5,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import logging
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
 
@@ -67,8 +69,31 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--title", help="title of plot.png instead of route and dataset")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
     p.add_argument("--concurrency", type=int, default=1, help="decisions in flight (routers with judge calls)")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    add_run_args(p)
     p.set_defaults(func=run)
+
+
+def add_run_args(p: argparse.ArgumentParser) -> None:
+    """``--no-progress`` and ``--log-level`` (shared with ``calibrate`` and ``replay``)."""
+    p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    p.add_argument(
+        "--log-level",
+        default="error",
+        choices=["debug", "info", "warning", "error"],
+        help="level of switchyard's own log lines (a failing judge would warn once per item)",
+    )
+
+
+@contextmanager
+def log_level(level: str) -> Iterator[None]:
+    """Sets the ``switchyard`` loggers' level for one command and restores it afterwards."""
+    logger = logging.getLogger("switchyard")
+    before = logger.level
+    logger.setLevel(getattr(logging, level.upper()))
+    try:
+        yield
+    finally:
+        logger.setLevel(before)
 
 
 def add_selection_args(p: argparse.ArgumentParser) -> None:
@@ -136,21 +161,22 @@ def run(args: argparse.Namespace) -> int:
             sink.write(_decision_line(result))
 
     try:
-        result = asyncio.run(
-            run_eval(
-                loaded,
-                args.route,
-                dataset,
-                mapping=mapping,
-                capable=args.capable,
-                efficient=args.efficient,
-                cost_per_call=per_call,
-                concurrency=args.concurrency,
-                progress=False if args.no_progress else None,
-                require_scores=args.sweep,
-                on_item=write,
+        with log_level(args.log_level):
+            result = asyncio.run(
+                run_eval(
+                    loaded,
+                    args.route,
+                    dataset,
+                    mapping=mapping,
+                    capable=args.capable,
+                    efficient=args.efficient,
+                    cost_per_call=per_call,
+                    concurrency=args.concurrency,
+                    progress=False if args.no_progress else None,
+                    require_scores=args.sweep,
+                    on_item=write,
+                )
             )
-        )
     except (EvalError, DatasetError, ConfigError, ValueError, KeyError) as exc:
         return fail(str(exc).strip("'\""))
     finally:

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from switchyard.cli._common import HelpFormatter, add_config_arg, fail, load_or_exit
+from switchyard.cli.eval import add_run_args, log_level
 
 _EPILOG = """\
 Examples:
@@ -42,7 +43,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--efficient", metavar="TARGET", help="the efficient tier, with --capable")
     p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
     p.add_argument("--concurrency", type=int, default=1, help="trajectories replayed at once")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    add_run_args(p)
     p.set_defaults(func=run)
 
 
@@ -73,18 +74,19 @@ def run(args: argparse.Namespace) -> int:
         fh.write(orjson.dumps(turn.to_dict()) + b"\n")
 
     try:
-        summary = asyncio.run(
-            replay(
-                loaded,
-                args.route,
-                args.trajectories,
-                tiers=tiers,
-                limit=args.limit,
-                concurrency=args.concurrency,
-                progress=False if args.no_progress else None,
-                on_turn=write,
+        with log_level(args.log_level):
+            summary = asyncio.run(
+                replay(
+                    loaded,
+                    args.route,
+                    args.trajectories,
+                    tiers=tiers,
+                    limit=args.limit,
+                    concurrency=args.concurrency,
+                    progress=False if args.no_progress else None,
+                    on_turn=write,
+                )
             )
-        )
     except (DatasetError, ConfigError, KeyError, ValueError) as exc:
         return fail(str(exc).strip("'\""))
     finally:

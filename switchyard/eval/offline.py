@@ -171,6 +171,11 @@ class Decided:
     def from_record(cls, record: DecisionRecord) -> Decided:
         """From an engine decision record."""
         skipped = None if record.selected else "the router chose no target"
+        rc = record.router_cost
+        if rc.calls and rc.failures >= rc.calls:
+            # The router fell back without the model it consults (judge unreachable): its choice
+            # says nothing about the policy being evaluated.
+            skipped = f"every model call of the router failed ({record.source}: {record.reason})"
         return cls(
             selected=record.selected,
             score=record.score,

@@ -181,9 +181,19 @@ class RouterSpec(BaseModel):
     def threshold_key(self) -> str | None:
         """The key of this route's block that holds its decision threshold, if it has one.
 
-        Contract: the router sends a request to the capable tier exactly when
-        ``Decision.score >= <value of this key>``, so ``switchyard calibrate`` can choose the value
-        from observed scores and write it into the config. The default (``None``) means the
-        route has no threshold to calibrate.
+        Contract: with that key set to :meth:`threshold_for_score` of ``t``, the router sends a
+        request to the capable tier exactly when ``Decision.score >= t`` (requests it decides
+        without a score aside), so ``switchyard calibrate`` can choose ``t`` from observed
+        scores and write the key into the config. The default (``None``) means the route has
+        no threshold to calibrate.
         """
         return None
+
+    def threshold_for_score(self, score_threshold: float) -> float:
+        """The value of :meth:`threshold_key` that makes "capable iff ``score >= score_threshold``".
+
+        The default is the score threshold itself; a router whose key is on another scale
+        converts here (e.g. a ``p_solve`` threshold for the efficient tier is ``1 - t`` when
+        ``score = 1 - p_solve``).
+        """
+        return score_threshold

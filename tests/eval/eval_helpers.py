@@ -69,6 +69,42 @@ class ScoreSpec(RouterSpec):
         return ScoreRouter(self.capable, self.efficient, self.threshold, self.score_from)
 
 
+class SolveRouter(ScoreRouter):
+    """Efficient iff ``p_solve = 1 - score`` reaches ``min_p_solve`` (a threshold on another scale)."""
+
+    async def route(self, request: ChatRequest, ctx: RouteContext, call: ModelCall) -> Decision:
+        decision = await ScoreRouter(self.capable, self.efficient, 0.0, "prompt").route(request, ctx, call)
+        if decision.score is None:
+            return decision
+        weak = 1.0 - decision.score >= self.threshold
+        pick, other = (self.efficient, self.capable) if weak else (self.capable, self.efficient)
+        return Decision(candidates=(pick, other), source="test-solve", score=decision.score)
+
+
+@register
+class SolveSpec(RouterSpec):
+    kind = "test_solve"
+    type: Literal["test_solve"]
+    capable: str
+    efficient: str
+    min_p_solve: float = 0.5
+
+    def target_refs(self) -> list[tuple[str, str]]:
+        return [("capable", self.capable), ("efficient", self.efficient)]
+
+    def tiers(self) -> Tiers | None:
+        return {"capable": self.capable, "efficient": self.efficient}
+
+    def threshold_key(self) -> str | None:
+        return "min_p_solve"
+
+    def threshold_for_score(self, score_threshold: float) -> float:
+        return 1.0 - score_threshold
+
+    def build(self, ctx: BuildContext) -> Router:
+        return SolveRouter(self.capable, self.efficient, self.min_p_solve, "prompt")
+
+
 class JudgeRouter:
     """Asks a judge target; capable when the judge's answer mentions 'hard', no decision when it says 'refuse'."""
 
@@ -144,6 +180,22 @@ class SessionSpec(RouterSpec):
 
 
 # -- files -------------------------------------------------------------------------------------
+
+SCORES = [0.95, 0.85, 0.75, 0.65, 0.45, 0.35, 0.25, 0.15]
+STRONG = [1, 1, 1, 1, 1, 1, 0, 1]  # q_strong = 7/8
+WEAK = [0, 1, 0, 1, 1, 1, 0, 0]  # q_weak = 4/8
+
+
+def rows(models: tuple[str, ...] = ("strong-m", "weak-m")) -> list[dict[str, Any]]:
+    out = []
+    for i, (s, a, b) in enumerate(zip(SCORES, STRONG, WEAK, strict=True)):
+        m: dict[str, Any] = {}
+        if "strong-m" in models:
+            m["strong-m"] = {"correct": bool(a), "cost_usd": 0.01}
+        if "weak-m" in models:
+            m["weak-m"] = {"correct": bool(b), "input_tokens": 100, "output_tokens": 100}
+        out.append({"id": f"q{i}", "prompt": f"score={s} question {i}", "models": m})
+    return out
 
 
 def write_jsonl(path: Path, rows: list[dict[str, Any]]) -> Path:

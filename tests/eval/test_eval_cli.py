@@ -8,26 +8,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from eval_helpers import config_text, write_jsonl
+from eval_helpers import SCORES, WEAK, config_text, rows, write_jsonl
 
 from switchyard.cli import main
-
-SCORES = [0.95, 0.85, 0.75, 0.65, 0.45, 0.35, 0.25, 0.15]
-STRONG = [1, 1, 1, 1, 1, 1, 0, 1]  # q_strong = 7/8
-WEAK = [0, 1, 0, 1, 1, 1, 0, 0]  # q_weak = 4/8
-
-
-def rows(models: tuple[str, ...] = ("strong-m", "weak-m")) -> list[dict[str, Any]]:
-    out = []
-    for i, (s, a, b) in enumerate(zip(SCORES, STRONG, WEAK, strict=True)):
-        m: dict[str, Any] = {}
-        if "strong-m" in models:
-            m["strong-m"] = {"correct": bool(a), "cost_usd": 0.01}
-        if "weak-m" in models:
-            m["weak-m"] = {"correct": bool(b), "input_tokens": 100, "output_tokens": 100}
-        out.append({"id": f"q{i}", "prompt": f"score={s} question {i}", "models": m})
-    return out
-
 
 ROUTES = """\
   scored: {type: test_score, capable: capable, efficient: efficient, threshold: 0.5}

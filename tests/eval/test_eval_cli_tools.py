@@ -144,6 +144,21 @@ def test_calibrate_share_and_write(tmp_path: Path, capsys: pytest.CaptureFixture
     assert json.loads(capsys.readouterr().out)["capable_share"] == pytest.approx(0.3)
 
 
+def test_calibrate_converts_to_the_route_scale(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    cfg = tmp_path / "router.yaml"
+    cfg.write_text(config_text("  solve: {type: test_solve, capable: capable, efficient: efficient}\n"))
+    data = score_data(tmp_path)
+    out = tmp_path / "tuned.yaml"
+    argv = ["calibrate", "-c", str(cfg), "--route", "solve", "--dataset", str(data), "--no-progress", "--json"]
+    assert main([*argv, "--capable-share", "0.3", "--write", str(out)]) == 0
+    res = json.loads(capsys.readouterr().out)
+    # Capable iff score >= .68  <=>  efficient iff p_solve = 1 - score >= .32
+    assert res["score_threshold"] == 0.68 and res["threshold"] == 0.32
+    assert "{type: test_solve, capable: capable, efficient: efficient, min_p_solve: 0.32}" in out.read_text()
+    assert main(["eval", "-c", str(out), "--route", "solve", "--dataset", str(data), "--json", "--no-progress"]) == 0
+    assert json.loads(capsys.readouterr().out)["capable_share"] == pytest.approx(0.3)
+
+
 def test_calibrate_budget_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     cfg = tmp_path / "router.yaml"
     cfg.write_text(config_text(SCORED))
