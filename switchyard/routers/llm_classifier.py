@@ -26,7 +26,7 @@ from pydantic import (
 )
 
 from switchyard.routers.affinity import Affinity, Trigger
-from switchyard.routers.base import BuildContext, Router, RouterSpec, SpecClass
+from switchyard.routers.base import BuildContext, Router, RouterSpec, SpecClass, Tiers
 from switchyard.routers.classifier import CapabilityJudge, CapabilityRouter, CustomRouter, Thresholds
 from switchyard.routers.escalation import EscalationRouter
 from switchyard.routers.jsonschema import check_pointer, check_schema
@@ -199,6 +199,18 @@ class CapabilitySpec(_TriggeredSpec):
     def target_refs(self) -> list[tuple[str, str]]:
         return [("strong_target", self.strong_target), ("weak_target", self.weak_target)]
 
+    def tiers(self) -> Tiers:
+        return {"capable": self.strong_target, "efficient": self.weak_target}
+
+    def threshold_key(self) -> str | None:
+        # With a boundary step the effective threshold differs per verdict, so no single key
+        # maps onto "capable iff score >= t"; only the flat form is calibratable.
+        return "base_threshold" if self.threshold_step == 0 else None
+
+    def threshold_for_score(self, score_threshold: float) -> float:
+        # score = 1 - p_solve and weak iff p_solve >= base, so capable iff score > 1 - base.
+        return 1.0 - score_threshold
+
     def build(self, ctx: BuildContext) -> Router:
         judge = CapabilityJudge(
             self.judge_settings(),
@@ -324,6 +336,9 @@ class EscalationSpec(LlmClassifierSpec):
 
     def target_refs(self) -> list[tuple[str, str]]:
         return [("strong_target", self.strong_target), ("weak_target", self.weak_target)]
+
+    def tiers(self) -> Tiers:
+        return {"capable": self.strong_target, "efficient": self.weak_target}
 
     def build(self, ctx: BuildContext) -> Router:
         settings = self.judge_settings()
