@@ -17,6 +17,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, M
 from dataclasses import dataclass, field
 from typing import Any
 
+from switchyard.clients.retry import classify
 from switchyard.engine.fallback import Fallback, Reliability
 from switchyard.engine.health import Health
 from switchyard.engine.records import Attempt, DecisionRecord, DecisionSink
@@ -182,6 +183,7 @@ class EventStream:
                         yield event
                 except UpstreamError as exc:
                     info = exc.info()
+                    self.record.details["mid_stream_error_class"] = classify(exc).value
                     self._fail(info)
                     yield StreamError(error=info)
                 except Exception as exc:  # a bug must not look like a clean finish either

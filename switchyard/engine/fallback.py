@@ -130,6 +130,7 @@ class Fallback:
         self.attempts: list[Attempt] = [] if attempts is None else attempts
         self.skipped: list[Skipped] = [] if skipped is None else skipped
         self.tried: list[str] = []
+        self._last: UpstreamError | None = None
         self._sleep = sleep
         self._rng = rng
 
@@ -196,7 +197,7 @@ class Fallback:
                 return failure  # our own failures opened it: stop retrying, fall back
             remaining = self.budget.remaining()
             if remaining is not None and remaining <= 0:
-                return self._deadline(failure)
+                return self._deadline()
             if name not in self.tried:
                 self.tried.append(name)
             self.health.count("attempts")
@@ -207,6 +208,7 @@ class Fallback:
                 value = await call(target, options)
             except UpstreamError as exc:
                 exc.target = exc.target or name
+                self._last = exc
                 verdict = judge(exc, retry, policy.retry, self._rng)
                 self._log(target, started, exc, verdict.rule, retry, waited)
                 self._health_after(target, verdict.rule, verdict.retry_after_s)
@@ -262,13 +264,13 @@ class Fallback:
         if self.health.failed(name, policy.breaker, hold_s=hold):
             logger.warning("circuit breaker of target %r opened", name)
 
-    def _deadline(self, failure: _Failure | None) -> _Failure:
+    def _deadline(self) -> _Failure:
         self.health.count("deadline_exceeded")
         tried = len(self.attempts)
-        last = f"; last error: {failure.error.message}" if failure and failure.error else ""
+        last = f"; last error: {self._last.message}" if self._last else ""
         err = DeadlineExceededError(
             f"request deadline of {self.budget.total_s:g}s passed after {tried} attempt(s){last}",
-            target=failure.error.target if failure and failure.error else None,
+            target=self._last.target if self._last else None,
         )
         return _Failure(err, _DEADLINE_RULE, deadline=True)
 
