@@ -14,7 +14,6 @@ Exit status 1 when any scenario did not behave as expected.
 from __future__ import annotations
 
 import argparse
-import logging
 import platform
 import sys
 import time
@@ -33,8 +32,6 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=1, help="runs per scenario; the slowest is reported")
     args = parser.parse_args()
     upstream = serve_fake(fake_upstream())
-    # The fake upstream's injected resets make uvicorn log tracebacks; they are the point here.
-    logging.getLogger("uvicorn.error").setLevel(logging.CRITICAL)
     records: list[DecisionRecord] = []
 
     def record_for(request_id: str) -> DecisionRecord:

@@ -24,6 +24,7 @@ _OVERFLOW_PHRASES = (
     "please reduce the length of the input",
     "exceeds the maximum allowed",
     "longer than the model's context length",
+    "longer than the maximum model length",
     "prompt is too long",
     "maximum number of tokens",
     "is too large for the model",
