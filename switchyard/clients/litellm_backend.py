@@ -84,6 +84,7 @@ def _load_litellm() -> Any:
     import litellm
 
     litellm.telemetry = False
+    litellm.suppress_debug_info = True  # no "Give Feedback" banners on stdout for every error
     return litellm
 
 
@@ -167,9 +168,10 @@ class LiteLLMBackend:
     async def complete(self, request: ChatRequest, target: TargetInfo, options: CallOptions) -> ChatResponse:
         kwargs = self._kwargs(request, target, options, stream=False)
         deadline = self._deadline(options)
+        acompletion = self.litellm.acompletion  # an import failure is not an upstream failure
         try:
             async with asyncio.timeout(_left(deadline)):
-                result = await self.litellm.acompletion(**kwargs)
+                result = await acompletion(**kwargs)
         except TimeoutError as exc:
             raise UpstreamTimeoutError(
                 f"{target.name}: no complete answer before its deadline", target=target.name
@@ -190,9 +192,10 @@ class LiteLLMBackend:
     ) -> AsyncIterator[StreamEvent]:
         kwargs = self._kwargs(request, target, options, stream=True)
         deadline = self._deadline(options)
+        acompletion = self.litellm.acompletion
         try:
             async with asyncio.timeout(_left(deadline)):
-                chunks = await self.litellm.acompletion(**kwargs)
+                chunks = await acompletion(**kwargs)
         except TimeoutError as exc:
             raise UpstreamTimeoutError(f"{target.name}: no stream before its deadline", target=target.name) from exc
         except Exception as exc:

@@ -34,21 +34,53 @@ def write(tmp_path: Path, client: str = "", route: str = "") -> Path:
 @pytest.mark.parametrize(
     ("client", "route", "expected"),
     [
-        ("    max_retries: -1", "", "router.yaml:4: llm_clients.local.max_retries: Input should be greater than or equal to 0"),
+        (
+            "    max_retries: -1",
+            "",
+            "router.yaml:4: llm_clients.local.max_retries: Input should be greater than or equal to 0",
+        ),
         ("    max_retries: 11", "", "llm_clients.local.max_retries: Input should be less than or equal to 10"),
-        ("    retry: {jitter: 2}", "", "router.yaml:4: llm_clients.local.retry.jitter: Input should be less than or equal to 1"),
-        ("    retry: {initial_delay_s: -0.1}", "", "llm_clients.local.retry.initial_delay_s: Input should be greater than or equal to 0"),
+        (
+            "    retry: {jitter: 2}",
+            "",
+            "router.yaml:4: llm_clients.local.retry.jitter: Input should be less than or equal to 1",
+        ),
+        (
+            "    retry: {initial_delay_s: -0.1}",
+            "",
+            "llm_clients.local.retry.initial_delay_s: Input should be greater than or equal to 0",
+        ),
         ("    retry: {multiplier: 0.5}", "", "llm_clients.local.retry.multiplier"),
-        ("    retry: {initial_delay_s: 3, max_delay_s: 1}", "", "llm_clients.local.retry: max_delay_s (1.0) must not be below initial_delay_s"),
-        ("    retry: {max_retry_after: 5}", "", "llm_clients.local.retry.max_retry_after: unknown key (did you mean 'max_retry_after_s'?)"),
+        (
+            "    retry: {initial_delay_s: 3, max_delay_s: 1}",
+            "",
+            "llm_clients.local.retry: max_delay_s (1.0) must not be below initial_delay_s",
+        ),
+        (
+            "    retry: {max_retry_after: 5}",
+            "",
+            "llm_clients.local.retry.max_retry_after: unknown key (did you mean 'max_retry_after_s'?)",
+        ),
         ("    timeout: {read: 0}", "", "llm_clients.local.timeout.read: Input should be greater than 0"),
         ("    timeout: {total: -1}", "", "llm_clients.local.timeout.total"),
         ("    timeout: {silence: 3}", "", "llm_clients.local.timeout.silence: unknown key"),
         ("    circuit_breaker: {failures: -2}", "", "llm_clients.local.circuit_breaker.failures"),
-        ("    circuit_breaker: {cooldown_s: 0}", "", "llm_clients.local.circuit_breaker.cooldown_s: Input should be greater than 0"),
+        (
+            "    circuit_breaker: {cooldown_s: 0}",
+            "",
+            "llm_clients.local.circuit_breaker.cooldown_s: Input should be greater than 0",
+        ),
         ("    discover_context_window: maybe", "", "llm_clients.local.discover_context_window"),
-        ("    litellm_params: {aws_region_name: x}", "", "llm_clients.local: litellm_params: only allowed with format 'litellm'"),
-        ("", "    fallback_on_auth_error: sometimes", "routes.r.fallback_on_auth_error: Input should be a valid boolean"),
+        (
+            "    litellm_params: {aws_region_name: x}",
+            "",
+            "llm_clients.local: litellm_params: only allowed with format 'litellm'",
+        ),
+        (
+            "",
+            "    fallback_on_auth_error: sometimes",
+            "routes.r.fallback_on_auth_error: Input should be a valid boolean",
+        ),
     ],
 )
 def test_bad_values_fail_with_their_path(tmp_path: Path, client: str, route: str, expected: str) -> None:

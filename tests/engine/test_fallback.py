@@ -84,9 +84,7 @@ class Sleeps(list[float]):
         self.append(seconds)
 
 
-def target(
-    name: str, backend: Any, *, retries: int = 2, window: int | None = None, breaker: int = 0
-) -> Target:
+def target(name: str, backend: Any, *, retries: int = 2, window: int | None = None, breaker: int = 0) -> Target:
     return Target(
         TargetInfo(name=name, model=name, context_window=window),
         backend,
@@ -125,7 +123,11 @@ async def test_retries_with_backoff_then_succeeds() -> None:
 async def test_budget_per_target_then_fallback() -> None:
     health = Health()
     runner, result = await run(
-        [target("a", Scripted(http(500))), target("b", Scripted(UpstreamConnectionError("reset"))), target("c", Scripted("ok"))],
+        [
+            target("a", Scripted(http(500))),
+            target("b", Scripted(UpstreamConnectionError("reset"))),
+            target("c", Scripted("ok")),
+        ],
         health=health,
     )
     assert result[0] == "c"
@@ -163,9 +165,7 @@ async def test_auth_errors_fail_unless_the_route_allows(code: int) -> None:
     runner, result = await run([target("a", Scripted(http(code, "invalid api key"))), target("b", Scripted("ok"))])
     assert isinstance(result, UpstreamStatusError) and result.message == "invalid api key"
     assert len(runner.attempts) == 1
-    runner, result = await run(
-        [target("a", Scripted(http(code))), target("b", Scripted("ok"))], auth_fallback=True
-    )
+    runner, result = await run([target("a", Scripted(http(code))), target("b", Scripted("ok"))], auth_fallback=True)
     assert result[0] == "b"
 
 
@@ -191,7 +191,11 @@ async def test_overflow_skips_targets_that_are_not_larger() -> None:
 async def test_overflow_learns_the_window_from_the_message() -> None:
     health = Health()
     runner, result = await run(
-        [target("small", Scripted(http(400, OVERFLOW))), target("same", Scripted("ok"), window=4096), target("big", Scripted("ok"))],
+        [
+            target("small", Scripted(http(400, OVERFLOW))),
+            target("same", Scripted("ok"), window=4096),
+            target("big", Scripted("ok")),
+        ],
         health=health,
     )
     assert result[0] == "big"  # unknown window: may be larger, so it is tried
@@ -204,7 +208,11 @@ async def test_overflow_reads_unknown_windows_from_the_upstream_once() -> None:
     vllm = Discovering("ok", window=4096)
     for _ in range(2):
         runner, result = await run(
-            [target("small", Scripted(http(400, OVERFLOW)), window=4096), target("vllm", vllm), target("big", Scripted("ok"))],
+            [
+                target("small", Scripted(http(400, OVERFLOW)), window=4096),
+                target("vllm", vllm),
+                target("big", Scripted("ok")),
+            ],
             health=health,
         )
         assert result[0] == "big" and [s.target for s in runner.skipped] == ["vllm"]
@@ -215,14 +223,17 @@ async def test_window_lookup_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None
     monkeypatch.setattr(fallback_mod, "WINDOW_LOOKUP_TIMEOUT_S", 0.05)
     hanging = Discovering("ok", window=1024, window_delay=30)
     started = time.perf_counter()
-    runner, result = await run([target("small", Scripted(http(400, OVERFLOW)), window=4096), target("slow", hanging)])
+    _, result = await run([target("small", Scripted(http(400, OVERFLOW)), window=4096), target("slow", hanging)])
     assert time.perf_counter() - started < 1.0
     assert result[0] == "slow"  # unknown after the lookup gave up: tried
 
 
 async def test_every_candidate_overflows() -> None:
     runner, result = await run(
-        [target("a", Scripted(http(400, OVERFLOW)), window=4096), target("b", Scripted(http(400, OVERFLOW)), window=8192)]
+        [
+            target("a", Scripted(http(400, OVERFLOW)), window=4096),
+            target("b", Scripted(http(400, OVERFLOW)), window=8192),
+        ]
     )
     assert result.code == "context_length_exceeded" and result.status == 400
     assert len(runner.attempts) == 2
@@ -266,9 +277,7 @@ async def test_breaker_opening_mid_request_stops_the_retries() -> None:
 async def test_cancellation_is_recorded_and_releases_the_probe() -> None:
     health = Health()
     runner = Fallback({"a": target("a", Scripted("hang"))}, health)
-    task = asyncio.ensure_future(
-        runner.run(["a"], lambda t, o: t.backend.complete(REQUEST, t.info, o), CallOptions())
-    )
+    task = asyncio.ensure_future(runner.run(["a"], lambda t, o: t.backend.complete(REQUEST, t.info, o), CallOptions()))
     await asyncio.sleep(0.01)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
