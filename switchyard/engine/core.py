@@ -649,8 +649,9 @@ class Engine:
             headers["x-should-retry"] = "false"
         if isinstance(exc, UpstreamStatusError) and exc.status < 500 and exc.status not in (408, 429):
             upstream_fmt = self.targets[exc.target].info.format if exc.target in self.targets else None
-            if upstream_fmt == fmt.value and exc.body:
-                # Same API family: relay the provider's own words (agents match on them).
+            if upstream_fmt == fmt.value and exc.body.lstrip().startswith(b"{"):
+                # Same API family: relay the provider's own words (agents match on them) — but
+                # never an HTML page from a proxy in front of it.
                 return Reply(exc.status, headers, body=exc.body)
         return Reply(exc.status, headers, body=dumps(codec.encode_error(exc.info())))
 

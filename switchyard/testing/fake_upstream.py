@@ -32,7 +32,7 @@ FAULTS = {
     "fail-500": "answer 500 with an OpenAI error body",
     "fail-502-html": "answer 502 with an HTML body",
     "fail-503": "answer 503",
-    "fail-NNN": "answer status NNN with an OpenAI error body (e.g. fail-408, fail-504)",
+    "fail-NNN": "answer status NNN with an OpenAI error body (e.g. fail-408, fail-504; fail-NNN-html: an HTML page)",
     "fail-429": "answer 429 with Retry-After: FakeUpstream.retry_after (x-fake-retry-after overrides)",
     "fail-429-long": "answer 429 with Retry-After: 3600",
     "fail-429-reset": "answer 429 with OpenAI x-ratelimit-* headers (requests exhausted) and no Retry-After",
@@ -48,7 +48,7 @@ FAULTS = {
     "empty-stream": "answer 200 text/event-stream with no events (JSON: a 200 with an empty body)",
 }
 
-_FAIL_STATUS = re.compile(r"fail-(\d{3})")
+_FAIL_STATUS = re.compile(r"fail-(\d{3})(-html)?")
 _FLAKY = re.compile(r"flaky-(\d+)(?:-(\d{3}))?")
 
 
@@ -390,7 +390,12 @@ class FakeUpstream:
             await send({"type": "http.response.body", "body": b"", "more_body": False})
         elif (status := _FAIL_STATUS.fullmatch(fault)) is not None:
             code = int(status.group(1))
-            await _json(send, code, {"error": {"message": f"injected HTTP {code}", "type": "api_error", "code": code}})
+            if status.group(2):
+                page = f"<html><body><h1>{code}</h1>blocked by the gateway</body></html>".encode()
+                await _raw(send, code, page, b"text/html")
+            else:
+                error = {"error": {"message": f"injected HTTP {code}", "type": "api_error", "code": code}}
+                await _json(send, code, error)
         else:
             return False
         return True

@@ -12,6 +12,7 @@ retries off, so every attempt seen is the engine's.
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -295,7 +296,7 @@ def markdown(results: Sequence[Result]) -> str:
         e = r.expect
         fault = f"`{r.scenario.fault}`" + "".join(f" + `{k}: {v}`" for k, v in r.scenario.headers.items())
         if r.scenario.route:
-            fault += "".join(f" + route `{k}: {v}`" for k, v in r.scenario.route.items())
+            fault += "".join(f" + route `{k}: {json.dumps(v)}`" for k, v in r.scenario.route.items())
         skipped = f"; skipped {', '.join(r.skipped)}" if r.skipped else ""
         served = f" by {r.served_by}" if r.outcome in ("served", "fallback") else ""
         problems = r.problems()

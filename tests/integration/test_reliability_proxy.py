@@ -77,6 +77,7 @@ def main(fake: Any) -> Iterator[tuple[ServerThread, list[DecisionRecord]]]:
             "auth": {"client": "up", "model": "fail-401"},
             "bad": {"client": "up", "model": "fail-400"},
             "html": {"client": "up", "model": "fail-502-html"},
+            "waf": {"client": "up", "model": "fail-403-html"},
             "down": {"client": "up", "model": "fail-500"},
             "overflow": {"client": "up", "model": "overflow-400"},
             "overflow_big": {"client": "up", "model": "overflow-400", "context_window": 8192},
@@ -90,6 +91,7 @@ def main(fake: Any) -> Iterator[tuple[ServerThread, list[DecisionRecord]]]:
             "auth": {"type": "passthrough", "target": "auth", "fallbacks": ["backup"]},
             "bad": {"type": "passthrough", "target": "bad", "fallbacks": ["backup"]},
             "html": {"type": "passthrough", "target": "html"},
+            "waf": {"type": "passthrough", "target": "waf", "fallbacks": ["backup"]},
             "down": {"type": "passthrough", "target": "down"},
             "overflow_all": {"type": "passthrough", "target": "overflow", "fallbacks": ["overflow_big"]},
             "overflow_discover": {"type": "passthrough", "target": "overflow", "fallbacks": ["vllm_small", "backup"]},
@@ -134,6 +136,18 @@ def test_html_error_body_never_reaches_the_caller(main: Any) -> None:
         client.chat.completions.create(model="html", messages=MESSAGES)
     assert err.value.status_code == 502
     assert "<html" not in err.value.response.text and "502" in err.value.message
+
+
+def test_html_4xx_is_reencoded_not_relayed(main: Any) -> None:
+    with sdk(main[0]) as client, pytest.raises(openai.PermissionDeniedError) as err:
+        client.chat.completions.create(model="waf", messages=MESSAGES)
+    assert err.value.response.headers["content-type"] == "application/json"
+    assert err.value.body == {
+        "message": "upstream answered HTTP 403",
+        "type": "permission_error",
+        "param": None,
+        "code": "upstream_error",
+    }
 
 
 def test_every_candidate_overflowing_is_a_400_agents_can_compact_on(main: Any) -> None:
