@@ -161,6 +161,7 @@ class EventStream:
         self._t0 = t0
         self._on_failure = on_failure
         self._failed = False
+        self._complete = False
         self._usage = Usage()
         self._closed = False
         self._gen = self._run()
@@ -191,6 +192,7 @@ class EventStream:
                     info = ErrorInfo(status=500, type="api_error", message=f"stream failed: {type(exc).__name__}")
                     self._fail(info)
                     yield StreamError(error=info)
+            self._complete = True
         finally:
             await self._close_rest()
             self._done()
@@ -220,6 +222,9 @@ class EventStream:
         if self._closed:
             return
         self._closed = True
+        if not self._complete and not self._failed:
+            # The consumer stopped reading (a caller that disconnected, or aclose()).
+            self.record.details["closed_early"] = True
         self.record.set_usage(self._usage)
         self.record.cost_usd = self._price.cost(self._usage)
         self.record.duration_ms = (time.perf_counter() - self._t0) * 1000

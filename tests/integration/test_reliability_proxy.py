@@ -266,6 +266,8 @@ def test_disconnect_cancels_a_stream_upstream(main: Any, fake: Any) -> None:
             if '"content"' in line:
                 break  # content arrived; now hang up mid-stream
     assert wait_for(lambda: "stall-mid" in fake.app.disconnects, 2.0)
+    record = wait_for(lambda: next((r for r in reversed(main[1]) if r.route == "stall_mid"), None))
+    assert record.details["closed_early"] is True and not record.details.get("mid_stream_failure")
 
 
 # -- one retry owner -----------------------------------------------------------------------------
@@ -304,7 +306,7 @@ def test_dropin_client_never_retries(fake: Any) -> None:
 def test_circuit_breaker_skips_then_probes_then_closes(fake: Any) -> None:
     fake.app.reset()
     config = {
-        "llm_clients": {"up": client_cfg(fake.port, circuit_breaker={"failures": 2, "cooldown_s": 0.4})},
+        "llm_clients": {"up": client_cfg(fake.port, circuit_breaker={"failures": 2, "cooldown_s": 1.0})},
         "targets": {"flaky": {"client": "up", "model": "flaky-2"}, "backup": {"client": "up", "model": "fake-backup"}},
         "routes": {"r": {"type": "passthrough", "target": "flaky", "fallbacks": ["backup"]}},
     }
@@ -320,7 +322,7 @@ def test_circuit_breaker_skips_then_probes_then_closes(fake: Any) -> None:
         state = server.switchyard.stats()["targets"]["flaky"]
         assert state["state"] == "open"
         # 3: after the cooldown one probe goes through; flaky has recovered; the breaker closes.
-        time.sleep(0.45)
+        time.sleep(1.05)
         assert client.chat.completions.create(model="r", messages=MESSAGES).model == "flaky-2"
         assert server.switchyard.stats()["targets"]["flaky"]["state"] == "closed"
         counters = server.switchyard.stats()["counters"]
