@@ -193,7 +193,7 @@ class Fallback:
             if not admission.allowed:
                 if failure is None:
                     self.skipped.append(Skipped(name, "circuit_open", round(admission.retry_in_s, 3)))
-                    return _Failure(None, _SKIP_RULE, skipped=True)
+                    return _Failure(None, _SKIP_RULE)
                 return failure  # our own failures opened it: stop retrying, fall back
             remaining = self.budget.remaining()
             if remaining is not None and remaining <= 0:
@@ -225,7 +225,14 @@ class Fallback:
             except asyncio.CancelledError:
                 self.attempts.append(
                     Attempt(
-                        name, False, _ms(started), "cancelled (the caller went away)", 499, "cancelled", retry, waited
+                        name,
+                        False,
+                        _ms(started),
+                        "cancelled (the caller went away)",
+                        499,
+                        "cancelled",
+                        retry,
+                        round(waited * 1000, 3),
                     )
                 )
                 self.health.released(name)
@@ -336,9 +343,8 @@ class _Success(Generic[T]):
 
 @dataclass(slots=True)
 class _Failure:
-    error: UpstreamError | None
+    error: UpstreamError | None  # None: the target was skipped, not tried
     rule: Rule
-    skipped: bool = False
     deadline: bool = False
 
 
