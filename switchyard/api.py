@@ -29,8 +29,10 @@ from switchyard.config.build import target_infos as _target_infos
 from switchyard.config.discovery import probe_context_windows
 from switchyard.config.load import LoadedConfig, load_config
 from switchyard.engine.core import Completion, Engine, EventStream, Route
+from switchyard.engine.health import Health
 from switchyard.engine.records import DecisionRecord, DecisionSink, JsonlSink
 from switchyard.engine.reply import Reply
+from switchyard.engine.timeouts import HEADER_TIMEOUT, format_timeout
 from switchyard.protocol.errors import ErrorInfo
 from switchyard.protocol.request import ChatRequest
 from switchyard.protocol.session import StateStore
@@ -97,11 +99,13 @@ class Switchyard:
         # Served context windows (probe_context_window targets) before routers see TargetInfo.
         probe_context_windows(loaded)
         self._routes: dict[str, Route] = build_routes(loaded, _target_infos(loaded))
+        # Circuit breakers and reliability counters span every engine (one per event loop).
+        self._health = Health()
         self._engines: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Engine] = weakref.WeakKeyDictionary()
         self._lock = threading.Lock()
         self._thread: _LoopThread | None = None
         # Fail at construction, not at the first request, when clients cannot be built.
-        self._probe: Engine | None = build_engine(loaded, routes=self._routes, store=self._store)
+        self._probe: Engine | None = build_engine(loaded, routes=self._routes, store=self._store, health=self._health)
 
     @classmethod
     def from_config(cls, source: str | Path | Mapping[str, Any], *, decision_log: str | None = None) -> Switchyard:
@@ -139,7 +143,9 @@ class Switchyard:
                     found, self._probe = self._probe, None
                     found.sinks.extend(self._sinks())
                 else:
-                    found = build_engine(self.loaded, routes=self._routes, store=self._store, sinks=self._sinks())
+                    found = build_engine(
+                        self.loaded, routes=self._routes, store=self._store, sinks=self._sinks(), health=self._health
+                    )
                 self._engines[loop] = found
         return found
 
@@ -152,6 +158,17 @@ class Switchyard:
         """Route ids."""
         return list(self._routes)
 
+    def stats(self) -> dict[str, Any]:
+        """Reliability counters and circuit-breaker states (also served as ``GET /v1/stats``).
+
+        ``counters`` holds ``attempts``, ``retries``, ``fallbacks``, ``failed_requests``,
+        ``mid_stream_failures`` (streams ended by an error event after content reached the
+        caller), ``breaker_opened``, ``breaker_skips``, ``context_window_skips``,
+        ``deadline_exceeded`` and ``cancelled``; ``targets`` the breaker state of every target
+        that ever failed. See ``docs/reliability.md``.
+        """
+        return self._health.stats()
+
     # -- requests -----------------------------------------------------------------------------
 
     @staticmethod
@@ -161,10 +178,14 @@ class Switchyard:
         return get_codec(WireFormat.OPENAI_CHAT).decode_request(body)
 
     @staticmethod
-    def _headers(session_id: str | None, headers: Mapping[str, str] | None) -> dict[str, str]:
+    def _headers(
+        session_id: str | None, headers: Mapping[str, str] | None, timeout: float | Mapping[str, float] | None = None
+    ) -> dict[str, str]:
         out = {k.lower(): v for k, v in (headers or {}).items()}
         if session_id:
             out["x-switchyard-session-id"] = session_id
+        if timeout is not None:
+            out[HEADER_TIMEOUT] = format_timeout(timeout)
         return out
 
     async def complete(
@@ -175,6 +196,7 @@ class Switchyard:
         stream: bool = False,
         session_id: str | None = None,
         headers: Mapping[str, str] | None = None,
+        timeout: float | Mapping[str, float] | None = None,
         **kwargs: Any,
     ) -> Completion | EventStream:
         """Routes and answers one request.
@@ -185,6 +207,9 @@ class Switchyard:
             stream: Return an :class:`EventStream` of IR events instead of a :class:`Completion`.
             session_id: Session identity for stateful routers (same as ``x-switchyard-session-id``).
             headers: Extra caller headers (session/agent headers are read from here).
+            timeout: This request's limits (same as ``x-switchyard-timeout``): seconds for the
+                whole request (retries, fallbacks and the stream included), or a mapping with
+                ``total``, ``read`` and/or ``connect``.
             **kwargs: Any other Chat Completions field (``tools``, ``tool_choice``, ``max_tokens``,
                 ``temperature``, vLLM extras …).
 
@@ -192,7 +217,7 @@ class Switchyard:
             A :class:`Completion` (``.response``, ``.record``) or an :class:`EventStream`.
         """
         request = self.build_request(model=model, messages=messages, stream=stream, **kwargs)
-        hdrs = self._headers(session_id, headers)
+        hdrs = self._headers(session_id, headers, timeout)
         if stream:
             return await self.engine.stream(request, hdrs)
         return await self.engine.complete(request, hdrs)
@@ -241,7 +266,8 @@ class Switchyard:
         """Serves one HTTP request (the proxy and the in-process transport both call this).
 
         Handles ``POST /v1/chat/completions`` (and the other formats once available),
-        ``GET /v1/models`` and ``GET /health``; anything else is a 404 in OpenAI's envelope.
+        ``GET /v1/models``, ``GET /v1/stats`` and ``GET /health``; anything else is a 404 in
+        OpenAI's envelope.
         """
         route = path.split("?", 1)[0].rstrip("/")
         sub = route[3:] if route.startswith("/v1/") else route
@@ -252,6 +278,8 @@ class Switchyard:
                     WireFormat.OPENAI_CHAT, 404, f"{route} is not available in this version", "not_found_error"
                 )
             return await self.engine.handle(fmt, body, headers)
+        if sub == "/stats" and method == "GET":
+            return Reply(200, {"content-type": "application/json"}, body=dumps({"reliability": self.stats()}))
         if sub == "/models" and method == "GET":
             data = {"object": "list", "data": describe_routes(self.engine)}
             return Reply(200, {"content-type": "application/json"}, body=dumps(data))

@@ -14,6 +14,7 @@ import httpx
 import orjson
 
 from switchyard.clients.errors import status_error
+from switchyard.clients.models import ModelListError, parse_model_list, served_window
 from switchyard.protocol.call import CallOptions
 from switchyard.protocol.errors import (
     UpstreamConnectionError,
@@ -84,6 +85,7 @@ class HttpBackend:
         self.codec = get_codec(self.format)
         self.timeouts = timeouts or Timeouts()
         self.url = self._url(base_url.rstrip("/"), self.codec.path)
+        self.base_url = self.url[: -len(self.codec.path)] if self.url.endswith(self.codec.path) else self.url
         base_headers = {"content-type": "application/json", "accept": "application/json"}
         base_headers.update(self._auth_headers(api_key))
         base_headers.update(headers or {})
@@ -132,15 +134,26 @@ class HttpBackend:
             timeout=httpx.Timeout(timeouts.read, connect=timeouts.connect),
         )
 
-    async def complete(self, request: ChatRequest, target: TargetInfo, options: CallOptions) -> ChatResponse:
+    def _limits(self, options: CallOptions) -> tuple[Timeouts, float | None, str]:
+        """This attempt's limits, its ``time.monotonic()`` deadline (the client's ``total``,
+        capped by the request's own deadline) and which of the two that is, for messages."""
         timeouts = self.timeouts.merged(options.timeout)
+        deadline = None if timeouts.total is None else time.monotonic() + timeouts.total
+        label = f"total of {timeouts.total:g}s"
+        if options.deadline is not None and (deadline is None or options.deadline < deadline):
+            deadline, label = options.deadline, "request deadline"
+        return timeouts, deadline, label
+
+    async def complete(self, request: ChatRequest, target: TargetInfo, options: CallOptions) -> ChatResponse:
+        timeouts, deadline, label = self._limits(options)
         req = self._request(self._body(request, target, options, stream=False), options, timeouts)
         try:
-            async with asyncio.timeout(timeouts.total):
+            async with asyncio.timeout(_left(deadline)):
                 resp = await self._client.send(req)
         except TimeoutError as exc:
             raise UpstreamTimeoutError(
-                f"{target.name}: no complete answer within {timeouts.total}s", target=target.name
+                f"{target.name}: no complete answer within its {label}",
+                target=target.name,
             ) from exc
         except httpx.HTTPError as exc:
             raise self._transport_error(exc, target) from exc
@@ -161,15 +174,15 @@ class HttpBackend:
     async def open_stream(
         self, request: ChatRequest, target: TargetInfo, options: CallOptions
     ) -> AsyncIterator[StreamEvent]:
-        timeouts = self.timeouts.merged(options.timeout)
-        deadline = None if timeouts.total is None else time.monotonic() + timeouts.total
+        timeouts, deadline, label = self._limits(options)
         req = self._request(self._body(request, target, options, stream=True), options, timeouts)
         try:
-            async with asyncio.timeout(timeouts.total):
+            async with asyncio.timeout(_left(deadline)):
                 resp = await self._client.send(req, stream=True)
         except TimeoutError as exc:
             raise UpstreamTimeoutError(
-                f"{target.name}: no response headers within {timeouts.total}s", target=target.name
+                f"{target.name}: no response headers within its {label}",
+                target=target.name,
             ) from exc
         except httpx.HTTPError as exc:
             raise self._transport_error(exc, target) from exc
@@ -204,10 +217,21 @@ class HttpBackend:
     ) -> AsyncIterator[StreamEvent]:
         parser = SSEParser()
         decoder = self.codec.stream_decoder()
+        chunks = resp.aiter_bytes()
         try:
-            async for chunk in resp.aiter_bytes():
-                if deadline is not None and time.monotonic() > deadline:
-                    raise UpstreamTimeoutError(f"{target.name}: stream exceeded its total deadline", target=target.name)
+            while True:
+                # The total deadline bounds every wait for bytes, so a stream that trickles (each
+                # gap shorter than ``read``) still ends on time. The timeout scope never spans a
+                # ``yield``: it only wraps the read.
+                try:
+                    async with asyncio.timeout(_left(deadline)):
+                        chunk = await anext(chunks, None)
+                except TimeoutError as exc:
+                    raise UpstreamTimeoutError(
+                        f"{target.name}: stream exceeded its total deadline", target=target.name
+                    ) from exc
+                if chunk is None:
+                    break
                 for sse in parser.feed(chunk):
                     for event in decoder.feed(sse):
                         yield event
@@ -226,6 +250,29 @@ class HttpBackend:
         finally:
             await resp.aclose()
 
+    async def context_window(self, target: TargetInfo, timeout_s: float) -> int | None:
+        """Asks ``GET {base_url}/models`` for the model's context window (vLLM's
+        ``max_model_len``; ``context_window``, ``context_length`` and ``max_input_tokens`` are
+        read too). ``None`` when the upstream does not say.
+
+        Raises:
+            UpstreamError: The lookup failed (connection, timeout).
+        """
+        url = self.base_url + "/models"
+        if self.format is WireFormat.ANTHROPIC_MESSAGES and not self.base_url.endswith("/v1"):
+            url = self.base_url + "/v1/models"
+        headers = {k: v for k, v in self._headers.items() if k != "content-type"}
+        try:
+            resp = await self._client.get(url, headers=headers, timeout=httpx.Timeout(timeout_s))
+        except httpx.HTTPError as exc:
+            raise self._transport_error(exc, target) from exc
+        if resp.status_code != 200:
+            return None
+        try:
+            return served_window(parse_model_list(resp.content, url), target.model)
+        except ModelListError:
+            return None
+
     @staticmethod
     def _transport_error(exc: httpx.HTTPError, target: TargetInfo) -> UpstreamError:
         if isinstance(exc, httpx.TimeoutException):
@@ -236,3 +283,8 @@ class HttpBackend:
     async def aclose(self) -> None:
         """Closes pooled connections."""
         await self._client.aclose()
+
+
+def _left(deadline: float | None) -> float | None:
+    """Seconds until ``deadline`` (a ``time.monotonic()`` value), for ``asyncio.timeout``."""
+    return None if deadline is None else deadline - time.monotonic()

@@ -5,6 +5,7 @@ Layer: ``clients``.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -23,10 +24,37 @@ _OVERFLOW_PHRASES = (
     "please reduce the length of the input",
     "exceeds the maximum allowed",
     "longer than the model's context length",
+    "longer than the maximum model length",
     "prompt is too long",
     "maximum number of tokens",
     "is too large for the model",
 )
+
+
+# Where providers state the limit in an overflow message (OpenAI/vLLM, vLLM's decoder check,
+# SGLang, Anthropic): the captured number is the model's context window in tokens.
+_LIMIT_PATTERNS = tuple(
+    re.compile(p, re.IGNORECASE)
+    for p in (
+        r"maximum context length is ([\d,]+)",
+        r"maximum model length (?:of |is )?([\d,]+)",
+        r"context length is only ([\d,]+)",
+        r"model's context length \(([\d,]+)",
+        r"tokens > ([\d,]+) maximum",
+    )
+)
+
+
+def overflow_limit(message: str) -> int | None:
+    """The context window an overflow message states, e.g. 4096 in OpenAI's
+    "This model's maximum context length is 4096 tokens", or ``None``."""
+    for pattern in _LIMIT_PATTERNS:
+        found = pattern.search(message)
+        if found:
+            digits = found.group(1).replace(",", "")
+            if digits.isdigit() and int(digits) > 0:
+                return int(digits)
+    return None
 
 
 def is_context_overflow(status: int, body_text: str, code: str | None) -> bool:

@@ -48,8 +48,17 @@ def fetch_models(
         raise ModelListError(f"GET {url} failed: {type(exc).__name__}: {exc}") from exc
     if resp.status_code >= 400:
         raise ModelListError(f"GET {url} answered HTTP {resp.status_code}")
+    return parse_model_list(resp.content, url)
+
+
+def parse_model_list(content: bytes, url: str = "the model list") -> list[dict[str, Any]]:
+    """The ``data`` entries of a ``/models`` answer body.
+
+    Raises:
+        ModelListError: Not JSON, or not an OpenAI-shaped model list.
+    """
     try:
-        body = orjson.loads(resp.content)
+        body = orjson.loads(content)
     except orjson.JSONDecodeError as exc:
         raise ModelListError(f"GET {url} did not answer JSON") from exc
     data = body.get("data") if isinstance(body, dict) else None
@@ -58,4 +67,25 @@ def fetch_models(
     return [entry for entry in data if isinstance(entry, dict)]
 
 
-__all__ = ["ModelListError", "fetch_models"]
+_WINDOW_KEYS = ("max_model_len", "context_window", "context_length", "max_input_tokens")
+
+
+def served_window(entries: list[dict[str, Any]], model: str) -> int | None:
+    """The context window a model list reports for ``model``.
+
+    The entry is matched on ``id``, then on ``root`` (vLLM's checkpoint name); the window is read
+    from vLLM's ``max_model_len`` or the ``context_window``/``context_length``/``max_input_tokens``
+    other servers use. ``None`` when the list does not say.
+    """
+    for key in ("id", "root"):
+        for entry in entries:
+            if entry.get(key) == model:
+                for field in _WINDOW_KEYS:
+                    value = entry.get(field)
+                    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+                        return value
+                return None
+    return None
+
+
+__all__ = ["ModelListError", "fetch_models", "parse_model_list", "served_window"]

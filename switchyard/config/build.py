@@ -5,13 +5,17 @@ Layer: ``config`` — the place where concrete clients, routers and stores are w
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from switchyard.clients.retry import RetryPolicy
 from switchyard.config.load import ConfigError, ConfigIssue, LoadedConfig
 from switchyard.config.schema import LlmClientConfig
 from switchyard.engine.core import Engine, Route, Target
+from switchyard.engine.fallback import Reliability
+from switchyard.engine.health import BreakerPolicy, Health
 from switchyard.engine.records import DecisionSink, JsonlSink, log_sink
 from switchyard.protocol.call import ModelBackend
 from switchyard.protocol.session import StateStore
@@ -24,9 +28,22 @@ BackendFactory = Callable[[str, LlmClientConfig, "str | None"], ModelBackend]
 
 
 def http_backend(name: str, cfg: LlmClientConfig, api_key: str | None) -> ModelBackend:
-    """The default backend factory: an :class:`~switchyard.clients.HttpBackend`."""
+    """The default backend factory: an :class:`~switchyard.clients.HttpBackend`, or a
+    :class:`~switchyard.clients.litellm_backend.LiteLLMBackend` for ``format: litellm``."""
     from switchyard.clients.backend import HttpBackend, Timeouts
 
+    if cfg.format == "litellm":
+        from switchyard.clients.litellm_backend import LiteLLMBackend
+
+        return LiteLLMBackend(
+            name,
+            base_url=cfg.base_url,
+            api_key=api_key,
+            headers=cfg.headers,
+            timeouts=Timeouts(cfg.timeout.connect, cfg.timeout.read, cfg.timeout.total),
+            params=cfg.litellm_params,
+        )
+    assert cfg.base_url is not None  # the schema requires it for every HTTP format
     return HttpBackend(
         name,
         cfg.base_url,
@@ -35,6 +52,23 @@ def http_backend(name: str, cfg: LlmClientConfig, api_key: str | None) -> ModelB
         headers=cfg.headers,
         timeouts=Timeouts(cfg.timeout.connect, cfg.timeout.read, cfg.timeout.total),
         max_connections=cfg.max_connections,
+    )
+
+
+def reliability(cfg: LlmClientConfig) -> Reliability:
+    """The retry and circuit-breaker settings of a client's targets."""
+    r, b = cfg.retry, cfg.circuit_breaker
+    return Reliability(
+        retry=RetryPolicy(
+            max_retries=cfg.max_retries,
+            initial_delay_s=r.initial_delay_s,
+            max_delay_s=r.max_delay_s,
+            multiplier=r.multiplier,
+            jitter=r.jitter,
+            max_retry_after_s=r.max_retry_after_s,
+        ),
+        breaker=BreakerPolicy(failures=b.failures, cooldown_s=b.cooldown_s, max_cooldown_s=b.max_cooldown_s),
+        discover_context_window=cfg.discover_context_window,
     )
 
 
@@ -79,6 +113,7 @@ def build_routes(loaded: LoadedConfig, infos: Mapping[str, TargetInfo]) -> dict[
             context_window=spec.context_window,
             stateful=spec.keeps_state(),
             hash_session_fallback=spec.hashes_first_message(),
+            fallback_on_auth_error=spec.fallback_on_auth_error,
         )
     return routes
 
@@ -103,6 +138,7 @@ def build_engine(
     env: Mapping[str, str] | None = None,
     routes: Mapping[str, Route] | None = None,
     store: StateStore | None = None,
+    health: Health | None = None,
 ) -> Engine:
     """Wires clients, targets, routers and the state store into an engine.
 
@@ -113,6 +149,7 @@ def build_engine(
         env: Environment for API keys (default ``os.environ``).
         routes: Routes already built (to share routers between engines of one config).
         store: A state store to share (default: a new one as the config says).
+        health: Circuit breakers and reliability counters to share (default: new ones).
 
     Raises:
         ConfigError: Something only detectable at build time (a missing API key, an
@@ -123,7 +160,15 @@ def build_engine(
     issues: list[ConfigIssue] = []
     backends: dict[str, ModelBackend] = {}
     for name, client in cfg.llm_clients.items():
-        if client.format not in available_formats():
+        if client.format == "litellm" and importlib.util.find_spec("litellm") is None:
+            issues.append(
+                ConfigIssue(
+                    f"llm_clients.{name}.format",
+                    "format 'litellm' needs LiteLLM: pip install 'switchyard-router[litellm]'",
+                )
+            )
+            continue
+        if client.format != "litellm" and client.format not in available_formats():
             issues.append(
                 ConfigIssue(
                     f"llm_clients.{name}.format",
@@ -146,7 +191,11 @@ def build_engine(
     if issues:
         raise ConfigError(issues, loaded.source)
     infos = target_infos(loaded)
-    targets = {name: Target(info, backends[info.client]) for name, info in infos.items() if info.client in backends}
+    targets = {
+        name: Target(info, backends[info.client], reliability(cfg.llm_clients[info.client]))
+        for name, info in infos.items()
+        if info.client in backends
+    }
     built = dict(routes) if routes is not None else build_routes(loaded, infos)
     return Engine(
         built,
@@ -155,6 +204,7 @@ def build_engine(
         sinks=[log_sink, *sinks],
         default_route=cfg.default_route,
         hash_session_fallback=cfg.session.hash_first_message,
+        health=health,
     )
 
 

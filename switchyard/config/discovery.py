@@ -29,17 +29,9 @@ _OPENAI_FORMATS = ("openai_chat", "openai_responses")
 def _fetch(cfg: LlmClientConfig, api_key: str | None, timeout_s: float) -> list[dict[str, Any]]:
     from switchyard.clients.models import fetch_models
 
+    if cfg.base_url is None:
+        return []
     return fetch_models(cfg.base_url, api_key=api_key, headers=cfg.headers, timeout_s=timeout_s)
-
-
-def served_window(entries: list[dict[str, Any]], model: str) -> int | None:
-    """``max_model_len`` of the entry whose ``id`` (or ``root``, the checkpoint) is ``model``."""
-    for key in ("id", "root"):
-        for entry in entries:
-            if entry.get(key) == model:
-                value = entry.get("max_model_len")
-                return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
-    return None
 
 
 def probe_context_windows(
@@ -60,6 +52,8 @@ def probe_context_windows(
     Returns:
         The windows found in this call, by target name. Never raises for upstream problems.
     """
+    from switchyard.clients.models import served_window
+
     env = os.environ if env is None else env
     cfg = loaded.config
     wanted = [
@@ -113,4 +107,4 @@ def probe_context_windows(
     return found
 
 
-__all__ = ["probe_context_windows", "served_window"]
+__all__ = ["probe_context_windows"]

@@ -10,7 +10,17 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    NonNegativeFloat,
+    NonNegativeInt,
+    PositiveFloat,
+    PositiveInt,
+    field_validator,
+    model_validator,
+)
 
 from switchyard.protocol.targets import Price
 
@@ -35,31 +45,96 @@ class TimeoutConfig(_Strict):
     total: PositiveFloat | None = 900.0
 
 
+class RetryConfig(_Strict):
+    """Backoff between retries of one target (``llm_clients.<name>.retry``).
+
+    Attributes:
+        initial_delay_s: Backoff before the first retry (before jitter).
+        max_delay_s: Cap on the backoff.
+        multiplier: Growth of the backoff per retry.
+        jitter: Fraction of each backoff taken off at random (0: none; 1: "full jitter").
+        max_retry_after_s: Longest ``Retry-After`` (or rate-limit reset) honoured by sleeping;
+            a longer one makes the engine fall back at once instead.
+    """
+
+    initial_delay_s: NonNegativeFloat = 0.25
+    max_delay_s: NonNegativeFloat = 2.0
+    multiplier: float = Field(default=2.0, ge=1.0)
+    jitter: float = Field(default=0.5, ge=0.0, le=1.0)
+    max_retry_after_s: NonNegativeFloat = 10.0
+
+    @model_validator(mode="after")
+    def _order(self) -> RetryConfig:
+        if self.max_delay_s < self.initial_delay_s:
+            raise ValueError(
+                f"max_delay_s ({self.max_delay_s}) must not be below initial_delay_s ({self.initial_delay_s})"
+            )
+        return self
+
+
+class CircuitBreakerConfig(_Strict):
+    """Per-target circuit breaker (``llm_clients.<name>.circuit_breaker``).
+
+    Attributes:
+        failures: Consecutive failed attempts (5xx, 429, timeouts, connection/protocol errors,
+            mid-stream failures) that open the breaker; 0 turns it off.
+        cooldown_s: How long an open breaker skips the target before one probe request.
+        max_cooldown_s: Cap on a cooldown an upstream asks for with a long ``Retry-After``.
+    """
+
+    failures: NonNegativeInt = 5
+    cooldown_s: PositiveFloat = 30.0
+    max_cooldown_s: PositiveFloat = 600.0
+
+
 class LlmClientConfig(_Strict):
     """An upstream API endpoint (``llm_clients.<name>``).
 
     Attributes:
-        format: Wire format the upstream speaks.
-        base_url: Root URL (e.g. ``http://localhost:8000/v1``).
+        format: Wire format the upstream speaks, or ``litellm`` (any provider LiteLLM knows).
+        base_url: Root URL (e.g. ``http://localhost:8000/v1``); optional for ``litellm``.
         api_key_env: Name of the environment variable holding the API key.
         headers: Extra headers on every request (no auth headers: use ``api_key_env``).
         timeout: Time limits.
         max_connections: Connection-pool size.
+        max_retries: Extra attempts on the same target after a retryable failure (429, 408,
+            5xx, timeouts, connection errors) before falling back.
+        retry: Backoff between those attempts.
+        circuit_breaker: Skips a failing target for a while.
+        discover_context_window: On a context-window overflow, read the window of targets that
+            do not set ``context_window`` from the upstream's ``GET /models`` (vLLM's
+            ``max_model_len``), once, bounded to 2 s.
+        litellm_params: Extra keyword arguments for ``litellm.acompletion`` (``format: litellm``
+            only), e.g. ``aws_region_name`` or ``vertex_project``.
     """
 
     format: ClientFormat = "openai_chat"
-    base_url: str
+    base_url: str | None = None
     api_key_env: str | None = None
     headers: dict[str, str] = Field(default_factory=dict)
     timeout: TimeoutConfig = Field(default_factory=TimeoutConfig)
     max_connections: PositiveInt = 256
+    max_retries: int = Field(default=2, ge=0, le=10)
+    retry: RetryConfig = Field(default_factory=RetryConfig)
+    circuit_breaker: CircuitBreakerConfig = Field(default_factory=CircuitBreakerConfig)
+    discover_context_window: bool = True
+    litellm_params: dict[str, Any] = Field(default_factory=dict)
 
     @field_validator("base_url")
     @classmethod
-    def _url(cls, value: str) -> str:
-        if not value.startswith(("http://", "https://")):
+    def _url(cls, value: str | None) -> str | None:
+        if value is not None and not value.startswith(("http://", "https://")):
             raise ValueError(f"must be an absolute http(s) URL, got {value!r}")
         return value
+
+    @model_validator(mode="after")
+    def _per_format(self) -> LlmClientConfig:
+        if self.format != "litellm":
+            if self.base_url is None:
+                raise ValueError("base_url: required key is missing (only format 'litellm' may leave it out)")
+            if self.litellm_params:
+                raise ValueError("litellm_params: only allowed with format 'litellm'")
+        return self
 
     @field_validator("headers")
     @classmethod

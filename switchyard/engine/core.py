@@ -17,9 +17,13 @@ from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, M
 from dataclasses import dataclass, field
 from typing import Any
 
+from switchyard.clients.retry import classify
+from switchyard.engine.fallback import Fallback, Reliability
+from switchyard.engine.health import Health
 from switchyard.engine.records import Attempt, DecisionRecord, DecisionSink
 from switchyard.engine.reply import Reply
 from switchyard.engine.session import identify
+from switchyard.engine.timeouts import Budget, budget
 from switchyard.protocol.call import CallOptions, ModelBackend
 from switchyard.protocol.errors import (
     ErrorInfo,
@@ -63,10 +67,11 @@ _FORWARD_HEADERS = ("anthropic-beta", "anthropic-version")
 
 @dataclass(slots=True)
 class Target:
-    """A target and the backend that reaches it."""
+    """A target, the backend that reaches it, and its retry/breaker settings."""
 
     info: TargetInfo
     backend: ModelBackend
+    reliability: Reliability = field(default_factory=Reliability)
 
 
 @dataclass(slots=True)
@@ -85,6 +90,7 @@ class Route:
         stateful: Whether the router keeps per-session state.
         hash_session_fallback: Key requests without a session id by a hash of their first user
             message (the route's ``message_hash_fallback``).
+        fallback_on_auth_error: Fall back on 401/403 instead of returning the error.
     """
 
     name: str
@@ -98,6 +104,7 @@ class Route:
     stateful: bool = False
     store: StateStore | None = None
     hash_session_fallback: bool = False
+    fallback_on_auth_error: bool = False
 
     def order(self, first: Sequence[str]) -> list[str]:
         """The router's candidates, then the route's other targets, then its fallbacks."""
@@ -126,13 +133,16 @@ class _Prepared:
     options: CallOptions
     t0: float
     headers: Mapping[str, str] = field(default_factory=dict)
+    budget: Budget = field(default_factory=Budget)
 
 
 class EventStream:
     """The answer as IR stream events, opened on the first candidate that accepted it.
 
     Iterate it for events; ``record`` is complete once the stream is exhausted or closed.
-    An upstream failure after the first event ends the stream with a :class:`StreamError`.
+    An upstream failure after the first event ends the stream with a :class:`StreamError` —
+    never a clean finish — marks the record (``details["mid_stream_failure"]``) and calls
+    ``on_failure`` (the engine counts it and tells the target's circuit breaker).
     """
 
     def __init__(
@@ -143,6 +153,7 @@ class EventStream:
         target: Target,
         finalize: Callable[[DecisionRecord], None],
         t0: float,
+        on_failure: Callable[[], None] | None = None,
     ) -> None:
         self.record = record
         self.target = target.info.name
@@ -151,6 +162,9 @@ class EventStream:
         self._rest = rest
         self._finalize = finalize
         self._t0 = t0
+        self._on_failure = on_failure
+        self._failed = False
+        self._complete = False
         self._usage = Usage()
         self._closed = False
         self._gen = self._run()
@@ -172,11 +186,16 @@ class EventStream:
                         self._observe(event)
                         yield event
                 except UpstreamError as exc:
-                    self.record.error = exc.message
-                    self.record.status = exc.status
-                    self.record.details["mid_stream_failure"] = True
                     info = exc.info()
+                    self.record.details["mid_stream_error_class"] = classify(exc).value
+                    self._fail(info)
                     yield StreamError(error=info)
+                except Exception as exc:  # a bug must not look like a clean finish either
+                    logger.exception("stream of target %r failed", self.target)
+                    info = ErrorInfo(status=500, type="api_error", message=f"stream failed: {type(exc).__name__}")
+                    self._fail(info)
+                    yield StreamError(error=info)
+            self._complete = True
         finally:
             await self._close_rest()
             self._done()
@@ -185,9 +204,16 @@ class EventStream:
         if isinstance(event, UsageDelta):
             self._usage = merge_usage(self._usage, event.usage)
         elif isinstance(event, StreamError):
-            self.record.error = event.error.message
-            self.record.status = event.error.status
-            self.record.details["mid_stream_failure"] = True
+            self._fail(event.error)
+
+    def _fail(self, error: ErrorInfo) -> None:
+        self.record.error = error.message
+        self.record.status = error.status
+        self.record.details["mid_stream_failure"] = True
+        if not self._failed:
+            self._failed = True
+            if self._on_failure is not None:
+                self._on_failure()
 
     async def _close_rest(self) -> None:
         rest, self._rest = self._rest, None
@@ -199,6 +225,9 @@ class EventStream:
         if self._closed:
             return
         self._closed = True
+        if not self._complete and not self._failed:
+            # The consumer stopped reading (a caller that disconnected, or aclose()).
+            self.record.details["closed_early"] = True
         self.record.set_usage(self._usage)
         self.record.cost_usd = self._price.cost(self._usage)
         self.record.duration_ms = (time.perf_counter() - self._t0) * 1000
@@ -219,7 +248,8 @@ class EventStream:
 
 
 class _RouterCall:
-    """The :class:`~switchyard.protocol.call.ModelCall` a router gets: fallback plus cost booking.
+    """The :class:`~switchyard.protocol.call.ModelCall` a router gets: the engine's fallback and
+    retries (:mod:`switchyard.engine.fallback`), the request's deadline, and cost booking.
 
     Every call is booked in ``record.router_cost`` (calls, tokens, USD, elapsed), including
     calls a router's own deadline cancelled. When a router returns one of these answers as the
@@ -227,9 +257,10 @@ class _RouterCall:
     out of the overhead so it is not counted twice.
     """
 
-    def __init__(self, engine: Engine, record: DecisionRecord) -> None:
+    def __init__(self, engine: Engine, record: DecisionRecord, budget: Budget | None = None) -> None:
         self._engine = engine
         self._record = record
+        self._budget = budget
         self._booked: dict[int, tuple[ChatResponse, float, float]] = {}
 
     def unbook(self, response: ChatResponse) -> float | None:
@@ -250,37 +281,30 @@ class _RouterCall:
         names = [targets] if isinstance(targets, str) else list(targets)
         if not names:
             raise RouterError("router asked for a model call with no targets")
+        unknown = [n for n in names if n not in self._engine.targets]
+        if unknown:
+            raise RouterError(f"router asked for a model call on unknown target(s) {unknown}")
         cost = self._record.router_cost
-        last: UpstreamError | None = None
-        for name in names:
-            target = self._engine.target(name)
-            started = time.perf_counter()
-            cost.calls += 1
-            try:
-                response = await target.backend.complete(request, target.info, CallOptions())
-            except UpstreamError as exc:
-                cost.failures += 1
-                cost.elapsed_ms += (time.perf_counter() - started) * 1000
-                exc.target = exc.target or name
-                last = exc
-                if not exc.fallback_ok:
-                    raise
-                continue
-            except asyncio.CancelledError:
-                # A router deadline (e.g. judge_timeout_s) gave up on this call: still overhead.
-                cost.failures += 1
-                cost.elapsed_ms += (time.perf_counter() - started) * 1000
-                raise
-            elapsed = (time.perf_counter() - started) * 1000
-            usd = target.info.price.cost(response.usage)
-            cost.elapsed_ms += elapsed
-            cost.input_tokens += response.usage.input_tokens
-            cost.output_tokens += response.usage.output_tokens
-            cost.cost_usd += usd
-            self._booked[id(response)] = (response, usd, elapsed)
-            return response
-        assert last is not None
-        raise last
+        attempts: list[Attempt] = []
+        runner = Fallback(self._engine.targets, self._engine.health, budget=self._budget, attempts=attempts)
+        started = time.perf_counter()
+        try:
+            target, response = await runner.run(
+                names, lambda t, o: t.backend.complete(request, t.info, o), CallOptions()
+            )
+        finally:
+            # Booked even when a router deadline (e.g. judge_timeout_s) cancelled the call; a call
+            # refused outright (every breaker open, deadline spent) counts as one failed call.
+            cost.calls += len(attempts) or 1
+            cost.failures += sum(not a.ok for a in attempts) if attempts else 1
+            cost.elapsed_ms += (time.perf_counter() - started) * 1000
+        elapsed = attempts[-1].elapsed_ms if attempts else (time.perf_counter() - started) * 1000
+        usd = target.info.price.cost(response.usage)
+        cost.input_tokens += response.usage.input_tokens
+        cost.output_tokens += response.usage.output_tokens
+        cost.cost_usd += usd
+        self._booked[id(response)] = (response, usd, elapsed)
+        return response
 
 
 class Engine:
@@ -294,6 +318,8 @@ class Engine:
         default_route: Route used when the requested model names no route.
         hash_session_fallback: Derive a session id from the first user message when the caller
             sent none.
+        health: Circuit breakers and reliability counters (shared by the engines of one
+            :class:`~switchyard.api.Switchyard`; a new one by default).
     """
 
     def __init__(
@@ -305,7 +331,9 @@ class Engine:
         sinks: Iterable[DecisionSink] = (),
         default_route: str | None = None,
         hash_session_fallback: bool = False,
+        health: Health | None = None,
     ) -> None:
+        self.health = health or Health()
         self.routes = dict(routes)
         self.targets = dict(targets)
         self.store: StateStore = store or MemoryStore()
@@ -342,6 +370,10 @@ class Engine:
         """A target by name (``KeyError`` if unknown)."""
         return self.targets[name]
 
+    def stats(self) -> dict[str, Any]:
+        """Reliability counters and circuit-breaker states (see :meth:`Health.stats`)."""
+        return self.health.stats()
+
     # -- routing ----------------------------------------------------------------------------
 
     async def _prepare(
@@ -355,6 +387,7 @@ class Engine:
         if not request.model:
             raise InvalidRequestError("'model' is required: name a route (see GET /v1/models)", param="model")
         route = self.route(request.model)
+        limits = budget(headers, time.perf_counter() - t0)
         session = identify(headers, request, hash_fallback=self.hash_session_fallback or route.hash_session_fallback)
         record = DecisionRecord(
             request_id=headers.get(HEADER_REQUEST_ID) or uuid.uuid4().hex[:16],
@@ -366,7 +399,7 @@ class Engine:
             agent_id=session.agent_id,
             turn_index=session.turn_index,
         )
-        decision = await self._decide(route, request, session, headers, record)
+        decision = await self._decide(route, request, session, headers, record, limits)
         candidates = route.order(decision.candidates)
         record.candidates = candidates
         forwarded = {k: v for k in _FORWARD_HEADERS if (v := headers.get(k))}
@@ -375,7 +408,7 @@ class Engine:
             raw_format=inbound.value if inbound else None,
             headers=forwarded,
         )
-        return _Prepared(route, decision.request or request, decision, record, candidates, options, t0, headers)
+        return _Prepared(route, decision.request or request, decision, record, candidates, options, t0, headers, limits)
 
     async def _decide(
         self,
@@ -384,6 +417,7 @@ class Engine:
         session: SessionInfo,
         headers: Mapping[str, str],
         record: DecisionRecord,
+        limits: Budget | None = None,
     ) -> Decision:
         if route.stateful and session.key is None and route.name not in self._warned_no_session:
             self._warned_no_session.add(route.name)
@@ -405,7 +439,7 @@ class Engine:
             store=store,
             headers=headers,
         )
-        router_call = _RouterCall(self, record)
+        router_call = _RouterCall(self, record, limits)
         try:
             decision = await route.router.route(request, ctx, router_call)
         except SwitchyardError:
@@ -459,31 +493,40 @@ class Engine:
         prep = await self._prepare(request, _lower(headers), None, None, t0)
         return await self._answer_stream(prep)
 
+    def _fallback(self, prep: _Prepared) -> Fallback:
+        return Fallback(
+            self.targets,
+            self.health,
+            budget=prep.budget,
+            auth_fallback=prep.route.fallback_on_auth_error,
+            attempts=prep.record.attempts,
+            skipped=prep.record.skipped,
+        )
+
     async def _answer(self, prep: _Prepared) -> Completion:
         record = prep.record
         if prep.decision.response is not None:
             return self._answered(prep)
         record.overhead_ms = (time.perf_counter() - prep.t0) * 1000
-        last: UpstreamError | None = None
-        for index, name in enumerate(prep.candidates):
-            target = self.targets[name]
-            started = time.perf_counter()
-            try:
-                response = await target.backend.complete(prep.request, target.info, prep.options)
-            except UpstreamError as exc:
-                last = self._failed(record, name, started, exc)
-                if not exc.fallback_ok:
-                    break
-                continue
-            record.attempts.append(Attempt(name, True, (time.perf_counter() - started) * 1000))
-            record.fallbacks_tried = index
-            self._served(record, target)
-            record.set_usage(response.usage)
-            record.cost_usd = target.info.price.cost(response.usage)
-            record.duration_ms = (time.perf_counter() - prep.t0) * 1000
-            self._emit(record)
-            return Completion(response, record, name)
-        raise self._exhausted(record, last, prep.t0)
+        if not prep.candidates:
+            raise self._exhausted(record, None, prep.t0)
+        runner = self._fallback(prep)
+        try:
+            target, response = await runner.run(
+                prep.candidates, lambda t, o: t.backend.complete(prep.request, t.info, o), prep.options
+            )
+        except UpstreamError as exc:
+            raise self._exhausted(record, exc, prep.t0, runner) from None
+        except asyncio.CancelledError:
+            self._cancelled(record, prep.t0, runner)
+            raise
+        record.fallbacks_tried = len(runner.tried) - 1
+        self._served(record, target)
+        record.set_usage(response.usage)
+        record.cost_usd = target.info.price.cost(response.usage)
+        record.duration_ms = (time.perf_counter() - prep.t0) * 1000
+        self._emit(record)
+        return Completion(response, record, target.info.name)
 
     def _answered(self, prep: _Prepared) -> Completion:
         completion = self._answered_unemitted(prep)
@@ -501,29 +544,38 @@ class Engine:
         if prep.decision.response is not None:
             return self._answered_stream(prep)
         record.overhead_ms = (time.perf_counter() - prep.t0) * 1000
-        last: UpstreamError | None = None
-        for index, name in enumerate(prep.candidates):
-            target = self.targets[name]
-            started = time.perf_counter()
-            events: AsyncIterator[StreamEvent] | None = None
+        if not prep.candidates:
+            raise self._exhausted(record, None, prep.t0)
+
+        async def opened(target: Target, options: CallOptions) -> tuple[AsyncIterator[StreamEvent], list[StreamEvent]]:
+            events = await target.backend.open_stream(prep.request, target.info, options)
             try:
-                events = await target.backend.open_stream(prep.request, target.info, prep.options)
                 # Fallback stays possible until the first event is in hand: nothing has reached
                 # the caller yet.
                 first = await _first_content(events)
                 if not first:
-                    raise UpstreamError(f"{name}: upstream stream was empty", target=name)
-            except UpstreamError as exc:
+                    raise UpstreamError(f"{target.info.name}: upstream stream was empty", target=target.info.name)
+            except BaseException:
                 await _aclose(events)
-                last = self._failed(record, name, started, exc)
-                if not exc.fallback_ok:
-                    break
-                continue
-            record.attempts.append(Attempt(name, True, (time.perf_counter() - started) * 1000))
-            record.fallbacks_tried = index
-            self._served(record, target)
-            return EventStream(first, events, record, target, self._emit, prep.t0)
-        raise self._exhausted(record, last, prep.t0)
+                raise
+            return events, first
+
+        runner = self._fallback(prep)
+        try:
+            target, (events, first) = await runner.run(prep.candidates, opened, prep.options)
+        except UpstreamError as exc:
+            raise self._exhausted(record, exc, prep.t0, runner) from None
+        except asyncio.CancelledError:
+            self._cancelled(record, prep.t0, runner)
+            raise
+        record.fallbacks_tried = len(runner.tried) - 1
+        self._served(record, target)
+
+        def failed_mid_stream() -> None:
+            self.health.count("mid_stream_failures")
+            self.health.failed(target.info.name, target.reliability.breaker)
+
+        return EventStream(first, events, record, target, self._emit, prep.t0, on_failure=failed_mid_stream)
 
     def _answered_stream(self, prep: _Prepared) -> EventStream:
         completion = self._answered_unemitted(prep)
@@ -550,22 +602,25 @@ class Engine:
         record.selected = target.info.name
         record.selected_model = target.info.model
 
-    @staticmethod
-    def _failed(record: DecisionRecord, name: str, started: float, exc: UpstreamError) -> UpstreamError:
-        exc.target = exc.target or name
-        status = exc.upstream_status if isinstance(exc, UpstreamStatusError) else exc.status
-        record.attempts.append(Attempt(name, False, (time.perf_counter() - started) * 1000, exc.message, status))
-        logger.info("target %r failed (%s); %s", name, exc.message, "trying next" if exc.fallback_ok else "giving up")
-        return exc
-
-    def _exhausted(self, record: DecisionRecord, last: UpstreamError | None, t0: float) -> SwitchyardError:
-        record.fallbacks_tried = max(0, len(record.attempts) - 1)
-        error: SwitchyardError = last or RouterError("route has no candidate targets")
-        record.status = error.status
-        record.error = error.message
+    def _exhausted(
+        self, record: DecisionRecord, error: UpstreamError | None, t0: float, runner: Fallback | None = None
+    ) -> SwitchyardError:
+        record.fallbacks_tried = max(0, len(runner.tried) - 1) if runner else 0
+        failure: SwitchyardError = error or RouterError("route has no candidate targets")
+        record.status = failure.status
+        record.error = failure.message
         record.duration_ms = (time.perf_counter() - t0) * 1000
         self._emit(record)
-        return error
+        return failure
+
+    def _cancelled(self, record: DecisionRecord, t0: float, runner: Fallback) -> None:
+        """The request was cancelled (the caller went away): record it, then let it unwind."""
+        self.health.count("cancelled")
+        record.fallbacks_tried = max(0, len(runner.tried) - 1)
+        record.status = 499
+        record.error = "cancelled: the caller went away before the answer"
+        record.duration_ms = (time.perf_counter() - t0) * 1000
+        self._emit(record)
 
     def _emit(self, record: DecisionRecord) -> None:
         for sink in self.sinks:
@@ -629,11 +684,15 @@ class Engine:
             headers[HEADER_SELECTED] = prep.record.selected or ""
         if exc.status in (429, 503) and "retry-after" not in headers:
             headers["retry-after"] = "1"
-        if isinstance(exc, UpstreamStatusError) and exc.status < 500 and exc.status not in (408, 429):
+        if isinstance(exc, UpstreamError):
+            # The engine already retried and fell back as far as the policy allows; an SDK
+            # retrying on top would multiply attempts (openai/anthropic SDKs obey this header).
             headers["x-should-retry"] = "false"
+        if isinstance(exc, UpstreamStatusError) and exc.status < 500 and exc.status not in (408, 429):
             upstream_fmt = self.targets[exc.target].info.format if exc.target in self.targets else None
-            if upstream_fmt == fmt.value and exc.body:
-                # Same API family: relay the provider's own words (agents match on them).
+            if upstream_fmt == fmt.value and exc.body.lstrip().startswith(b"{"):
+                # Same API family: relay the provider's own words (agents match on them) — but
+                # never an HTML page from a proxy in front of it.
                 return Reply(exc.status, headers, body=exc.body)
         return Reply(exc.status, headers, body=dumps(codec.encode_error(exc.info())))
 

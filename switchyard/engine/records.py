@@ -22,13 +22,43 @@ logger = logging.getLogger("switchyard.decisions")
 
 @dataclass(slots=True)
 class Attempt:
-    """One upstream attempt of the answer call."""
+    """One upstream attempt of the answer call.
+
+    Attributes:
+        target: The target tried.
+        ok: Whether it answered (for streams: whether its first content arrived).
+        elapsed_ms: Time the attempt took.
+        error: What went wrong.
+        status: The upstream's HTTP status (or the error's status).
+        error_class: The row of the error-class table (``rate_limited``, ``timeout`` …).
+        retry: 0 for the first attempt on this target, 1 for its first retry …
+        waited_ms: Backoff (or ``Retry-After``) slept before this attempt.
+    """
 
     target: str
     ok: bool
     elapsed_ms: float
     error: str | None = None
     status: int | None = None
+    error_class: str | None = None
+    retry: int = 0
+    waited_ms: float = 0.0
+
+
+@dataclass(slots=True)
+class Skipped:
+    """A candidate the engine did not try.
+
+    Attributes:
+        target: The target.
+        reason: ``circuit_open`` (its breaker is open or a probe is in flight) or
+            ``context_window`` (its window is not larger than one that already overflowed).
+        retry_in_s: For ``circuit_open``: seconds until it may be probed again.
+    """
+
+    target: str
+    reason: str
+    retry_in_s: float | None = None
 
 
 @dataclass(slots=True)
@@ -67,6 +97,7 @@ class DecisionRecord:
     selected: str | None = None
     selected_model: str | None = None
     attempts: list[Attempt] = field(default_factory=list)
+    skipped: list[Skipped] = field(default_factory=list)
     fallbacks_tried: int = 0
     input_tokens: int = 0
     output_tokens: int = 0

@@ -41,12 +41,15 @@ class CallOptions:
         raw_format: Wire format of ``raw_body``.
         headers: Caller headers worth forwarding (e.g. ``anthropic-beta``).
         timeout: Per-request overrides (``connect``/``read``/``total`` seconds).
+        deadline: ``time.monotonic()`` by which the whole request must be done (streams
+            included); a backend caps its own ``total`` so as not to outlive it.
     """
 
     raw_body: dict[str, Any] | None = None
     raw_format: str | None = None
     headers: Mapping[str, str] = field(default_factory=dict)
     timeout: Mapping[str, float] | None = None
+    deadline: float | None = None
 
 
 class ModelBackend(Protocol):

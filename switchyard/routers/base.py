@@ -128,6 +128,8 @@ class RouterSpec(BaseModel):
         aliases: Other model ids that select this route (e.g. the names an agent hard-codes).
         description: Free text shown by ``GET /v1/models``.
         context_window: Advertised context window (``/v1/models``).
+        fallback_on_auth_error: Fall back to the next candidate when a target answers 401/403
+            (default: return the upstream's error, since a bad key rarely fixes itself).
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -141,6 +143,7 @@ class RouterSpec(BaseModel):
     aliases: list[str] = Field(default_factory=list)
     description: str | None = None
     context_window: int | None = Field(default=None, gt=0)
+    fallback_on_auth_error: bool = False
 
     @classmethod
     def variant_for(cls, block: Mapping[str, Any]) -> SpecClass:

@@ -77,19 +77,46 @@ class SwitchyardApp:
             more = message.get("more_body", False)
         body = b"".join(chunks)
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        # From here on the only message left to receive is ``http.disconnect``: watching for it
+        # lets a caller that goes away cancel the work it started — the routing, the upstream
+        # request of a JSON answer (its connection is closed) or the stream.
+        watch = asyncio.ensure_future(_disconnected(receive))
         try:
-            reply = await self.switchyard.dispatch(scope["method"], scope["path"], body, headers)
+            reply = await self._dispatch(scope, body, headers, watch)
+            if reply is None:
+                return
+            if reply.stream is None:
+                await _write(send, reply)
+                return
+            await self._stream(reply, reply.stream, watch, send)
+        finally:
+            watch.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await watch
+
+    async def _dispatch(
+        self, scope: Scope, body: bytes, headers: dict[str, str], watch: asyncio.Future[None]
+    ) -> Reply | None:
+        """The reply, or ``None`` when the caller disconnected first (the work is cancelled)."""
+        work = asyncio.ensure_future(self.switchyard.dispatch(scope["method"], scope["path"], body, headers))
+        await asyncio.wait((work, watch), return_when=asyncio.FIRST_COMPLETED)
+        if not work.done():
+            work.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await work
+            logger.info("caller disconnected; cancelled %s %s", scope["method"], scope["path"])
+            return None
+        try:
+            return work.result()
         except Exception as exc:  # the engine turns known errors into replies; this is a bug
             logger.exception("unhandled error serving %s %s", scope["method"], scope["path"])
             info = ErrorInfo(status=500, type="api_error", message=f"internal error: {type(exc).__name__}")
             codec = get_codec(WireFormat.OPENAI_CHAT)
-            reply = Reply(500, {"content-type": "application/json"}, body=dumps(codec.encode_error(info)))
-        if reply.stream is None:
-            await _write(send, reply)
-            return
-        await self._stream(reply, reply.stream, receive, send)
+            return Reply(500, {"content-type": "application/json"}, body=dumps(codec.encode_error(info)))
 
-    async def _stream(self, reply: Reply, chunks: AsyncIterator[bytes], receive: Receive, send: Send) -> None:
+    async def _stream(
+        self, reply: Reply, chunks: AsyncIterator[bytes], watch: asyncio.Future[None], send: Send
+    ) -> None:
         await send({"type": "http.response.start", "status": reply.status, "headers": _headers(reply)})
 
         async def pump() -> None:
@@ -97,29 +124,27 @@ class SwitchyardApp:
                 await send({"type": "http.response.body", "body": chunk, "more_body": True})
             await send({"type": "http.response.body", "body": b"", "more_body": False})
 
-        async def disconnected() -> None:
-            while (await receive())["type"] != "http.disconnect":
-                pass
-
         pump_task = asyncio.ensure_future(pump())
-        watch = asyncio.ensure_future(disconnected())
         try:
-            await asyncio.wait({pump_task, watch}, return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait((pump_task, watch), return_when=asyncio.FIRST_COMPLETED)
         finally:
             if not pump_task.done():
                 # The caller went away: stop reading upstream (closing the stream cancels it).
                 pump_task.cancel()
-            watch.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await pump_task
-            with contextlib.suppress(asyncio.CancelledError):
-                await watch
             aclose = getattr(chunks, "aclose", None)
             if aclose is not None:
                 with contextlib.suppress(Exception):
                     await aclose()
         if pump_task.done() and not pump_task.cancelled() and pump_task.exception() is not None:
             logger.error("stream failed: %r", pump_task.exception())
+
+
+async def _disconnected(receive: Receive) -> None:
+    """Returns when the caller disconnects."""
+    while (await receive())["type"] != "http.disconnect":
+        pass
 
 
 def _headers(reply: Reply) -> list[tuple[bytes, bytes]]:

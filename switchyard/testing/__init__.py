@@ -5,10 +5,22 @@ Importing this package needs the ``server`` extra only for :func:`serve_fake`.
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from switchyard.testing.fake_upstream import FAULTS, FakeModel, FakeUpstream, Turn, echo_brain
 from switchyard.testing.scripted import ScriptedCall
+
+
+class _InjectedResets(logging.Filter):
+    """Drops uvicorn's traceback for the connection resets the fake upstream injects on purpose."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        return not (isinstance(exc, ConnectionResetError) and str(exc).startswith("fake upstream"))
+
+
+_RESET_FILTER = _InjectedResets()
 
 
 def serve_fake(upstream: FakeUpstream, port: int = 0) -> Any:
@@ -16,6 +28,7 @@ def serve_fake(upstream: FakeUpstream, port: int = 0) -> Any:
     (use as a context manager or call ``.stop()``)."""
     from switchyard.server.runner import AppThread
 
+    logging.getLogger("uvicorn.error").addFilter(_RESET_FILTER)
     return AppThread(upstream, port=port).start()
 
 

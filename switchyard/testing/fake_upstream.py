@@ -5,13 +5,18 @@ format (JSON and SSE, tool calls, vLLM-style ``reasoning``, usage chunks) with s
 answers, latencies and injected faults.
 
 Faults are chosen per request by the model name (``fail-500``) or by the ``x-fake-fault``
-header; see :data:`FAULTS`.
+header; see :data:`FAULTS`. Stalls last :attr:`FakeUpstream.stall_s` (or the request's
+``x-fake-stall-s`` header) and end early when the client disconnects, which is recorded in
+:attr:`FakeUpstream.disconnects` (tests use it to prove a request was cancelled upstream).
+:func:`refused_url` gives a base URL where nothing listens (connection refused).
 """
 
 from __future__ import annotations
 
 import asyncio
 import itertools
+import re
+import socket
 import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass, field
@@ -27,16 +32,40 @@ FAULTS = {
     "fail-500": "answer 500 with an OpenAI error body",
     "fail-502-html": "answer 502 with an HTML body",
     "fail-503": "answer 503",
-    "fail-429": "answer 429 with Retry-After: 1",
+    "fail-NNN": "answer status NNN with an OpenAI error body (e.g. fail-408, fail-504; fail-NNN-html: an HTML page)",
+    "fail-429": "answer 429 with Retry-After: FakeUpstream.retry_after (x-fake-retry-after overrides)",
+    "fail-429-long": "answer 429 with Retry-After: 3600",
+    "fail-429-reset": "answer 429 with OpenAI x-ratelimit-* headers (requests exhausted) and no Retry-After",
     "fail-401": "answer 401",
+    "fail-403": "answer 403",
     "fail-400": "answer 400 (a plain bad request)",
-    "overflow-400": "answer 400 context_length_exceeded",
-    "stall-headers": "wait 30 s before answering",
-    "stall-mid": "stream two chunks, then go silent for 30 s",
-    "reset-mid": "stream two chunks, then drop the connection",
-    "malformed-sse": "stream two chunks, then a non-JSON data line",
-    "empty-stream": "answer 200 text/event-stream with no events",
+    "overflow-400": "answer 400 context_length_exceeded (maximum context length is 4096 tokens)",
+    "flaky-N": "answer 503 to the first N requests for this model, then normally (flaky-N-SSS: status SSS)",
+    "stall-headers": "send nothing for stall_s seconds, then a 500",
+    "stall-mid": "stream two chunks (JSON: half the body), then go silent for stall_s seconds",
+    "reset-mid": "stream two chunks (JSON: half the body), then drop the connection",
+    "malformed-sse": "stream two chunks, then a non-JSON data line (JSON: a 200 with an invalid body)",
+    "empty-stream": "answer 200 text/event-stream with no events (JSON: a 200 with an empty body)",
 }
+
+_FAIL_STATUS = re.compile(r"fail-(\d{3})(-html)?")
+_FLAKY = re.compile(r"flaky-(\d+)(?:-(\d{3}))?")
+
+
+def is_fault(name: str) -> bool:
+    """Whether a model name selects a fault."""
+    return name in FAULTS or bool(_FAIL_STATUS.fullmatch(name) or _FLAKY.fullmatch(name))
+
+
+def refused_url() -> str:
+    """A base URL on 127.0.0.1 where nothing listens: connecting is refused at once."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    finally:
+        sock.close()
+    return f"http://127.0.0.1:{port}/v1"
 
 
 @dataclass(slots=True)
@@ -145,16 +174,45 @@ class Received:
 class FakeUpstream:
     """The ASGI app. Unknown model names get a default :class:`FakeModel` of that name.
 
+    Args:
+        models: Models to know up front.
+        stall_s: How long the stall faults stay silent.
+        retry_after: The ``Retry-After`` value of ``fail-429``.
+        ratelimit_reset: The ``x-ratelimit-reset-requests`` value of ``fail-429-reset``.
+
     Attributes:
         received: Every request body, in arrival order (for assertions).
         gets: Paths of every GET request, in arrival order.
+        disconnects: Model names of requests whose client went away during a stall.
     """
 
-    def __init__(self, models: list[FakeModel] | None = None) -> None:
+    def __init__(
+        self,
+        models: list[FakeModel] | None = None,
+        *,
+        stall_s: float = 30.0,
+        retry_after: str = "1",
+        ratelimit_reset: str = "250ms",
+    ) -> None:
         self.models = {m.name: m for m in models or []}
         self.received: list[Received] = []
         self.gets: list[str] = []
+        self.disconnects: list[str] = []
+        self.stall_s = stall_s
+        self.retry_after = retry_after
+        self.ratelimit_reset = ratelimit_reset
+        self._flaky: dict[str, int] = {}
         self._ids = itertools.count(1)
+
+    def reset(self) -> None:
+        """Forgets received requests, disconnects and ``flaky-N`` counts."""
+        self.received.clear()
+        self.disconnects.clear()
+        self._flaky.clear()
+
+    def count(self, model: str) -> int:
+        """How many requests named ``model``."""
+        return sum(1 for r in self.received if r.body.get("model") == model)
 
     def model(self, name: str) -> FakeModel:
         """The model called ``name`` (created on first use)."""
@@ -208,23 +266,66 @@ class FakeUpstream:
             return
         self.received.append(Received(path, headers, request))
         name = str(request.get("model", ""))
-        fault = headers.get("x-fake-fault") or (name if name in FAULTS else None)
-        if fault and await self._fault_before(fault, send):
+        fault = headers.get("x-fake-fault") or (name if is_fault(name) else None)
+        stall = float(headers.get("x-fake-stall-s") or self.stall_s)
+        if fault and await self._fault_before(fault, send, receive, name, stall, headers):
             return
         model = self.model(name)
         if model.first_byte_s:
             await asyncio.sleep(model.first_byte_s)
         turn = model.brain(request, model)
         if request.get("stream"):
-            await self._stream(send, request, model, turn, fault)
+            await self._stream(send, receive, request, model, turn, fault, stall)
+        elif fault in _BODY_FAULTS:
+            await self._broken_body(send, receive, self._completion(request, model, turn), str(fault), name, stall)
         else:
             if model.paced_json and model.per_chunk_s:
                 pieces = len(_pieces(turn.text)) + len(_pieces(turn.reasoning)) + len(turn.tool_calls)
                 await asyncio.sleep(model.per_chunk_s * pieces)
             await _json(send, 200, self._completion(request, model, turn))
 
-    async def _fault_before(self, fault: str, send: Send) -> bool:
+    async def _hold(self, receive: Receive, seconds: float, name: str) -> bool:
+        """Stays silent for ``seconds``; returns ``True`` (and records it) if the client went away."""
+        try:
+            async with asyncio.timeout(seconds):
+                while (await receive())["type"] != "http.disconnect":
+                    pass
+        except TimeoutError:
+            return False
+        self.disconnects.append(name)
+        return True
+
+    async def _broken_body(
+        self, send: Send, receive: Receive, payload: dict[str, Any], fault: str, name: str, stall: float
+    ) -> None:
+        """The JSON (non-stream) forms of the mid-answer faults."""
+        body = orjson.dumps(payload)
+        if fault == "empty-stream":
+            await _raw(send, 200, b"", b"application/json")
+            return
+        if fault == "malformed-sse":
+            await _raw(send, 200, body[: len(body) // 2], b"application/json")
+            return
+        headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send({"type": "http.response.body", "body": body[: len(body) // 2], "more_body": True})
+        if fault == "reset-mid":
+            raise ConnectionResetError("fake upstream drops the connection mid-body")
+        if await self._hold(receive, stall, name):
+            return
+        await send({"type": "http.response.body", "body": body[len(body) // 2 :], "more_body": False})
+
+    async def _fault_before(
+        self, fault: str, send: Send, receive: Receive, name: str, stall: float, headers: dict[str, str]
+    ) -> bool:
         """Faults that replace the whole answer; returns whether one was sent."""
+        flaky = _FLAKY.fullmatch(fault)
+        if flaky:
+            seen = self._flaky.get(name, 0)
+            self._flaky[name] = seen + 1
+            if seen >= int(flaky.group(1)):
+                return False
+            fault = f"fail-{flaky.group(2) or 503}"
         if fault == "fail-500":
             await _json(
                 send, 500, {"error": {"message": "internal failure", "type": "InternalServerError", "code": 500}}
@@ -234,17 +335,36 @@ class FakeUpstream:
         elif fault == "fail-503":
             await _json(send, 503, {"error": {"message": "overloaded", "type": "ServiceUnavailableError", "code": 503}})
         elif fault == "fail-429":
-            await _json(
-                send,
-                429,
-                {"error": {"message": "rate limited", "type": "rate_limit_error", "code": "rate_limit_exceeded"}},
-                extra=[(b"retry-after", b"1")],
-            )
+            after = headers.get("x-fake-retry-after") or self.retry_after
+            await _json(send, 429, _RATE_LIMITED, extra=[(b"retry-after", after.encode())])
+        elif fault == "fail-429-long":
+            await _json(send, 429, _RATE_LIMITED, extra=[(b"retry-after", b"3600")])
+        elif fault == "fail-429-reset":
+            extra = [
+                (b"x-ratelimit-limit-requests", b"60"),
+                (b"x-ratelimit-remaining-requests", b"0"),
+                (b"x-ratelimit-reset-requests", self.ratelimit_reset.encode()),
+                (b"x-ratelimit-remaining-tokens", b"149000"),
+                (b"x-ratelimit-reset-tokens", b"6m0s"),
+            ]
+            await _json(send, 429, _RATE_LIMITED, extra=extra)
         elif fault == "fail-401":
             await _json(
                 send,
                 401,
                 {"error": {"message": "invalid api key", "type": "authentication_error", "code": "invalid_api_key"}},
+            )
+        elif fault == "fail-403":
+            await _json(
+                send,
+                403,
+                {
+                    "error": {
+                        "message": "your organization may not use this model",
+                        "type": "permission_error",
+                        "code": "model_access_denied",
+                    }
+                },
             )
         elif fault == "fail-400":
             await _json(
@@ -273,13 +393,22 @@ class FakeUpstream:
                 },
             )
         elif fault == "stall-headers":
-            await asyncio.sleep(30)
+            if await self._hold(receive, stall, name):
+                return True
             await _json(send, 500, {"error": {"message": "late", "type": "InternalServerError", "code": 500}})
         elif fault == "empty-stream":
             await send(
                 {"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/event-stream")]}
             )
             await send({"type": "http.response.body", "body": b"", "more_body": False})
+        elif (status := _FAIL_STATUS.fullmatch(fault)) is not None:
+            code = int(status.group(1))
+            if status.group(2):
+                page = f"<html><body><h1>{code}</h1>blocked by the gateway</body></html>".encode()
+                await _raw(send, code, page, b"text/html")
+            else:
+                error = {"error": {"message": f"injected HTTP {code}", "type": "api_error", "code": code}}
+                await _json(send, code, error)
         else:
             return False
         return True
@@ -328,7 +457,14 @@ class FakeUpstream:
         }
 
     async def _stream(
-        self, send: Send, request: dict[str, Any], model: FakeModel, turn: Turn, fault: str | None
+        self,
+        send: Send,
+        receive: Receive,
+        request: dict[str, Any],
+        model: FakeModel,
+        turn: Turn,
+        fault: str | None,
+        stall: float,
     ) -> None:
         await send(
             {
@@ -394,7 +530,8 @@ class FakeUpstream:
         for i, data in enumerate(frames):
             if fault in ("stall-mid", "reset-mid", "malformed-sse") and i == 2:
                 if fault == "stall-mid":
-                    await asyncio.sleep(30)
+                    if await self._hold(receive, stall, model.name):
+                        return
                 elif fault == "reset-mid":
                     raise ConnectionResetError("fake upstream drops the connection mid-stream")
                 else:
@@ -405,6 +542,10 @@ class FakeUpstream:
                 await asyncio.sleep(model.per_chunk_s)
             await send({"type": "http.response.body", "body": data, "more_body": True})
         await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+
+_RATE_LIMITED = {"error": {"message": "rate limited", "type": "rate_limit_error", "code": "rate_limit_exceeded"}}
+_BODY_FAULTS = frozenset({"stall-mid", "reset-mid", "malformed-sse", "empty-stream"})
 
 
 def _pieces(text: str, size: int = 0) -> list[str]:

@@ -73,7 +73,7 @@ def test_sweep_over_the_classifier_scores(
     assert res["apgr"] == pytest.approx(0.5625)
     assert res["cpt50"] == pytest.approx(0.3125) and res["cpt80"] == pytest.approx(0.925)
     assert res["router_cost_usd"] > 0  # eight judge calls, priced
-    assert res["tiers"]["from"] == "prices"
+    assert res["tiers"]["from"] == "route"  # llm_classifier declares strong/weak as its tiers
     decisions = [json.loads(line) for line in (out / "decisions.jsonl").read_text().splitlines()]
     assert {d["source"] for d in decisions} == {"llm-classifier"}
     assert [d["score"] for d in decisions] == pytest.approx([0.95, 0.85, 0.75, 0.65, 0.45, 0.35, 0.25, 0.15])
@@ -91,8 +91,11 @@ def test_unreachable_judge_skips_instead_of_counting_fail_open(
     assert "judge gave no verdict" not in err.split("error:")[0]  # router warnings stay quiet
 
 
-def test_calibrate_refuses_a_type_without_threshold_hook(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_calibrate_refuses_a_stepped_classifier(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     cfg = classifier_config(tmp_path, 9)
+    text = cfg.read_text()
+    assert "threshold_step" not in text
+    cfg.write_text(text.replace("base_threshold: 0.5", "base_threshold: 0.5\n    threshold_step: 0.1"))
     argv = ["calibrate", "-c", str(cfg), "--route", "agent", "--decision-log", "x.jsonl", "--capable-share", "0.3"]
     assert main(argv) == 1
-    assert "route type 'llm_classifier' has no threshold to calibrate" in capsys.readouterr().err
+    assert "has no threshold to calibrate" in capsys.readouterr().err

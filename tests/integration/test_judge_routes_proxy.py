@@ -209,4 +209,5 @@ def test_judge_outage_fails_open_to_strong(
     assert raw.parse().choices[0].message.content == "[fake-strong] anything"
     record = next(r for r in reversed(proxy[1]) if r.route == "outage")
     assert record.details["judge_failure"] == "upstream_5xx"
-    assert (record.router_cost.calls, record.router_cost.failures) == (1, 1)
+    # The judge's 500 is retried like any upstream call (max_retries 2): three failed attempts.
+    assert (record.router_cost.calls, record.router_cost.failures) == (3, 3)

@@ -104,8 +104,15 @@ def test_fallback_on_5xx_is_recorded(client: openai.OpenAI, proxy: tuple[ServerT
     assert raw.parse().choices[0].message.content == "[fake-capable] hi"
     assert raw.headers["x-switchyard-selected-model"] == "capable"
     record = proxy[1][-1]
-    assert [a.target for a in record.attempts] == ["broken", "capable"]
+    # The default policy retries a 500 twice on the same target, then falls back.
+    assert [(a.target, a.retry) for a in record.attempts] == [
+        ("broken", 0),
+        ("broken", 1),
+        ("broken", 2),
+        ("capable", 0),
+    ]
     assert record.attempts[0].status == 500 and not record.attempts[0].ok
+    assert record.attempts[0].error_class == "server_error"
     assert record.fallbacks_tried == 1
     assert record.cost_usd > 0
 

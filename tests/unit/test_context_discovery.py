@@ -8,9 +8,9 @@ from typing import Any
 import httpx
 import pytest
 
-from switchyard.clients.models import ModelListError, fetch_models
+from switchyard.clients.models import ModelListError, fetch_models, served_window
 from switchyard.config import load_config
-from switchyard.config.discovery import probe_context_windows, served_window
+from switchyard.config.discovery import probe_context_windows
 from switchyard.config.schema import LlmClientConfig
 
 

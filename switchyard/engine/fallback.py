@@ -1,0 +1,356 @@
+"""Ordered fallback with retries: the one retry loop of Switchyard.
+
+Layer: ``engine`` — imports ``clients.retry`` (pure policy) and ``clients.errors``; never ``httpx``.
+
+Every model call the engine makes — the answer call (JSON or the opening of a stream) and the
+calls routers make through :class:`~switchyard.protocol.call.ModelCall` — goes through
+:meth:`Fallback.run`. Backends never retry (the HTTP client has no retries; the drop-in SDK
+clients are built with ``max_retries=0``; the proxy tells SDK callers ``x-should-retry: false``),
+so attempts never multiply: the worst case is, per candidate, ``max_retries + 1`` attempts.
+
+For each candidate in order:
+
+1. skip it when its circuit breaker is open, or when an earlier candidate overflowed its context
+   window and this one's window is known and not larger (both written to ``record.skipped``);
+2. try it; on failure look the error up in :data:`~switchyard.clients.retry.ERROR_TABLE`:
+   retry the same target after the backoff (or the upstream's ``Retry-After`` when it is at most
+   ``max_retry_after_s``), or give it up and fall back, or stop and return the error;
+3. never start an attempt or a wait past the request's deadline (``x-switchyard-timeout``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+import random
+import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Generic, Protocol, TypeVar, runtime_checkable
+
+from switchyard.clients.errors import overflow_limit
+from switchyard.clients.retry import ErrorClass, RetryPolicy, Rule, judge
+from switchyard.engine.health import BreakerPolicy, Health
+from switchyard.engine.records import Attempt, Skipped
+from switchyard.engine.timeouts import Budget
+from switchyard.protocol.call import CallOptions
+from switchyard.protocol.errors import UpstreamError, UpstreamStatusError, UpstreamTimeoutError
+from switchyard.protocol.targets import TargetInfo
+
+if TYPE_CHECKING:
+    from switchyard.engine.core import Target
+
+logger = logging.getLogger("switchyard.engine")
+
+T = TypeVar("T")
+
+WINDOW_LOOKUP_TIMEOUT_S = 2.0
+"""Longest time a ``GET /models`` context-window lookup may take."""
+WINDOW_MEMORY_S = 600.0
+"""How long a learned (or not found) context window is remembered."""
+
+
+@dataclass(slots=True)
+class Reliability:
+    """Per-target reliability settings, from the target's ``llm_clients`` entry.
+
+    Attributes:
+        retry: Retries of the target.
+        breaker: Its circuit breaker.
+        discover_context_window: Ask the upstream's ``GET /models`` for ``max_model_len`` when
+            the target has no ``context_window`` and a context-overflow fallback needs it.
+    """
+
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    breaker: BreakerPolicy = field(default_factory=BreakerPolicy)
+    discover_context_window: bool = True
+
+
+@runtime_checkable
+class WindowSource(Protocol):
+    """A backend that can tell a model's context window (e.g. vLLM's ``max_model_len``)."""
+
+    async def context_window(self, target: TargetInfo, timeout_s: float) -> int | None:
+        """The model's context window in tokens, or ``None`` when the upstream does not say."""
+        ...
+
+
+class NoCandidateError(UpstreamError):
+    """Every candidate was skipped (circuit breakers open) before any attempt."""
+
+    status = 503
+    code = "targets_unavailable"
+
+
+class DeadlineExceededError(UpstreamTimeoutError):
+    """The request's own deadline (``x-switchyard-timeout``) passed."""
+
+    code = "request_deadline_exceeded"
+
+
+@dataclass(slots=True)
+class _Floor:
+    """The largest context window known to be too small for this request."""
+
+    tokens: int | None = None
+    overflowed: bool = False
+
+
+class Fallback:
+    """One request's walk over its candidates.
+
+    Args:
+        targets: Targets by name.
+        health: Shared breakers and counters.
+        budget: The request's deadline and per-request timeout overrides.
+        auth_fallback: The route's ``fallback_on_auth_error``.
+        attempts: Receives every attempt (the decision record's list, or a router call's).
+        skipped: Receives every skipped candidate.
+        sleep: Awaitable sleep (tests inject a fake).
+        rng: Uniform [0, 1) source for jitter.
+    """
+
+    def __init__(
+        self,
+        targets: Mapping[str, Target],
+        health: Health,
+        *,
+        budget: Budget | None = None,
+        auth_fallback: bool = False,
+        attempts: list[Attempt] | None = None,
+        skipped: list[Skipped] | None = None,
+        sleep: Callable[[float], Awaitable[object]] = asyncio.sleep,
+        rng: Callable[[], float] = random.random,
+    ) -> None:
+        self.targets = targets
+        self.health = health
+        self.budget = budget or Budget()
+        self.auth_fallback = auth_fallback
+        self.attempts: list[Attempt] = [] if attempts is None else attempts
+        self.skipped: list[Skipped] = [] if skipped is None else skipped
+        self.tried: list[str] = []
+        self._last: UpstreamError | None = None
+        self._sleep = sleep
+        self._rng = rng
+
+    async def run(
+        self,
+        candidates: Sequence[str],
+        call: Callable[[Target, CallOptions], Awaitable[T]],
+        options: CallOptions,
+    ) -> tuple[Target, T]:
+        """Calls ``call(target, options)`` on the candidates in order until one answers.
+
+        Returns:
+            The target that answered and its result.
+
+        Raises:
+            UpstreamError: The error that ended the walk: a non-fallback error (other 4xx,
+                401/403 unless the route allows), the last candidate's error, a
+                :class:`DeadlineExceededError`, or a :class:`NoCandidateError` when every
+                candidate was skipped.
+        """
+        options = replace(options, deadline=self.budget.deadline, timeout=self.budget.overrides or options.timeout)
+        floor = _Floor()
+        last: UpstreamError | None = None
+        for name in candidates:
+            target = self.targets[name]
+            if floor.overflowed and await self._too_small(target, floor):
+                continue
+            outcome = await self._try_target(target, call, options)
+            if isinstance(outcome, _Success):
+                if name != candidates[0]:
+                    self.health.count("fallbacks")
+                return target, outcome.value
+            if outcome.error is None:
+                continue  # skipped: its breaker is open
+            last = outcome.error
+            if outcome.rule.fallback == "never":
+                break
+            if outcome.rule.fallback == "if_route_allows" and not self.auth_fallback:
+                break
+            if outcome.deadline:
+                break
+            if outcome.rule.error_class is ErrorClass.CONTEXT_OVERFLOW:
+                await self._raise_floor(target, floor, outcome.error)
+        self.health.count("failed_requests")
+        if last is None:
+            raise self._nothing_tried()
+        raise last
+
+    # -- one target -------------------------------------------------------------------------
+
+    async def _try_target(
+        self, target: Target, call: Callable[[Target, CallOptions], Awaitable[T]], options: CallOptions
+    ) -> _Success[T] | _Failure:
+        name = target.info.name
+        policy = target.reliability
+        failure: _Failure | None = None
+        waited = 0.0
+        for retry in range(policy.retry.max_retries + 1):
+            admission = self.health.admit(name, policy.breaker)
+            if not admission.allowed:
+                if failure is None:
+                    self.skipped.append(Skipped(name, "circuit_open", round(admission.retry_in_s, 3)))
+                    return _Failure(None, _SKIP_RULE)
+                return failure  # our own failures opened it: stop retrying, fall back
+            remaining = self.budget.remaining()
+            if remaining is not None and remaining <= 0:
+                return self._deadline()
+            if name not in self.tried:
+                self.tried.append(name)
+            self.health.count("attempts")
+            if retry:
+                self.health.count("retries")
+            started = time.perf_counter()
+            try:
+                value = await call(target, options)
+            except UpstreamError as exc:
+                exc.target = exc.target or name
+                self._last = exc
+                verdict = judge(exc, retry, policy.retry, self._rng)
+                self._log(target, started, exc, verdict.rule, retry, waited)
+                self._health_after(target, verdict.rule, verdict.retry_after_s)
+                failure = _Failure(exc, verdict.rule)
+                if verdict.wait_s is None:
+                    return failure
+                remaining = self.budget.remaining()
+                if remaining is not None and verdict.wait_s >= remaining:
+                    return failure  # sleeping would outlive the request: fall back instead
+                waited = verdict.wait_s
+                logger.info("target %r failed (%s); retrying in %.2fs", name, exc.message, waited)
+                await self._sleep(waited)
+                continue
+            except asyncio.CancelledError:
+                self.attempts.append(
+                    Attempt(
+                        name,
+                        False,
+                        _ms(started),
+                        "cancelled (the caller went away)",
+                        499,
+                        "cancelled",
+                        retry,
+                        round(waited * 1000, 3),
+                    )
+                )
+                self.health.released(name)
+                raise
+            self.attempts.append(Attempt(name, True, _ms(started), retry=retry, waited_ms=round(waited * 1000, 3)))
+            self.health.succeeded(name)
+            return _Success(value)
+        assert failure is not None
+        return failure
+
+    def _log(self, target: Target, started: float, exc: UpstreamError, rule: Rule, retry: int, waited: float) -> None:
+        status = exc.upstream_status if isinstance(exc, UpstreamStatusError) else exc.status
+        self.attempts.append(
+            Attempt(
+                target.info.name,
+                False,
+                _ms(started),
+                exc.message,
+                status,
+                rule.error_class.value,
+                retry,
+                round(waited * 1000, 3),
+            )
+        )
+
+    def _health_after(self, target: Target, rule: Rule, retry_after: float | None) -> None:
+        name = target.info.name
+        policy = target.reliability
+        if not rule.trips_breaker:
+            # The upstream answered (4xx): it is up, whatever it thought of the request.
+            self.health.succeeded(name)
+            return
+        hold = None
+        if retry_after is not None and retry_after > policy.retry.max_retry_after_s:
+            hold = retry_after
+        if self.health.failed(name, policy.breaker, hold_s=hold):
+            logger.warning("circuit breaker of target %r opened", name)
+
+    def _deadline(self) -> _Failure:
+        self.health.count("deadline_exceeded")
+        tried = len(self.attempts)
+        last = f"; last error: {self._last.message}" if self._last else ""
+        err = DeadlineExceededError(
+            f"request deadline of {self.budget.total_s:g}s passed after {tried} attempt(s){last}",
+            target=self._last.target if self._last else None,
+        )
+        return _Failure(err, _DEADLINE_RULE, deadline=True)
+
+    def _nothing_tried(self) -> UpstreamError:
+        waits = [s.retry_in_s for s in self.skipped if s.retry_in_s is not None]
+        names = ", ".join(s.target for s in self.skipped) or "(none)"
+        headers = {"retry-after": str(max(1, math.ceil(min(waits))))} if waits else {}
+        return NoCandidateError(
+            f"no target could be tried: {names} skipped (circuit breaker open or context window too small)",
+            headers=headers,
+        )
+
+    # -- context windows --------------------------------------------------------------------
+
+    async def _window(self, target: Target) -> int | None:
+        info = target.info
+        if info.context_window:
+            return info.context_window
+        known, tokens = self.health.window(info.name, WINDOW_MEMORY_S)
+        if known:
+            return tokens
+        source = target.backend
+        if not target.reliability.discover_context_window or not isinstance(source, WindowSource):
+            return None
+        remaining = self.budget.remaining()
+        timeout = WINDOW_LOOKUP_TIMEOUT_S if remaining is None else min(WINDOW_LOOKUP_TIMEOUT_S, remaining)
+        if timeout <= 0:
+            return None
+        try:
+            async with asyncio.timeout(timeout):
+                tokens = await source.context_window(info, timeout)
+        except (TimeoutError, UpstreamError, ValueError, TypeError) as exc:
+            logger.info("context window of target %r unknown: %s", info.name, exc)
+            tokens = None
+        self.health.learn_window(info.name, tokens)
+        return tokens
+
+    async def _raise_floor(self, target: Target, floor: _Floor, error: UpstreamError | None) -> None:
+        floor.overflowed = True
+        if not target.info.context_window and error is not None:
+            said = overflow_limit(error.message)
+            if said is not None:
+                self.health.learn_window(target.info.name, said)
+        tokens = await self._window(target)
+        if tokens is not None:
+            floor.tokens = max(floor.tokens or 0, tokens)
+
+    async def _too_small(self, target: Target, floor: _Floor) -> bool:
+        if floor.tokens is None:
+            return False  # the failed target's window is unknown: any other may be larger
+        tokens = await self._window(target)
+        if tokens is None or tokens > floor.tokens:
+            return False
+        self.skipped.append(Skipped(target.info.name, "context_window"))
+        self.health.count("context_window_skips")
+        return True
+
+
+@dataclass(slots=True)
+class _Success(Generic[T]):
+    value: T
+
+
+@dataclass(slots=True)
+class _Failure:
+    error: UpstreamError | None  # None: the target was skipped, not tried
+    rule: Rule
+    deadline: bool = False
+
+
+_SKIP_RULE = Rule(ErrorClass.SERVER_ERROR, "circuit breaker open", False, "next", False)
+_DEADLINE_RULE = Rule(ErrorClass.TIMEOUT, "request deadline passed", False, "never", False)
+
+
+def _ms(started: float) -> float:
+    return round((time.perf_counter() - started) * 1000, 3)
