@@ -17,6 +17,7 @@ from switchyard.routers.base import RouterSpec
 _BUILTIN: dict[str, str] = {
     "passthrough": "switchyard.routers.static:PassthroughSpec",
     "random": "switchyard.routers.static:RandomSpec",
+    "stage_router": "switchyard.routers.stage.spec:StageRouterSpec",
 }
 
 _UNAVAILABLE: dict[str, str] = {}
