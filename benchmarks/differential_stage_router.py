@@ -87,6 +87,9 @@ DIFFERENCES: dict[str, Any] = {
     "tool-reported errors": lambda b: replace(b, profile=replace(b.profile, tool_errors=False)),
     "failing-test summaries": lambda b: replace(b, profile=replace(b.profile, failing_tests=False)),
     "Grep/Glob/LS as reads": lambda b: replace(b, profile=replace(b.profile, search_tools=False)),
+    "compaction marker in user text only": lambda b: replace(
+        b, profile=replace(b.profile, compaction_in_user_text_only=False)
+    ),
     "chat-equivalent turn depth": lambda b: replace(b, profile=replace(b.profile, chat_equivalent_depth=False)),
     "32-bit severities": lambda b: replace(b, f32=True),
 }

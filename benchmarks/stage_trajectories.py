@@ -324,12 +324,41 @@ def trajectories(seed: int = 0, per_scenario: int = 2) -> list[dict[str, Any]]:
     return out
 
 
-def long_session(n_messages: int = 200, seed: int = 0) -> list[Msg]:
-    """One long session of about ``n_messages`` messages, scenarios back to back."""
+def long_session(n_messages: int = 200, seed: int = 0, *, result_chars: int = 0) -> list[Msg]:
+    """One long Claude-Code-style session of exactly ``n_messages`` messages ending on a tool
+    result (the usual shape of an agent's request), scenarios back to back, with the assistant
+    narrating about half of its tool calls. ``result_chars`` pads every tool result to at least
+    that many characters (big file reads and logs)."""
     rng = random.Random(seed)
     session = Session("long", rng, style="claude")
-    while len(session.messages) < n_messages:
-        _, script = rng.choice(SCENARIOS)
-        script(session)
+    # No compaction: a compacted conversation is an override on every turn, the cheap case.
+    scripts = [script for name, script in SCENARIOS if name != "compacted"]
+    while len(session.messages) < n_messages + 40:
+        rng.choice(scripts)(session)
         session.user("Next: keep going with the remaining items in ISSUE.md.")
-    return session.messages[:n_messages]
+    messages = session.messages[:n_messages]
+    while messages[-1]["role"] != "tool":
+        messages.pop()
+    for msg in messages:
+        if msg["role"] == "assistant" and msg.get("tool_calls") and rng.random() < 0.5:
+            msg["content"] = "Let me check what the code does here before changing anything. " * 3
+        if msg["role"] == "tool" and len(msg["content"]) < result_chars:
+            msg["content"] += "\n" + "log line with some output 0123456789\n" * (result_chars // 38 + 1)
+    # Pad back to n_messages with a few more read rounds if trimming shortened it.
+    while len(messages) < n_messages - 1:
+        i = len(messages)
+        messages.append(
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": f"pad{i}",
+                        "type": "function",
+                        "function": {"name": "Read", "arguments": json.dumps({"file_path": "/app/x.py"})},
+                    }
+                ],
+            }
+        )
+        messages.append({"role": "tool", "tool_call_id": f"pad{i}", "content": FILE_BODY})
+    return messages

@@ -21,8 +21,9 @@ from switchyard.protocol.messages import Message, TextPart
 from switchyard.protocol.request import ChatRequest
 from switchyard.routers.base import Decision, RouteContext
 from switchyard.routers.stage.classifier import TierVerdict, TurnClassifier
+from switchyard.routers.stage.prefix import PrefixCache, conversation_key
 from switchyard.routers.stage.scorer import Picker, Tier, Verdict, pick
-from switchyard.routers.stage.signals import DEFAULT_PROFILE, NVIDIA_PROFILE, Profile, Signals, extract
+from switchyard.routers.stage.signals import DEFAULT_PROFILE, NVIDIA_PROFILE, Profile, Signals, extract_from
 from switchyard.routers.stage.tables import ToolKind
 
 logger = logging.getLogger("switchyard.routers.stage")
@@ -137,14 +138,29 @@ class StageRouter:
         self.classifier = classifier
         self.behaviour = behaviour or Behaviour.of(config.compat)
         self._semantics = dict(config.semantics)
+        self._prefixes = PrefixCache()
         self._targets = {"capable": config.capable, "efficient": config.efficient}
         self._default: Tier = "capable" if config.picker == "capable_first" else "efficient"
 
-    def signals(self, request: ChatRequest) -> Signals:
-        """The signals this router reads off ``request``."""
-        return extract(
-            request.messages, window=self.config.window, semantics=self._semantics, profile=self.behaviour.profile
+    def signals(self, request: ChatRequest, session_key: str | None = None) -> Signals:
+        """The signals this router reads off ``request``.
+
+        Args:
+            request: The request.
+            session_key: With a session, the whole-conversation counts continue from the
+                session's previous request (see :mod:`switchyard.routers.stage.prefix`).
+        """
+        prefix = self._prefixes.lookup(session_key, request.messages) if session_key else None
+        sig, agg = extract_from(
+            request.messages,
+            prefix,
+            window=self.config.window,
+            semantics=self._semantics,
+            profile=self.behaviour.profile,
         )
+        if session_key:
+            self._prefixes.store(session_key, request.messages, agg)
+        return sig
 
     def verdict(self, signals: Signals) -> Verdict:
         """What the signal cascade alone decides for ``signals``."""
@@ -158,7 +174,7 @@ class StageRouter:
         )
 
     async def route(self, request: ChatRequest, ctx: RouteContext, call: ModelCall) -> Decision:
-        sig = self.signals(request)
+        sig = self.signals(request, ctx.session.key or conversation_key(request))
         verdict = self.verdict(sig)
         details: dict[str, Any] = {
             "signals": sig.as_details(),

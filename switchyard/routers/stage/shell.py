@@ -9,12 +9,59 @@ Redirection and in-place edits win over the read-like look of a command (``cat >
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
+from functools import lru_cache
 
 from switchyard.routers.stage import tables as t
 from switchyard.routers.stage.tables import ToolKind
 
 _SEPARATORS = frozenset("\n;|&")
+
+
+_CACHE_LIMIT = 16_384
+"""Longer argument strings (big heredocs) are classified every time instead of cached."""
+
+
+def classify_arguments(arguments: str) -> ToolKind:
+    """The kind of a shell tool call from its JSON arguments (``OTHER`` without a command).
+
+    Results are cached by the arguments string: the same recent calls are looked at again on
+    every turn of a session.
+    """
+    if len(arguments) > _CACHE_LIMIT:
+        return _classify_arguments(arguments)
+    return _classify_arguments_cached(arguments)
+
+
+def _classify_arguments(arguments: str) -> ToolKind:
+    command = command_of(arguments)
+    return classify_command(command) if command else ToolKind.OTHER
+
+
+_classify_arguments_cached = lru_cache(maxsize=4096)(_classify_arguments)
+
+
+def command_of(arguments: str) -> str | None:
+    """The lower-cased command line a shell tool call carries, if any.
+
+    Harnesses put it under ``command``, ``cmd`` or ``input``, as a string or an argv list.
+    """
+    try:
+        args = json.loads(arguments)
+    except ValueError:
+        return None
+    if not isinstance(args, dict):
+        return None
+    for key in t.COMMAND_KEYS:
+        value = args.get(key)
+        if isinstance(value, str):
+            return value.lower()
+        if isinstance(value, list):
+            joined = " ".join(v for v in value if isinstance(v, str))
+            if joined:
+                return joined.lower()
+    return None
 
 
 def classify_command(cmd: str) -> ToolKind:

@@ -11,15 +11,14 @@ only the turn depth and the compaction marker need the whole conversation.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from switchyard.protocol.messages import Message, TextPart, ToolCallPart, ToolResultPart
 from switchyard.routers.stage import tables as t
-from switchyard.routers.stage.shell import classify_command
+from switchyard.routers.stage.shell import classify_arguments
 from switchyard.routers.stage.tables import ToolKind
-from switchyard.routers.stage.text import failure_fingerprint, severity_of, tests_passed
+from switchyard.routers.stage.text import analyse_result, failure_fingerprint
 
 _INSTRUCTION_ROLES = frozenset(("system", "developer"))
 _MARKER_LEN = len(t.COMPACTION_MARKER)
@@ -34,6 +33,8 @@ class Profile:
             ``error``) is a soft failure.
         failing_tests: A test summary with a non-zero failure count is a soft failure.
         search_tools: Claude Code's ``Grep``, ``Glob`` and ``LS`` tools are reads.
+        compaction_in_user_text_only: Look for the compaction marker in user messages only
+            (where agents put the summary), not in what the assistant wrote.
         chat_equivalent_depth: Count turn depth as Chat Completions would lay the conversation
             out (one unit per tool result), so a batched Anthropic tool-result message counts
             the same as the separate Chat ``tool`` messages it stands for.
@@ -42,11 +43,18 @@ class Profile:
     tool_errors: bool = True
     failing_tests: bool = True
     search_tools: bool = True
+    compaction_in_user_text_only: bool = True
     chat_equivalent_depth: bool = True
 
 
 DEFAULT_PROFILE = Profile()
-NVIDIA_PROFILE = Profile(tool_errors=False, failing_tests=False, search_tools=False, chat_equivalent_depth=False)
+NVIDIA_PROFILE = Profile(
+    tool_errors=False,
+    failing_tests=False,
+    search_tools=False,
+    compaction_in_user_text_only=False,
+    chat_equivalent_depth=False,
+)
 
 
 @dataclass(slots=True, frozen=True)
@@ -106,6 +114,26 @@ class Signals:
         }
 
 
+@dataclass(slots=True, frozen=True)
+class Aggregates:
+    """Whole-conversation counts over the first ``count`` messages (they only ever grow, so a
+    session's next request can start from them).
+
+    Attributes:
+        count: Messages covered.
+        depth: Turn depth so far.
+        compacted: A compaction marker was seen.
+        tool_calls: Tool calls so far.
+        tool_results: Tool results so far.
+    """
+
+    count: int = 0
+    depth: int = 0
+    compacted: bool = False
+    tool_calls: int = 0
+    tool_results: int = 0
+
+
 def extract(
     messages: Sequence[Message],
     *,
@@ -122,75 +150,125 @@ def extract(
         semantics: Extra tool names (lower-case) and their kinds; they win over the built-in table.
         profile: Default behaviour or NVIDIA compatibility.
     """
-    window = max(1, window)
+    return extract_from(messages, None, window=window, semantics=semantics, profile=profile)[0]
+
+
+def extract_from(
+    messages: Sequence[Message],
+    prefix: Aggregates | None,
+    *,
+    window: int = 3,
+    semantics: Mapping[str, ToolKind] | None = None,
+    profile: Profile = DEFAULT_PROFILE,
+) -> tuple[Signals, Aggregates]:
+    """Like :func:`extract`, continuing the whole-conversation counts from ``prefix`` (the
+    aggregates of ``messages[:prefix.count]``, known to be unchanged); also returns the new ones.
+    """
+    calls, results = _tail(messages, max(1, window))
+    agg = _aggregate(messages, profile, prefix or Aggregates())
+    severity, errors, repeated, passed = _read_results(results, profile)
+    writes = edits = reads = plans = 0
+    for call in calls:
+        kind = classify_call(call, semantics, search_tools=profile.search_tools)
+        if kind is ToolKind.WRITE:
+            writes += 1
+        elif kind is ToolKind.EDIT:
+            edits += 1
+        elif kind is ToolKind.READ:
+            reads += 1
+        elif kind is ToolKind.PLAN:
+            plans += 1
+    signals = Signals(
+        severity=severity,
+        errors=errors,
+        repeated_failure=repeated,
+        tests_passed=passed,
+        compacted=agg.compacted,
+        turn_depth=agg.depth,
+        recent_writes=writes,
+        recent_edits=edits,
+        recent_reads=reads,
+        recent_plans=plans,
+        tool_calls=agg.tool_calls,
+        tool_results=agg.tool_results,
+    )
+    return signals, agg
+
+
+def _tail(messages: Sequence[Message], window: int) -> tuple[list[ToolCallPart], list[ToolResultPart]]:
+    """The newest ``window`` tool calls and non-empty (or failed) tool results, newest first."""
     calls: list[ToolCallPart] = []
     results: list[ToolResultPart] = []
-    depth = n_calls = n_results = 0
-    compacted = False
-    chat_depth = profile.chat_equivalent_depth
-    for msg in reversed(messages):
+    i = len(messages)
+    while i and (len(calls) < window or len(results) < window):
+        i -= 1
+        msg = messages[i]
         if msg.role in _INSTRUCTION_ROLES:
             continue
-        in_msg = 0
-        others = 0
         for part in reversed(msg.content):
-            kind = type(part)
-            if kind is ToolResultPart:
+            if type(part) is ToolResultPart:
+                if len(results) < window and (
+                    part.is_error or any(c.text for c in part.content if type(c) is TextPart)
+                ):
+                    results.append(part)
+            elif type(part) is ToolCallPart and len(calls) < window:
+                calls.append(part)
+    return calls, results
+
+
+def _aggregate(messages: Sequence[Message], profile: Profile, start: Aggregates) -> Aggregates:
+    """Turn depth, compaction and totals over the whole conversation, from ``start`` on."""
+    depth, compacted, n_calls, n_results = start.depth, start.compacted, start.tool_calls, start.tool_results
+    chat_depth = profile.chat_equivalent_depth
+    assistant_text = not profile.compaction_in_user_text_only
+    for i in range(start.count, len(messages)):
+        msg = messages[i]
+        role = msg.role
+        if role == "system" or role == "developer":
+            continue
+        scan = not compacted and (assistant_text or role == "user")
+        in_msg = others = 0
+        for part in msg.content:
+            cls = part.__class__
+            if cls is ToolResultPart:
                 in_msg += 1
-                if len(results) < window:
-                    assert isinstance(part, ToolResultPart)
-                    if part.is_error or any(isinstance(c, TextPart) and c.text for c in part.content):
-                        results.append(part)
-            elif kind is ToolCallPart:
-                n_calls += 1
-                others += 1
-                if len(calls) < window:
-                    assert isinstance(part, ToolCallPart)
-                    calls.append(part)
             else:
                 others += 1
-                if kind is TextPart and not compacted:
-                    assert isinstance(part, TextPart)
-                    compacted = _has_marker(part.text)
+                if cls is ToolCallPart:
+                    n_calls += 1
+                elif scan and cls is TextPart and _has_marker(part.text):  # type: ignore[union-attr]
+                    compacted = True
+                    scan = False
         n_results += in_msg
-        if chat_depth:
-            depth += in_msg + (1 if others or not in_msg else 0)
-        else:
-            depth += 1
+        depth += (in_msg + (1 if others or not in_msg else 0)) if chat_depth else 1
+    return Aggregates(len(messages), depth, compacted, n_calls, n_results)
+
+
+def _read_results(results: list[ToolResultPart], profile: Profile) -> tuple[float, tuple[str, ...], bool, bool]:
+    """``(severity, error names, repeated failure, tests passed)`` of the recent results."""
     severity = 0.0
     errors: list[str] = []
-    recent: list[tuple[str, float]] = []
-    fingerprints: set[str] = set()
+    seen: set[str] = set()
     repeated = False
-    for result in reversed(results):
-        lower = "\n".join(c.text for c in result.content if isinstance(c, TextPart)).lower()
-        level, names = severity_of(lower, tool_errors=profile.tool_errors, failing_tests=profile.failing_tests)
+    latest_pass = latest_failure = -1
+    for k, result in enumerate(reversed(results)):
+        text = "\n".join(c.text for c in result.content if type(c) is TextPart)
+        info = analyse_result(text, profile.tool_errors, profile.failing_tests)
+        level, names, fingerprint = info.level, info.names, info.fingerprint
         if result.is_error and level < t.HARD:
             level, names = t.HARD, (*names, "tool_error_flag")
+            fingerprint = failure_fingerprint(text.lower(), names)
         severity = max(severity, level)
-        if level >= t.HARD:
-            fingerprint = failure_fingerprint(lower, names)
-            repeated = repeated or fingerprint in fingerprints
-            fingerprints.add(fingerprint)
+        if fingerprint is not None:
+            repeated = repeated or fingerprint in seen
+            seen.add(fingerprint)
         errors.extend(n for n in names if n not in errors)
-        recent.append((lower, level))
-    counts = {ToolKind.WRITE: 0, ToolKind.EDIT: 0, ToolKind.READ: 0, ToolKind.PLAN: 0, ToolKind.OTHER: 0}
-    for call in calls:
-        counts[classify_call(call, semantics, search_tools=profile.search_tools)] += 1
-    return Signals(
-        severity=severity,
-        errors=tuple(errors),
-        repeated_failure=repeated,
-        tests_passed=tests_passed(recent),
-        compacted=compacted,
-        turn_depth=depth,
-        recent_writes=counts[ToolKind.WRITE],
-        recent_edits=counts[ToolKind.EDIT],
-        recent_reads=counts[ToolKind.READ],
-        recent_plans=counts[ToolKind.PLAN],
-        tool_calls=n_calls,
-        tool_results=n_results,
-    )
+        if level > 0:
+            latest_failure = k
+        if info.clean_pass:
+            latest_pass = k
+    # A test run passed after the latest failure in the window.
+    return severity, tuple(errors), repeated, latest_pass > latest_failure
 
 
 def classify_call(
@@ -210,31 +288,8 @@ def classify_call(
     if kind is None:
         kind = ToolKind.READ if search_tools and name in t.SEARCH_TOOLS else ToolKind.OTHER
     if kind is ToolKind.SHELL:
-        command = command_of(call.arguments)
-        return classify_command(command) if command else ToolKind.OTHER
+        return classify_arguments(call.arguments)
     return kind
-
-
-def command_of(arguments: str) -> str | None:
-    """The lower-cased command line a shell tool call carries, if any.
-
-    Harnesses put it under ``command``, ``cmd`` or ``input``, as a string or an argv list.
-    """
-    try:
-        args = json.loads(arguments)
-    except ValueError:
-        return None
-    if not isinstance(args, dict):
-        return None
-    for key in t.COMMAND_KEYS:
-        value = args.get(key)
-        if isinstance(value, str):
-            return value.lower()
-        if isinstance(value, list):
-            joined = " ".join(v for v in value if isinstance(v, str))
-            if joined:
-                return joined.lower()
-    return None
 
 
 def _has_marker(text: str) -> bool:

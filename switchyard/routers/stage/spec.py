@@ -105,7 +105,7 @@ class StageRouterSpec(RouterSpec):
     handoff_notes: HandoffNotesSpec | None = None
     capable_system_prompt: str | None = Field(default=None, min_length=1)
     efficient_system_prompt: str | None = Field(default=None, min_length=1)
-    hold_turns: int | HoldTurnsSpec | None = Field(default=None)
+    hold_turns: HoldTurnsSpec | None = None
     classifier: dict[str, Any] | None = None
     compat: Literal["none", "nvidia"] = "none"
 
@@ -124,11 +124,14 @@ class StageRouterSpec(RouterSpec):
             seen[lower] = kind
         return value
 
-    @field_validator("hold_turns")
+    @field_validator("hold_turns", mode="before")
     @classmethod
-    def _hold(cls, value: int | HoldTurnsSpec | None) -> int | HoldTurnsSpec | None:
-        if isinstance(value, int) and not 0 <= value <= 1000:
-            raise ValueError("must be between 0 and 1000")
+    def _hold(cls, value: Any) -> Any:
+        # One number holds both tiers.
+        if isinstance(value, int) and not isinstance(value, bool):
+            if not 0 <= value <= 1000:
+                raise ValueError(f"must be a number of turns from 0 to 1000 (got {value})")
+            return {"capable": value, "efficient": value}
         return value
 
     @field_validator("classifier")
@@ -158,9 +161,7 @@ class StageRouterSpec(RouterSpec):
     def config(self) -> StageConfig:
         """The router settings this block describes."""
         hold: dict[str, int] = {}
-        if isinstance(self.hold_turns, int):
-            hold = {"capable": self.hold_turns, "efficient": self.hold_turns}
-        elif self.hold_turns is not None:
+        if self.hold_turns is not None:
             hold = {"capable": self.hold_turns.capable, "efficient": self.hold_turns.efficient}
         notes = None
         if self.handoff_notes is not None:

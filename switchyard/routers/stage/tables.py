@@ -49,6 +49,35 @@ SUBSTRING_ERRORS: tuple[tuple[str, float, tuple[str, ...]], ...] = (
 )
 """``(name, severity, substrings)``: any substring fires the pattern."""
 
+ANCHORS = (
+    "error",
+    "memory",
+    "refused",
+    "traceback",
+    "module",
+    "not found",
+    "/usr/bin/env: ",
+    "time",
+    "deadline",
+    "file",
+    "non-zero",
+)
+"""Short pieces that the substrings above contain: a long output is searched once per anchor,
+and only the substrings of the anchors it holds are looked for (same result, fewer scans)."""
+
+
+def _anchored() -> tuple[tuple[str, tuple[tuple[str, float, str], ...]], ...]:
+    groups: dict[str, list[tuple[str, float, str]]] = {a: [] for a in ANCHORS}
+    for name, level, needles in SUBSTRING_ERRORS:
+        for needle in needles:
+            anchor = next(a for a in ANCHORS if a in needle)
+            groups[anchor].append((name, level, needle))
+    return tuple((a, tuple(g)) for a, g in groups.items())
+
+
+ANCHORED_ERRORS = _anchored()
+ERROR_ORDER = {name: i for i, (name, _, _) in enumerate(SUBSTRING_ERRORS)}
+
 EXIT_PHRASES = ("exit code", "exit status", "exited with code", "exited with status")
 """Followed by a status number; only a non-zero number is a (soft) failure, so Codex's
 "Process exited with code 0" stays clean."""
@@ -88,6 +117,8 @@ DIAGNOSTIC_MARKERS = (
 
 # -- test runs ------------------------------------------------------------------------------------
 
+TEST_PASS_ANCHORS = ("pass", "test", "\nok ", "✓ ")
+"""Every pass phrase contains one of these."""
 TEST_PASS_PHRASES = (
     " passed",
     "passed in",

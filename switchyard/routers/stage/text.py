@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
+from functools import lru_cache
 
 from switchyard.routers.stage import tables as t
 
@@ -27,14 +29,15 @@ def severity_of(lower: str, *, tool_errors: bool = False, failing_tests: bool = 
         ``(severity, names)`` with severity 0 (clean), 0.3, 0.7 or 1.0.
     """
     severity = 0.0
-    names: list[str] = []
-    for name, level, needles in t.SUBSTRING_ERRORS:
-        for needle in needles:
-            if needle in lower:
-                names.append(name)
-                severity = max(severity, level)
-                break
-    if "nonzero_exit" not in names and _nonzero_exit(lower):
+    fired: set[str] = set()
+    for anchor, needles in t.ANCHORED_ERRORS:
+        if anchor in lower:
+            for name, level, needle in needles:
+                if name not in fired and needle in lower:
+                    fired.add(name)
+                    severity = max(severity, level)
+    names = sorted(fired, key=t.ERROR_ORDER.__getitem__)
+    if "nonzero_exit" not in fired and "exit" in lower and _nonzero_exit(lower):
         names.append("nonzero_exit")
         severity = max(severity, t.SOFT)
     for name, hit in (
@@ -56,32 +59,61 @@ def severity_of(lower: str, *, tool_errors: bool = False, failing_tests: bool = 
     return severity, tuple(names)
 
 
-def tests_passed(recent: list[tuple[str, float]]) -> bool:
-    """Whether a test run passed after the latest failure among ``recent`` results.
+@dataclass(slots=True, frozen=True)
+class ResultInfo:
+    """What one tool result says.
+
+    Attributes:
+        level: Error severity (0, 0.3, 0.7, 1.0).
+        names: Error patterns that fired.
+        fingerprint: Identity of a hard failure (see :func:`failure_fingerprint`), else ``None``.
+        clean_pass: A test run passed: a pass phrase, no failure literal, no non-zero failure count.
+    """
+
+    level: float
+    names: tuple[str, ...]
+    fingerprint: str | None
+    clean_pass: bool
+
+
+_CACHE_LIMIT = 16_384
+"""Longer results are analysed every time instead of being kept in the cache."""
+
+
+def analyse_result(text: str, tool_errors: bool = False, failing_tests: bool = False) -> ResultInfo:
+    """Reads one tool result's text (cached: a result stays in the recent window for several turns).
 
     Args:
-        recent: ``(lower-cased text, severity)`` of the newest results, oldest first.
-
-    A pass needs a pass phrase, no failure literal and no non-zero failure count; false
-    negatives are preferred, since a pass hands a capable session back to the efficient model.
+        text: The result's text, as sent (any case).
+        tool_errors: See :func:`severity_of`.
+        failing_tests: See :func:`severity_of`.
     """
-    start = 0
-    for i in range(len(recent) - 1, -1, -1):
-        if recent[i][1] > 0:
-            start = i + 1
-            break
-    for lower, _ in recent[start:]:
-        if (
-            any(p in lower for p in t.TEST_PASS_PHRASES)
-            and not any(f in lower for f in t.TEST_FAILURE_LITERALS)
-            and not has_failure_count(lower)
-        ):
-            return True
-    return False
+    if len(text) > _CACHE_LIMIT:
+        return _analyse(text, tool_errors, failing_tests)
+    return _analyse_cached(text, tool_errors, failing_tests)
+
+
+def _analyse(text: str, tool_errors: bool, failing_tests: bool) -> ResultInfo:
+    lower = text.lower()
+    level, names = severity_of(lower, tool_errors=tool_errors, failing_tests=failing_tests)
+    fingerprint = failure_fingerprint(lower, names) if level >= t.HARD else None
+    # False negatives are preferred: a pass hands a capable session back to the efficient model.
+    clean_pass = (
+        any(a in lower for a in t.TEST_PASS_ANCHORS)
+        and any(p in lower for p in t.TEST_PASS_PHRASES)
+        and not any(f in lower for f in t.TEST_FAILURE_LITERALS)
+        and not has_failure_count(lower)
+    )
+    return ResultInfo(level, names, fingerprint, clean_pass)
+
+
+_analyse_cached = lru_cache(maxsize=2048)(_analyse)
 
 
 def has_failure_count(lower: str) -> bool:
     """A failure word with a non-zero number before it ("2 failed", "1 error"); "0 failed" is clean."""
+    if "fail" not in lower and "error" not in lower:
+        return False
     for word in t.COUNTED_FAILURE_WORDS:
         at = lower.find(word)
         while at >= 0:
