@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 
+import openai
 import pytest
 import yaml
 
@@ -11,8 +12,8 @@ from switchyard.api import Switchyard
 from switchyard.config.load import load_config
 from switchyard.demo import CONFIG_TEMPLATE, SCENARIOS, run_session
 from switchyard.demo.agent import models
-from switchyard.dropin import OpenAI
 from switchyard.engine.records import DecisionRecord
+from switchyard.server.runner import ServerThread
 from switchyard.testing import FakeUpstream, serve_fake
 
 pytestmark = pytest.mark.integration
@@ -27,13 +28,11 @@ def test_stage_session_escalates_holds_and_drops_back() -> None:
         sy = Switchyard(load_config(yaml.safe_load(text)))
         records: list[DecisionRecord] = []
         sy.on_decision(records.append)
-        client = OpenAI(switchyard=sy)
         session = f"test-{uuid.uuid4().hex[:6]}"
-        try:
+        # Over the proxy (the demo itself uses the drop-in client; the routing is the same).
+        with ServerThread(sy) as proxy, openai.OpenAI(base_url=proxy.base_url, api_key="t", max_retries=0) as client:
             calls = run_session(client, "stage", session, stream=False, tasks=scenario.tasks, parser=True)
-        finally:
-            client.close()
-            sy.close()
+        sy.close()
     finally:
         for server in servers:
             server.stop()
