@@ -104,6 +104,17 @@ async def _time_route(router: Any, request: ChatRequest, iterations: int, mode: 
     return wall, cpu
 
 
+def _loop_ms() -> float:
+    """CPU milliseconds for a million empty loop iterations (best of 5), to compare machines."""
+    best = float("inf")
+    for _ in range(5):
+        c0 = time.thread_time()
+        for _ in range(1_000_000):
+            pass
+        best = min(best, time.thread_time() - c0)
+    return best * 1000
+
+
 def _pct(samples: list[float], q: float) -> float:
     ordered = sorted(samples)
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
@@ -120,6 +131,7 @@ def main() -> int:
         f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs, load average {load:.1f}; "
         f"{args.messages}-message conversation, {args.iterations} decisions per row"
     )
+    print(f"CPU speed reference: 1M empty loop iterations take {_loop_ms():.1f} ms of CPU here")
     print("wall = elapsed time (includes time the OS gave the CPU to others); cpu = this thread's CPU time; in µs")
     head = f"{'conversation':<30} {'router':<22} {'mode':<11} " + " ".join(
         f"{h:>8}" for h in ("wall p50", "wall p99", "cpu p50", "cpu p99")

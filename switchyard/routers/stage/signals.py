@@ -252,7 +252,11 @@ def _read_results(results: list[ToolResultPart], profile: Profile) -> tuple[floa
     repeated = False
     latest_pass = latest_failure = -1
     for k, result in enumerate(reversed(results)):
-        text = "\n".join(c.text for c in result.content if type(c) is TextPart)
+        content = result.content
+        if len(content) == 1 and type(content[0]) is TextPart:
+            text = content[0].text
+        else:
+            text = "\n".join(c.text for c in content if type(c) is TextPart)
         info = analyse_result(text, profile.tool_errors, profile.failing_tests)
         level, names, fingerprint = info.level, info.names, info.fingerprint
         if result.is_error and level < t.HARD:

@@ -36,7 +36,7 @@ def severity_of(lower: str, *, tool_errors: bool = False, failing_tests: bool = 
                 if name not in fired and needle in lower:
                     fired.add(name)
                     severity = max(severity, level)
-    names = sorted(fired, key=t.ERROR_ORDER.__getitem__)
+    names = sorted(fired, key=t.ERROR_ORDER.__getitem__) if len(fired) > 1 else list(fired)
     if "nonzero_exit" not in fired and "exit" in lower and _nonzero_exit(lower):
         names.append("nonzero_exit")
         severity = max(severity, t.SOFT)
@@ -137,13 +137,9 @@ def failure_fingerprint(lower: str, names: tuple[str, ...]) -> str:
     line = next((x for x in lines if any(m in x for m in t.DIAGNOSTIC_MARKERS)), None)
     if line is None:
         line = next((x for x in lines if x.strip()), "")
-    words = []
-    for word in line.split():
-        if word.startswith("/") or "/src/" in word or "/tmp/" in word:
-            words.append("<path>")
-        else:
-            words.append(_DIGIT_RUNS.sub("#", word))
-    return ",".join(names) + "|" + " ".join(words)[:240]
+    words = ["<path>" if w.startswith("/") or "/src/" in w or "/tmp/" in w else w for w in line.split()]
+    # Digit runs never span a space, so one pass over the joined line equals one per word.
+    return ",".join(names) + "|" + _DIGIT_RUNS.sub("#", " ".join(words))[:240]
 
 
 def _digits_before(lower: str, at: int) -> str:
