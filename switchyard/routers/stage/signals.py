@@ -207,9 +207,7 @@ def _tail(messages: Sequence[Message], window: int) -> tuple[list[ToolCallPart],
             continue
         for part in reversed(msg.content):
             if type(part) is ToolResultPart:
-                if len(results) < window and (
-                    part.is_error or any(c.text for c in part.content if type(c) is TextPart)
-                ):
+                if len(results) < window and (part.is_error or _has_text(part)):
                     results.append(part)
             elif type(part) is ToolCallPart and len(calls) < window:
                 calls.append(part)
@@ -294,6 +292,14 @@ def classify_call(
     if kind is ToolKind.SHELL:
         return classify_arguments(call.arguments)
     return kind
+
+
+def _has_text(result: ToolResultPart) -> bool:
+    content = result.content
+    if len(content) == 1:
+        only = content[0]
+        return type(only) is TextPart and bool(only.text)
+    return any(type(c) is TextPart and c.text for c in content)
 
 
 def _has_marker(text: str) -> bool:

@@ -133,10 +133,15 @@ def failure_fingerprint(lower: str, names: tuple[str, ...]) -> str:
     paths replaced by ``<path>`` and digit runs by ``#`` (they change between retries), after
     the names of the patterns that fired.
     """
-    lines = lower.split("\n")
-    line = next((x for x in lines if any(m in x for m in t.DIAGNOSTIC_MARKERS)), None)
-    if line is None:
-        line = next((x for x in lines if x.strip()), "")
+    # The first line holding a marker is the line of the earliest marker hit (no marker spans
+    # a line break), found with one C-level search per marker instead of one per line.
+    hits = [at for at in (lower.find(m) for m in t.DIAGNOSTIC_MARKERS) if at >= 0]
+    if hits:
+        at = min(hits)
+        end = lower.find("\n", at)
+        line = lower[lower.rfind("\n", 0, at) + 1 : end if end >= 0 else len(lower)]
+    else:
+        line = next((x for x in lower.split("\n") if x.strip()), "")
     words = ["<path>" if w.startswith("/") or "/src/" in w or "/tmp/" in w else w for w in line.split()]
     # Digit runs never span a space, so one pass over the joined line equals one per word.
     return ",".join(names) + "|" + _DIGIT_RUNS.sub("#", " ".join(words))[:240]

@@ -124,3 +124,11 @@ def test_targets_are_checked(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as err:
         load_config(path)
     assert "capable and efficient must name different targets" in str(err.value)
+
+
+def test_the_example_config_loads() -> None:
+    example = Path(__file__).resolve().parents[3] / "examples" / "stage-router.yaml"
+    loaded = load_config(example, env={"ANTHROPIC_API_KEY": "x"})
+    config = loaded.routes["agent"].config()
+    assert config.hold == {"capable": 2, "efficient": 0}
+    assert config.semantics["run"] is ToolKind.SHELL and config.notes is not None
