@@ -91,7 +91,7 @@ DIFFERENCES: dict[str, Any] = {
         b, profile=replace(b.profile, compaction_in_user_text_only=False)
     ),
     "chat-equivalent turn depth": lambda b: replace(b, profile=replace(b.profile, chat_equivalent_depth=False)),
-    "32-bit severities": lambda b: replace(b, f32=True),
+    "exact arithmetic (vs 32-bit severities)": lambda b: replace(b, f32=True),
 }
 
 
