@@ -10,9 +10,11 @@ _EPILOG = """\
 What it does:
   1. starts two simulated OpenAI-compatible model servers on 127.0.0.1: an "efficient"
      Lightning-like model (cheap, fast, terse) and a "frontier" model (pricey, slower, verbose);
-  2. builds a router over them from an embedded config;
-  3. drives a multi-turn, tool-using coding-agent session through the drop-in OpenAI client
-     (in-process) and through the proxy with the real openai SDK;
+  2. builds routers over them from an embedded config (a weighted random route and a
+     stage router that reads the agent's tool activity);
+  3. drives multi-turn, tool-using coding-agent sessions through the drop-in OpenAI client
+     (in-process) and through the proxy with the real openai SDK — in the stage-router session
+     the agent escalates on a repeated traceback and drops back once the tests pass;
   4. prints one row per turn — route, selected model, decision source, tokens, cost — and the
      total against sending every turn to the frontier model.
 

@@ -13,10 +13,10 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from switchyard.demo.agent import TASKS, TOOLS, Repo, judge_model, models, parse_args
+from switchyard.demo.agent import STAGE_TASKS, TASKS, TOOLS, Repo, judge_model, models, parse_args
 from switchyard.engine.records import DecisionRecord
 from switchyard.protocol.response import Usage
 
@@ -63,6 +63,18 @@ routes:
     weak_target: efficient
     confirmations: 2
     description: efficient first; a judge reviews every turn and latches to frontier on trouble
+  stage:
+    type: stage_router
+    capable: frontier
+    efficient: efficient
+    picker: efficient_first
+    confidence_threshold: 0.5
+    hold_turns: {{capable: 2}}
+    tool_semantics: {{edit_file: edit}}
+    handoff_notes:
+      escalation_note: "[router] A cheaper model was stuck on this; re-check the state first."
+      deescalation_note: "[router] The tests pass again; carry on with routine work."
+    description: the agent's own tool activity picks the tier, no extra model call
 """
 
 
@@ -74,11 +86,17 @@ class Scenario:
         title: Heading printed above the table.
         route: Route the agent calls.
         via: ``drop-in`` (in-process OpenAI client) or ``proxy`` (real SDK over HTTP, streaming).
+        tasks: The user's requests, one after the other.
+        parser: Whether the repository has the parser the stage-router task is about.
+        legend: Printed under the table.
     """
 
     title: str
     route: str
     via: str
+    tasks: list[str] = field(default_factory=lambda: list(TASKS))
+    parser: bool = False
+    legend: str = ""
 
 
 SCENARIOS: list[Scenario] = [
@@ -87,6 +105,18 @@ SCENARIOS: list[Scenario] = [
     Scenario("LLM classifier: a judge forecasts each user turn (drop-in client)", "classify", "drop-in"),
     Scenario(
         "Escalation: efficient first, a judge reviews each turn, 2 confirmations latch (proxy, SSE)", "watch", "proxy"
+    ),
+    Scenario(
+        "Stage router: escalates on a repeated traceback, holds, drops back when tests pass (drop-in)",
+        "stage",
+        "drop-in",
+        tasks=list(STAGE_TASKS),
+        parser=True,
+        legend=(
+            "sources: fall_open = no decisive signal, the picker's default (efficient); override = the same\n"
+            "traceback twice in the last three results; hold = hold_turns keeps the frontier model after\n"
+            "the switch; tests_passed = tests pass after code changes with no error in the window."
+        ),
     ),
 ]
 
@@ -127,12 +157,21 @@ def _turn(client: Any, route: str, messages: list[dict[str, Any]], session: str,
     return {"role": "assistant", "content": text or None, **({"tool_calls": calls} if calls else {})}
 
 
-def run_session(client: Any, route: str, session: str, *, stream: bool, max_turns: int = 12) -> int:
+def run_session(
+    client: Any,
+    route: str,
+    session: str,
+    *,
+    stream: bool,
+    max_turns: int = 12,
+    tasks: list[str] | None = None,
+    parser: bool = False,
+) -> int:
     """Drives the scripted agent through every task; returns the number of model calls."""
-    repo = Repo()
+    repo = Repo(parser=parser)
     messages: list[dict[str, Any]] = [{"role": "system", "content": "You are a careful coding agent."}]
     calls = 0
-    for task in TASKS:
+    for task in tasks or TASKS:
         messages.append({"role": "user", "content": task})
         for _ in range(max_turns):
             reply = _turn(client, route, messages, session, stream)
@@ -211,6 +250,8 @@ def main(*, show_config: bool = False, use_proxy: bool = True) -> int:
                 time.sleep(0.01)
             print(f"\n== {scenario.title}")
             total, baseline = _table(mine, frontier_price.cost)
+            if scenario.legend:
+                print(scenario.legend)
             saved = 100 * (1 - total / baseline) if baseline else 0.0
             elapsed = time.perf_counter() - started
             print(
@@ -242,7 +283,9 @@ def _run_scenario(sy: Any, scenario: Scenario, session: str) -> int:
     if scenario.via == "drop-in":
         client = OpenAI(switchyard=sy)
         try:
-            return run_session(client, scenario.route, session, stream=False)
+            return run_session(
+                client, scenario.route, session, stream=False, tasks=scenario.tasks, parser=scenario.parser
+            )
         finally:
             client.close()
     import openai
@@ -252,6 +295,8 @@ def _run_scenario(sy: Any, scenario: Scenario, session: str) -> int:
     with ServerThread(sy) as proxy:
         client = openai.OpenAI(base_url=proxy.base_url, api_key="demo", max_retries=0)
         try:
-            return run_session(client, scenario.route, session, stream=True)
+            return run_session(
+                client, scenario.route, session, stream=True, tasks=scenario.tasks, parser=scenario.parser
+            )
         finally:
             client.close()

@@ -49,12 +49,33 @@ TASKS = [
     "Thanks. Now give calc.add a one-line docstring.",
 ]
 
+STAGE_TASKS = [
+    "The parser tests crash. Make parse_pair in parser.py accept '3,5' and get the suite green.",
+    "Thanks. Now give calc.add a one-line docstring.",
+]
+"""The stage-router session: the efficient model keeps re-running a crashing suite until the
+router escalates; the frontier model fixes the bug and the router hands the session back."""
+
+PARSER_BUG = "def parse_pair(text):\n    a, b = text.split(';')\n    return int(a), int(b)\n"
+PARSER_TRACEBACK = (
+    "Traceback (most recent call last):\n"
+    '  File "test_parser.py", line 4, in test_parse_pair\n'
+    "    assert parse_pair('3,5') == (3, 5)\n"
+    '  File "parser.py", line 2, in parse_pair\n'
+    "    a, b = text.split(';')\n"
+    "ValueError: not enough values to unpack (expected 2, got 1)\n"
+    "1 failed"
+)
+
 
 class Repo:
     """The files and test runner the demo agent's tools act on."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, parser: bool = False) -> None:
         self.files = {"calc.py": "def add(a, b):\n    return a - b\n"}
+        if parser:
+            self.files["parser.py"] = PARSER_BUG
+            self.files["test_parser.py"] = "def test_parse_pair():\n    assert parse_pair('3,5') == (3, 5)\n"
 
     def call(self, name: str, args: dict[str, Any]) -> str:
         """Runs one tool call and returns its output."""
@@ -68,6 +89,10 @@ class Repo:
             self.files[path] = text.replace(old, new, 1)
             return f"edited {path}"
         if name == "run_tests":
+            if "split(';')" in self.files.get("parser.py", ""):
+                return PARSER_TRACEBACK
+            if "parser.py" in self.files:
+                return f"{2 + self.files['test_parser.py'].count('def test')} passed in 0.02s"
             if "a - b" in self.files["calc.py"]:
                 return "FAILED test_add: assert add(2, 2) == 4 (got 0)\n1 failed"
             return "1 passed"
@@ -77,7 +102,15 @@ class Repo:
 def _history(body: dict[str, Any]) -> tuple[list[str], str, str]:
     """(tool names called in the current task, last tool output, current task text)."""
     messages = body.get("messages") or []
-    start = max((i for i, m in enumerate(messages) if m.get("role") == "user"), default=0)
+    # The router's handoff notes arrive as user messages too; they are not a new task.
+    start = max(
+        (
+            i
+            for i, m in enumerate(messages)
+            if m.get("role") == "user" and not str(m.get("content") or "").startswith("[router]")
+        ),
+        default=0,
+    )
     names: list[str] = []
     last_output = ""
     for msg in messages[start:]:
@@ -94,6 +127,8 @@ def agent_brain(body: dict[str, Any], model: FakeModel) -> Turn:
     """A deterministic coding agent: enough judgement to finish both demo tasks."""
     verbose = "frontier" in model.name
     names, output, task = _history(body)
+    if "parse_pair" in task:
+        return _parser_brain(names, output, verbose)
 
     def say(short: str, long: str) -> str:
         return long if verbose else short
@@ -144,6 +179,30 @@ def agent_brain(body: dict[str, Any], model: FakeModel) -> Turn:
             "operator and re-ran the suite: the failing test now passes and nothing else broke.",
         )
     )
+
+
+def _parser_brain(names: list[str], output: str, frontier: bool) -> Turn:
+    """The stage-router task: the efficient model retries the crashing suite ("maybe it is
+    flaky"); the frontier model reads the traceback, fixes the split, adds a case, re-runs."""
+    if not names:
+        return Turn(tool_calls=[("read_file", {"path": "parser.py"})])
+    if names[-1] == "read_file":
+        return Turn(tool_calls=[("run_tests", {})])
+    if " passed" in output:
+        return Turn(text="Fixed parse_pair: it splits on ',' now, and the suite passes.")
+    if not frontier:
+        return Turn(tool_calls=[("run_tests", {})])
+    if "Traceback" in output:
+        fix = {"path": "parser.py", "old": "split(';')", "new": "split(',')"}
+        return Turn(text="parse_pair splits on ';' but the input uses ','.", tool_calls=[("edit_file", fix)])
+    if names[-1] == "edit_file" and names.count("edit_file") == 1:
+        case = {
+            "path": "test_parser.py",
+            "old": "def test_parse_pair():",
+            "new": "def test_spaces():\n    assert parse_pair('3, 5') == (3, 5)\n\n\ndef test_parse_pair():",
+        }
+        return Turn(text="Adding a regression test with spaces.", tool_calls=[("edit_file", case)])
+    return Turn(tool_calls=[("run_tests", {})])
 
 
 def models() -> list[FakeModel]:

@@ -18,6 +18,7 @@ _BUILTIN: dict[str, str] = {
     "passthrough": "switchyard.routers.static:PassthroughSpec",
     "random": "switchyard.routers.static:RandomSpec",
     "llm_classifier": "switchyard.routers.llm_classifier:LlmClassifierSpec",
+    "stage_router": "switchyard.routers.stage.spec:StageRouterSpec",
 }
 
 _UNAVAILABLE: dict[str, str] = {}

@@ -1,0 +1,306 @@
+"""Signals from an agent's own tool activity, read off the IR conversation.
+
+Layer: ``routers`` — imports ``protocol`` only.
+
+Because the extractor reads :class:`~switchyard.protocol.messages.Message` objects and never a
+wire body, a conversation gives the same signals whether it arrived as OpenAI Chat, Anthropic
+Messages or OpenAI Responses. It walks the conversation once, newest message first, so the
+windowed signals (the last few tool calls and results) are filled after a handful of messages;
+only the turn depth and the compaction marker need the whole conversation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from switchyard.protocol.messages import Message, TextPart, ToolCallPart, ToolResultPart
+from switchyard.routers.stage import tables as t
+from switchyard.routers.stage.shell import classify_arguments
+from switchyard.routers.stage.tables import ToolKind
+from switchyard.routers.stage.text import analyse_result, failure_fingerprint
+
+_INSTRUCTION_ROLES = frozenset(("system", "developer"))
+_MARKER_LEN = len(t.COMPACTION_MARKER)
+
+
+@dataclass(slots=True, frozen=True)
+class Profile:
+    """Extraction choices that differ between the default behaviour and ``compat: nvidia``.
+
+    Attributes:
+        tool_errors: A result that starts with ``Error:`` (or is a JSON object with an
+            ``error``) is a soft failure.
+        failing_tests: A test summary with a non-zero failure count is a soft failure.
+        search_tools: Claude Code's ``Grep``, ``Glob`` and ``LS`` tools are reads.
+        compaction_in_user_text_only: Look for the compaction marker in user messages only
+            (where agents put the summary), not in what the assistant wrote.
+        chat_equivalent_depth: Count turn depth as Chat Completions would lay the conversation
+            out (one unit per tool result), so a batched Anthropic tool-result message counts
+            the same as the separate Chat ``tool`` messages it stands for.
+    """
+
+    tool_errors: bool = True
+    failing_tests: bool = True
+    search_tools: bool = True
+    compaction_in_user_text_only: bool = True
+    chat_equivalent_depth: bool = True
+
+
+DEFAULT_PROFILE = Profile()
+NVIDIA_PROFILE = Profile(
+    tool_errors=False,
+    failing_tests=False,
+    search_tools=False,
+    compaction_in_user_text_only=False,
+    chat_equivalent_depth=False,
+)
+
+
+@dataclass(slots=True, frozen=True)
+class Signals:
+    """What the recent tool activity says about the turn.
+
+    Attributes:
+        severity: Worst error among the last ``window`` tool results: 0, 0.3 (soft), 0.7 (hard)
+            or 1.0 (critical).
+        errors: Names of the error patterns that fired in that window.
+        repeated_failure: The same hard failure (same pattern, same diagnostic line up to
+            paths and numbers) appears twice in that window: the agent is stuck on it.
+        tests_passed: A test run passed after the latest failure in the window.
+        compacted: The conversation carries a context-compaction summary.
+        turn_depth: Messages so far, system and developer instructions excluded.
+        recent_writes: Writes among the last ``window`` tool calls.
+        recent_edits: Edits among them.
+        recent_reads: Reads among them.
+        recent_plans: Planning calls among them.
+        tool_calls: Tool calls in the whole conversation.
+        tool_results: Tool results in the whole conversation.
+    """
+
+    severity: float = 0.0
+    errors: tuple[str, ...] = ()
+    repeated_failure: bool = False
+    tests_passed: bool = False
+    compacted: bool = False
+    turn_depth: int = 0
+    recent_writes: int = 0
+    recent_edits: int = 0
+    recent_reads: int = 0
+    recent_plans: int = 0
+    tool_calls: int = 0
+    tool_results: int = 0
+
+    @property
+    def recent_production(self) -> int:
+        """Writes plus edits in the window."""
+        return self.recent_writes + self.recent_edits
+
+    def as_details(self) -> dict[str, object]:
+        """The signals as a flat dict for the decision record."""
+        return {
+            "severity": self.severity,
+            "errors": list(self.errors),
+            "repeated_failure": self.repeated_failure,
+            "tests_passed": self.tests_passed,
+            "compacted": self.compacted,
+            "turn_depth": self.turn_depth,
+            "recent_writes": self.recent_writes,
+            "recent_edits": self.recent_edits,
+            "recent_reads": self.recent_reads,
+            "recent_plans": self.recent_plans,
+            "tool_calls": self.tool_calls,
+            "tool_results": self.tool_results,
+        }
+
+
+@dataclass(slots=True, frozen=True)
+class Aggregates:
+    """Whole-conversation counts over the first ``count`` messages (they only ever grow, so a
+    session's next request can start from them).
+
+    Attributes:
+        count: Messages covered.
+        depth: Turn depth so far.
+        compacted: A compaction marker was seen.
+        tool_calls: Tool calls so far.
+        tool_results: Tool results so far.
+    """
+
+    count: int = 0
+    depth: int = 0
+    compacted: bool = False
+    tool_calls: int = 0
+    tool_results: int = 0
+
+
+def extract(
+    messages: Sequence[Message],
+    *,
+    window: int = 3,
+    semantics: Mapping[str, ToolKind] | None = None,
+    profile: Profile = DEFAULT_PROFILE,
+) -> Signals:
+    """Extracts the stage signals from a conversation.
+
+    Args:
+        messages: The conversation, oldest first.
+        window: How many of the newest tool calls (for activity counts) and non-empty tool
+            results (for severity and test runs) count as recent.
+        semantics: Extra tool names (lower-case) and their kinds; they win over the built-in table.
+        profile: Default behaviour or NVIDIA compatibility.
+    """
+    return extract_from(messages, None, window=window, semantics=semantics, profile=profile)[0]
+
+
+def extract_from(
+    messages: Sequence[Message],
+    prefix: Aggregates | None,
+    *,
+    window: int = 3,
+    semantics: Mapping[str, ToolKind] | None = None,
+    profile: Profile = DEFAULT_PROFILE,
+) -> tuple[Signals, Aggregates]:
+    """Like :func:`extract`, continuing the whole-conversation counts from ``prefix`` (the
+    aggregates of ``messages[:prefix.count]``, known to be unchanged); also returns the new ones.
+    """
+    calls, results = _tail(messages, max(1, window))
+    agg = _aggregate(messages, profile, prefix or Aggregates())
+    severity, errors, repeated, passed = _read_results(results, profile)
+    writes = edits = reads = plans = 0
+    for call in calls:
+        kind = classify_call(call, semantics, search_tools=profile.search_tools)
+        if kind is ToolKind.WRITE:
+            writes += 1
+        elif kind is ToolKind.EDIT:
+            edits += 1
+        elif kind is ToolKind.READ:
+            reads += 1
+        elif kind is ToolKind.PLAN:
+            plans += 1
+    signals = Signals(
+        severity=severity,
+        errors=errors,
+        repeated_failure=repeated,
+        tests_passed=passed,
+        compacted=agg.compacted,
+        turn_depth=agg.depth,
+        recent_writes=writes,
+        recent_edits=edits,
+        recent_reads=reads,
+        recent_plans=plans,
+        tool_calls=agg.tool_calls,
+        tool_results=agg.tool_results,
+    )
+    return signals, agg
+
+
+def _tail(messages: Sequence[Message], window: int) -> tuple[list[ToolCallPart], list[ToolResultPart]]:
+    """The newest ``window`` tool calls and non-empty (or failed) tool results, newest first."""
+    calls: list[ToolCallPart] = []
+    results: list[ToolResultPart] = []
+    i = len(messages)
+    while i and (len(calls) < window or len(results) < window):
+        i -= 1
+        msg = messages[i]
+        if msg.role in _INSTRUCTION_ROLES:
+            continue
+        for part in reversed(msg.content):
+            if type(part) is ToolResultPart:
+                if len(results) < window and (part.is_error or _has_text(part)):
+                    results.append(part)
+            elif type(part) is ToolCallPart and len(calls) < window:
+                calls.append(part)
+    return calls, results
+
+
+def _aggregate(messages: Sequence[Message], profile: Profile, start: Aggregates) -> Aggregates:
+    """Turn depth, compaction and totals over the whole conversation, from ``start`` on."""
+    depth, compacted, n_calls, n_results = start.depth, start.compacted, start.tool_calls, start.tool_results
+    chat_depth = profile.chat_equivalent_depth
+    assistant_text = not profile.compaction_in_user_text_only
+    for i in range(start.count, len(messages)):
+        msg = messages[i]
+        role = msg.role
+        if role == "system" or role == "developer":
+            continue
+        scan = not compacted and (assistant_text or role == "user")
+        in_msg = others = 0
+        for part in msg.content:
+            cls = part.__class__
+            if cls is ToolResultPart:
+                in_msg += 1
+            else:
+                others += 1
+                if cls is ToolCallPart:
+                    n_calls += 1
+                elif scan and cls is TextPart and _has_marker(part.text):  # type: ignore[union-attr]
+                    compacted = True
+                    scan = False
+        n_results += in_msg
+        depth += (in_msg + (1 if others or not in_msg else 0)) if chat_depth else 1
+    return Aggregates(len(messages), depth, compacted, n_calls, n_results)
+
+
+def _read_results(results: list[ToolResultPart], profile: Profile) -> tuple[float, tuple[str, ...], bool, bool]:
+    """``(severity, error names, repeated failure, tests passed)`` of the recent results."""
+    severity = 0.0
+    errors: list[str] = []
+    seen: set[str] = set()
+    repeated = False
+    latest_pass = latest_failure = -1
+    for k, result in enumerate(reversed(results)):
+        content = result.content
+        if len(content) == 1 and type(content[0]) is TextPart:
+            text = content[0].text
+        else:
+            text = "\n".join(c.text for c in content if type(c) is TextPart)
+        info = analyse_result(text, profile.tool_errors, profile.failing_tests)
+        level, names, fingerprint = info.level, info.names, info.fingerprint
+        if result.is_error and level < t.HARD:
+            level, names = t.HARD, (*names, "tool_error_flag")
+            fingerprint = failure_fingerprint(text.lower(), names)
+        severity = max(severity, level)
+        if fingerprint is not None:
+            repeated = repeated or fingerprint in seen
+            seen.add(fingerprint)
+        errors.extend(n for n in names if n not in errors)
+        if level > 0:
+            latest_failure = k
+        if info.clean_pass:
+            latest_pass = k
+    # A test run passed after the latest failure in the window.
+    return severity, tuple(errors), repeated, latest_pass > latest_failure
+
+
+def classify_call(
+    call: ToolCallPart, semantics: Mapping[str, ToolKind] | None = None, *, search_tools: bool = True
+) -> ToolKind:
+    """The kind of one tool call: by name, and for shell tools by their command line.
+
+    Args:
+        call: The tool call.
+        semantics: Extra names (lower-case) and their kinds; they win over the built-in table.
+        search_tools: Count Claude Code's Grep/Glob/LS tools as reads.
+    """
+    name = call.name.lower()
+    kind = semantics.get(name) if semantics else None
+    if kind is None:
+        kind = t.TOOL_NAMES.get(name)
+    if kind is None:
+        kind = ToolKind.READ if search_tools and name in t.SEARCH_TOOLS else ToolKind.OTHER
+    if kind is ToolKind.SHELL:
+        return classify_arguments(call.arguments)
+    return kind
+
+
+def _has_text(result: ToolResultPart) -> bool:
+    content = result.content
+    if len(content) == 1:
+        only = content[0]
+        return type(only) is TextPart and bool(only.text)
+    return any(type(c) is TextPart and c.text for c in content)
+
+
+def _has_marker(text: str) -> bool:
+    return len(text) >= _MARKER_LEN and t.COMPACTION_MARKER in text.lower()
