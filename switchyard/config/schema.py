@@ -122,7 +122,8 @@ class SwitchyardConfig(_Strict):
 
     llm_clients: dict[str, LlmClientConfig] = Field(default_factory=dict)
     targets: dict[str, TargetConfig] = Field(default_factory=dict)
-    routes: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    # Values are checked per route ``type`` in load.py (which reports a non-mapping route once).
+    routes: dict[str, Any] = Field(default_factory=dict)
     default_route: str | None = None
     state: StateConfig = Field(default_factory=StateConfig)
     session: SessionConfig = Field(default_factory=SessionConfig)
