@@ -27,6 +27,7 @@ from switchyard.protocol.errors import (
     RouterError,
     SwitchyardError,
     UpstreamError,
+    UpstreamProtocolError,
     UpstreamStatusError,
 )
 from switchyard.protocol.request import ChatRequest
@@ -168,14 +169,19 @@ class EventStream:
                         self._observe(event)
                         yield event
                 except UpstreamError as exc:
-                    self.record.error = exc.message
-                    self.record.status = exc.status
-                    self.record.details["mid_stream_failure"] = True
-                    info = exc.info()
-                    yield StreamError(error=info)
+                    yield self._fail(exc)
+                except Exception as exc:  # a bug below us must still end the stream visibly
+                    logger.exception("stream from target %r failed unexpectedly", self.target)
+                    yield self._fail(UpstreamProtocolError(f"{self.target}: {type(exc).__name__}: {exc}"))
         finally:
             await self._close_rest()
             self._done()
+
+    def _fail(self, exc: UpstreamError) -> StreamError:
+        self.record.error = exc.message
+        self.record.status = exc.status
+        self.record.details["mid_stream_failure"] = True
+        return StreamError(error=exc.info())
 
     def _observe(self, event: StreamEvent) -> None:
         if isinstance(event, UsageDelta):
