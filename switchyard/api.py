@@ -76,6 +76,9 @@ class _LoopThread:
         if self.loop.is_running():
             self.loop.call_soon_threadsafe(self.loop.stop)
             self._thread.join(timeout=5)
+        if not self._thread.is_alive() and not self.loop.is_closed():
+            # An unclosed loop leaks its self-pipe sockets (ResourceWarning at interpreter exit).
+            self.loop.close()
 
 
 class Switchyard:
