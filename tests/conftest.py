@@ -53,6 +53,19 @@ def upstream() -> Iterator[Any]:
         server.stop()
 
 
+@pytest.fixture(scope="module")
+def module_upstream() -> Iterator[Any]:
+    """Like ``upstream``, shared by the tests of one module (starting a server costs ~0.3 s).
+
+    Tests must not depend on ``received`` being empty; look at the latest entries instead.
+    """
+    server = serve_fake(FakeUpstream())
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
 def skeleton_config(port: int) -> dict[str, Any]:
     """The config from the walking-skeleton issue, pointed at ``port``."""
     return {
@@ -83,3 +96,9 @@ def skeleton_config(port: int) -> dict[str, Any]:
 def config(upstream: Any) -> dict[str, Any]:
     """The skeleton config over the running fake upstream."""
     return skeleton_config(upstream.port)
+
+
+@pytest.fixture(scope="module")
+def module_config(module_upstream: Any) -> dict[str, Any]:
+    """The skeleton config over the module's shared fake upstream."""
+    return skeleton_config(module_upstream.port)
