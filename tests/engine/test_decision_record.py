@@ -74,6 +74,22 @@ async def test_record_serialises_to_one_json_line(rig: Callable[..., Rig], tmp_p
     assert row["router_cost"]["calls"] == 0
 
 
+def test_json_line_matches_the_dict() -> None:
+    from switchyard.engine.records import Attempt
+
+    record = DecisionRecord(
+        request_id="r",
+        route="x",
+        router="random",
+        candidates=["a", "b"],
+        attempts=[Attempt("a", False, 1.5, "boom", 503), Attempt("b", True, 2.0)],
+        details={"signals": {"len": 3}, 7: "non-str key"},
+    )
+    record.router_cost.calls = 2
+    assert json.loads(record.to_json()) == json.loads(json.dumps(record.to_dict(), default=str))
+    assert b"\n" not in record.to_json()
+
+
 def test_log_sink_is_quiet_unless_info_is_on(caplog: pytest.LogCaptureFixture) -> None:
     record = DecisionRecord(request_id="r", route="x", router="passthrough")
     with caplog.at_level("WARNING", logger="switchyard.decisions"):
