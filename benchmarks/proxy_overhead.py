@@ -313,7 +313,7 @@ def _machine(pinned: bool) -> dict[str, Any]:
         "pinned": pinned,
         "python": platform.python_version(),
         "platform": platform.platform(),
-        "load_avg_at_start": os.getloadavg() if hasattr(os, "getloadavg") else None,
+        "load_avg_at_end": os.getloadavg() if hasattr(os, "getloadavg") else None,
         "packages": mods,
         "commit": commit,
     }
