@@ -39,11 +39,20 @@ def dropin_config(module_upstream: Any, module_config: dict[str, Any]) -> dict[s
     app = module_upstream.app
     app.models["fake-slow"] = FakeModel("fake-slow", per_chunk_s=PER_CHUNK_S, brain=lambda b, m: Turn(text=SLOW_TEXT))
     app.models["fake-parallel"] = FakeModel("fake-parallel", brain=_two_calls)
+    app.models["fake-slow-tool"] = FakeModel(
+        "fake-slow-tool",
+        per_chunk_s=PER_CHUNK_S,
+        brain=lambda b, m: Turn(
+            tool_calls=[("lookup", {"query": "the long way round the mountain and back down to the valley"})]
+        ),
+    )
     config = json.loads(json.dumps(module_config))
     config["targets"]["slow"] = {"client": "local", "model": "fake-slow"}
     config["targets"]["parallel"] = {"client": "local", "model": "fake-parallel"}
     config["routes"]["slow"] = {"type": "passthrough", "target": "slow"}
     config["routes"]["parallel"] = {"type": "passthrough", "target": "parallel"}
+    config["targets"]["slow-tool"] = {"client": "local", "model": "fake-slow-tool"}
+    config["routes"]["slow-tool"] = {"type": "passthrough", "target": "slow-tool"}
     # The fake upstream's faults are chosen by model name.
     for fault in ("fail-400", "fail-503"):
         config["targets"][fault] = {"client": "local", "model": fault}
@@ -136,6 +145,22 @@ def test_stream_chunks_arrive_as_the_upstream_produces_them(client: Any) -> None
             arrivals.append((time.perf_counter() - started, chunk.choices[0].delta.content))
     assert "".join(text for _, text in arrivals) == SLOW_TEXT
     _assert_spread([t for t, _ in arrivals])
+
+
+def test_tool_call_arguments_stream_as_produced(client: Any) -> None:
+    started = time.perf_counter()
+    pieces: list[tuple[float, str]] = []
+    for chunk in client.chat.completions.create(
+        model="slow-tool", messages=[{"role": "user", "content": "go"}], tools=TOOLS, stream=True
+    ):
+        for call in (chunk.choices[0].delta.tool_calls or []) if chunk.choices else []:
+            if call.function and call.function.arguments:
+                pieces.append((time.perf_counter() - started, call.function.arguments))
+    assert json.loads("".join(p for _, p in pieces)) == {
+        "query": "the long way round the mountain and back down to the valley"
+    }
+    # The fake upstream sends the arguments in 12-character pieces, one every PER_CHUNK_S.
+    _assert_spread([t for t, _ in pieces][:6])
 
 
 def _assert_spread(times: list[float]) -> None:
