@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from _configs import skeleton_config
 
 from switchyard.testing import FakeUpstream, serve_fake
 
@@ -53,33 +54,26 @@ def upstream() -> Iterator[Any]:
         server.stop()
 
 
-def skeleton_config(port: int) -> dict[str, Any]:
-    """The config from the walking-skeleton issue, pointed at ``port``."""
-    return {
-        "llm_clients": {"local": {"format": "openai_chat", "base_url": f"http://127.0.0.1:{port}/v1"}},
-        "targets": {
-            "efficient": {
-                "client": "local",
-                "model": "fake-efficient",
-                "price": {"input_per_mtok": 0.1, "output_per_mtok": 0.4},
-                "extra_body": {"chat_template_kwargs": {"enable_thinking": False}},
-            },
-            "capable": {
-                "client": "local",
-                "model": "fake-capable",
-                "price": {"input_per_mtok": 15, "output_per_mtok": 75},
-            },
-            "broken": {"client": "local", "model": "fail-500"},
-        },
-        "routes": {
-            "fast": {"type": "passthrough", "target": "efficient"},
-            "mix": {"type": "random", "targets": ["efficient", "capable"], "weights": [1, 1], "seed": 7},
-            "resilient": {"type": "random", "targets": ["broken", "capable"], "weights": [1, 0]},
-        },
-    }
+@pytest.fixture(scope="module")
+def module_upstream() -> Iterator[Any]:
+    """Like ``upstream``, shared by the tests of one module (starting a server costs ~0.3 s).
+
+    Tests must not depend on ``received`` being empty; look at the latest entries instead.
+    """
+    server = serve_fake(FakeUpstream())
+    try:
+        yield server
+    finally:
+        server.stop()
 
 
 @pytest.fixture
 def config(upstream: Any) -> dict[str, Any]:
     """The skeleton config over the running fake upstream."""
     return skeleton_config(upstream.port)
+
+
+@pytest.fixture(scope="module")
+def module_config(module_upstream: Any) -> dict[str, Any]:
+    """The skeleton config over the module's shared fake upstream."""
+    return skeleton_config(module_upstream.port)

@@ -6,6 +6,7 @@ Layer: ``clients`` — the only layer that speaks HTTP (through ``httpx``).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
@@ -29,6 +30,10 @@ from switchyard.protocol.targets import TargetInfo
 from switchyard.wire import codec as get_codec
 from switchyard.wire.base import WireFormat
 from switchyard.wire.sse import SSEParser
+
+# Bounds on reading the tail of a stream whose answer is complete (see ``_drain``).
+_DRAIN_S = 5.0
+_DRAIN_BYTES = 64 * 1024
 
 _HOP_BY_HOP = frozenset({"host", "content-length", "connection", "transfer-encoding", "accept-encoding"})
 
@@ -90,12 +95,18 @@ class HttpBackend:
         base_headers.update(self._auth_headers(api_key))
         base_headers.update(headers or {})
         self._headers = base_headers
+        self._drains: set[asyncio.Task[None]] = set()
         self._client = httpx.AsyncClient(
             transport=transport,
             limits=httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections),
             timeout=httpx.Timeout(self.timeouts.read, connect=self.timeouts.connect),
             follow_redirects=False,
         )
+        # Requests are built and sent below the client (see ``_send``): parse the URL and pick the
+        # transport (an injected one, or the proxy the environment names for this URL) once.
+        self._target_url = httpx.URL(self.url)
+        self._transport = self._client._transport_for_url(self._target_url)
+        self._base_headers = {**self._client.headers, **base_headers}
 
     @staticmethod
     def _url(base: str, path: str) -> str:
@@ -122,24 +133,35 @@ class HttpBackend:
         return orjson.dumps(body)
 
     def _request(self, content: bytes, options: CallOptions, timeouts: Timeouts) -> httpx.Request:
-        headers = dict(self._headers)
-        for key, value in options.headers.items():
-            if key.lower() not in _HOP_BY_HOP:
-                headers[key] = value
-        return self._client.build_request(
-            "POST",
-            self.url,
-            content=content,
-            headers=headers,
-            timeout=httpx.Timeout(timeouts.read, connect=timeouts.connect),
+        headers = self._base_headers
+        if options.headers:
+            headers = dict(headers)
+            for key, value in options.headers.items():
+                if key.lower() not in _HOP_BY_HOP:
+                    headers[key] = value
+        timeout = httpx.Timeout(timeouts.read, connect=timeouts.connect)
+        return httpx.Request(
+            "POST", self._target_url, content=content, headers=headers, extensions={"timeout": timeout.as_dict()}
         )
+
+    async def _send(self, request: httpx.Request, *, stream: bool = False) -> httpx.Response:
+        """Sends straight to the transport. ``AsyncClient.send`` would add URL merging, a cookie
+        jar, auth and redirect handling we do not use, for about a third of the HTTP cost."""
+        response = await self._transport.handle_async_request(request)
+        response.request = request
+        if not stream:
+            try:
+                await response.aread()
+            finally:
+                await response.aclose()
+        return response
 
     def _limits(self, options: CallOptions) -> tuple[Timeouts, float | None, str]:
         """This attempt's limits, its ``time.monotonic()`` deadline (the client's ``total``,
         capped by the request's own deadline) and which of the two that is, for messages."""
         timeouts = self.timeouts.merged(options.timeout)
         deadline = None if timeouts.total is None else time.monotonic() + timeouts.total
-        label = f"total of {timeouts.total:g}s"
+        label = "total" if timeouts.total is None else f"total of {timeouts.total:g}s"
         if options.deadline is not None and (deadline is None or options.deadline < deadline):
             deadline, label = options.deadline, "request deadline"
         return timeouts, deadline, label
@@ -149,7 +171,7 @@ class HttpBackend:
         req = self._request(self._body(request, target, options, stream=False), options, timeouts)
         try:
             async with asyncio.timeout(_left(deadline)):
-                resp = await self._client.send(req)
+                resp = await self._send(req)
         except TimeoutError as exc:
             raise UpstreamTimeoutError(
                 f"{target.name}: no complete answer within its {label}",
@@ -178,7 +200,7 @@ class HttpBackend:
         req = self._request(self._body(request, target, options, stream=True), options, timeouts)
         try:
             async with asyncio.timeout(_left(deadline)):
-                resp = await self._client.send(req, stream=True)
+                resp = await self._send(req, stream=True)
         except TimeoutError as exc:
             raise UpstreamTimeoutError(
                 f"{target.name}: no response headers within its {label}",
@@ -218,6 +240,7 @@ class HttpBackend:
         parser = SSEParser()
         decoder = self.codec.stream_decoder()
         chunks = resp.aiter_bytes()
+        handed_off = False
         try:
             while True:
                 # The total deadline bounds every wait for bytes, so a stream that trickles (each
@@ -235,7 +258,14 @@ class HttpBackend:
                 for sse in parser.feed(chunk):
                     for event in decoder.feed(sse):
                         yield event
+                    if decoder.done:
+                        break
                 if decoder.done:
+                    # The answer is complete, but the HTTP response may not be: closing it before its
+                    # last bytes drops the connection (and, upstream over TLS, the session). Read the
+                    # rest in the background so the connection returns to the pool.
+                    handed_off = True
+                    self._drain_later(resp, chunks)
                     return
             for sse in parser.finish():
                 for event in decoder.feed(sse):
@@ -248,7 +278,13 @@ class HttpBackend:
             exc.target = target.name
             raise
         finally:
-            await resp.aclose()
+            if not handed_off:
+                await resp.aclose()
+
+    def _drain_later(self, resp: httpx.Response, chunks: AsyncIterator[bytes]) -> None:
+        task = asyncio.get_running_loop().create_task(_drain(resp, chunks))
+        self._drains.add(task)
+        task.add_done_callback(self._drains.discard)
 
     async def context_window(self, target: TargetInfo, timeout_s: float) -> int | None:
         """Asks ``GET {base_url}/models`` for the model's context window (vLLM's
@@ -282,9 +318,29 @@ class HttpBackend:
 
     async def aclose(self) -> None:
         """Closes pooled connections."""
+        for task in list(self._drains):
+            task.cancel()
         await self._client.aclose()
 
 
 def _left(deadline: float | None) -> float | None:
     """Seconds until ``deadline`` (a ``time.monotonic()`` value), for ``asyncio.timeout``."""
     return None if deadline is None else deadline - time.monotonic()
+
+
+async def _drain(resp: httpx.Response, chunks: AsyncIterator[bytes]) -> None:
+    """Reads what is left of a finished stream's response (normally just the end of the chunked
+    body), briefly and boundedly, then closes it; a complete response leaves its connection
+    pooled, anything else closes it."""
+    try:
+        async with asyncio.timeout(_DRAIN_S):
+            left = _DRAIN_BYTES
+            async for chunk in chunks:
+                left -= len(chunk)
+                if left < 0:
+                    break
+    except (TimeoutError, httpx.HTTPError):
+        pass
+    finally:
+        with contextlib.suppress(httpx.HTTPError):
+            await resp.aclose()

@@ -18,6 +18,7 @@ from pydantic import (
     NonNegativeInt,
     PositiveFloat,
     PositiveInt,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
@@ -109,7 +110,7 @@ class LlmClientConfig(_Strict):
     """
 
     format: ClientFormat = "openai_chat"
-    base_url: str | None = None
+    base_url: str | None = Field(default=None, validate_default=True)
     api_key_env: str | None = None
     headers: dict[str, str] = Field(default_factory=dict)
     timeout: TimeoutConfig = Field(default_factory=TimeoutConfig)
@@ -118,23 +119,25 @@ class LlmClientConfig(_Strict):
     retry: RetryConfig = Field(default_factory=RetryConfig)
     circuit_breaker: CircuitBreakerConfig = Field(default_factory=CircuitBreakerConfig)
     discover_context_window: bool = True
-    litellm_params: dict[str, Any] = Field(default_factory=dict)
+    litellm_params: dict[str, Any] = Field(default_factory=dict, validate_default=True)
 
     @field_validator("base_url")
     @classmethod
-    def _url(cls, value: str | None) -> str | None:
-        if value is not None and not value.startswith(("http://", "https://")):
+    def _url(cls, value: str | None, info: ValidationInfo) -> str | None:
+        if value is None:
+            if info.data.get("format", "openai_chat") != "litellm":
+                raise ValueError("required key is missing (only format 'litellm' may leave it out)")
+            return None
+        if not value.startswith(("http://", "https://")):
             raise ValueError(f"must be an absolute http(s) URL, got {value!r}")
         return value
 
-    @model_validator(mode="after")
-    def _per_format(self) -> LlmClientConfig:
-        if self.format != "litellm":
-            if self.base_url is None:
-                raise ValueError("base_url: required key is missing (only format 'litellm' may leave it out)")
-            if self.litellm_params:
-                raise ValueError("litellm_params: only allowed with format 'litellm'")
-        return self
+    @field_validator("litellm_params")
+    @classmethod
+    def _litellm_only(cls, value: dict[str, Any], info: ValidationInfo) -> dict[str, Any]:
+        if value and info.data.get("format") != "litellm":
+            raise ValueError("only allowed with format 'litellm'")
+        return value
 
     @field_validator("headers")
     @classmethod
@@ -202,7 +205,8 @@ class SwitchyardConfig(_Strict):
 
     llm_clients: dict[str, LlmClientConfig] = Field(default_factory=dict)
     targets: dict[str, TargetConfig] = Field(default_factory=dict)
-    routes: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    # Values are checked per route ``type`` in load.py (which reports a non-mapping route once).
+    routes: dict[str, Any] = Field(default_factory=dict)
     default_route: str | None = None
     state: StateConfig = Field(default_factory=StateConfig)
     session: SessionConfig = Field(default_factory=SessionConfig)

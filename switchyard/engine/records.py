@@ -131,7 +131,9 @@ class DecisionRecord:
 
     def to_json(self) -> bytes:
         """One compact JSON line (no newline)."""
-        return orjson.dumps(self.to_dict(), option=orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS)
+        # orjson serialises (nested, slotted) dataclasses itself: ~10x cheaper than going
+        # through dataclasses.asdict, and this runs once per request when records are logged.
+        return orjson.dumps(self, option=orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS)
 
 
 DecisionSink = Callable[[DecisionRecord], None]

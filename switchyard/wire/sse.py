@@ -34,6 +34,9 @@ class SSEParser:
 
     def feed(self, chunk: bytes) -> list[SSEEvent]:
         """Adds bytes and returns the events they completed."""
+        if not chunk:
+            # An empty read must not forget a pending CR: the LF completing it may come next.
+            return []
         if self._pending_cr and chunk.startswith(b"\n"):
             chunk = chunk[1:]
         self._pending_cr = False
@@ -61,8 +64,11 @@ class SSEParser:
 
     def _line(self, raw: bytes, out: list[SSEEvent]) -> None:
         if not raw:
-            if self._data:
-                out.append(SSEEvent(self._event, "\n".join(self._data)))
+            data = "\n".join(self._data)
+            # A lone empty ``data:`` line dispatches nothing (as the SSE spec says): an event with
+            # empty data would make JSON-parsing clients such as openai-python fail.
+            if data:
+                out.append(SSEEvent(self._event, data))
             self._data = []
             self._event = None
             return

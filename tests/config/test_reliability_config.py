@@ -74,7 +74,7 @@ def write(tmp_path: Path, client: str = "", route: str = "") -> Path:
         (
             "    litellm_params: {aws_region_name: x}",
             "",
-            "llm_clients.local: litellm_params: only allowed with format 'litellm'",
+            "llm_clients.local.litellm_params: only allowed with format 'litellm'",
         ),
         (
             "",
@@ -93,7 +93,7 @@ def test_base_url_is_required_except_for_litellm() -> None:
     cfg: dict[str, Any] = {"llm_clients": {"x": {"format": "openai_chat"}}}
     with pytest.raises(ConfigError) as err:
         load_config(cfg)
-    assert "llm_clients.x: base_url: required key is missing" in str(err.value)
+    assert "llm_clients.x.base_url: required key is missing" in str(err.value)
     load_config({"llm_clients": {"x": {"format": "litellm"}}})
 
 

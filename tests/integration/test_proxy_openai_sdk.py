@@ -25,22 +25,22 @@ TOOLS = [
 ]
 
 
-@pytest.fixture
-def proxy(config: dict[str, Any]) -> Iterator[tuple[ServerThread, list[DecisionRecord]]]:
-    sy = Switchyard.from_config(config)
+@pytest.fixture(scope="module")
+def proxy(module_config: dict[str, Any]) -> Iterator[tuple[ServerThread, list[DecisionRecord]]]:
+    sy = Switchyard.from_config(module_config)
     records: list[DecisionRecord] = []
     sy.on_decision(records.append)
     with ServerThread(sy) as server:
         yield server, records
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def client(proxy: tuple[ServerThread, list[DecisionRecord]]) -> Iterator[openai.OpenAI]:
     with openai.OpenAI(base_url=proxy[0].base_url, api_key="test", max_retries=0) as c:
         yield c
 
 
-def test_json_answer_carries_routing_headers(client: openai.OpenAI, upstream: Any) -> None:
+def test_json_answer_carries_routing_headers(client: openai.OpenAI, module_upstream: Any) -> None:
     raw = client.chat.completions.with_raw_response.create(
         model="fast", messages=[{"role": "user", "content": "hello there"}]
     )
@@ -51,17 +51,17 @@ def test_json_answer_carries_routing_headers(client: openai.OpenAI, upstream: An
     assert raw.headers["x-switchyard-decision-source"] == "passthrough"
     assert float(raw.headers["x-switchyard-overhead-ms"]) >= 0
     # The target's extra_body reached the upstream, shallow-merged into the body.
-    sent = upstream.app.bodies("fake-efficient")[-1]
+    sent = module_upstream.app.bodies("fake-efficient")[-1]
     assert sent["chat_template_kwargs"] == {"enable_thinking": False}
 
 
-def test_request_keys_win_over_extra_body(client: openai.OpenAI, upstream: Any) -> None:
+def test_request_keys_win_over_extra_body(client: openai.OpenAI, module_upstream: Any) -> None:
     client.chat.completions.create(
         model="fast",
         messages=[{"role": "user", "content": "x"}],
         extra_body={"chat_template_kwargs": {"enable_thinking": True}},
     )
-    assert upstream.app.bodies("fake-efficient")[-1]["chat_template_kwargs"] == {"enable_thinking": True}
+    assert module_upstream.app.bodies("fake-efficient")[-1]["chat_template_kwargs"] == {"enable_thinking": True}
 
 
 def test_streamed_tool_call_through_proxy(client: openai.OpenAI) -> None:

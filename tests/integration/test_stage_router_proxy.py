@@ -7,8 +7,8 @@ from typing import Any
 
 import openai
 import pytest
+from _configs import skeleton_config
 from _convo import Step, bash, render, tool
-from conftest import skeleton_config
 
 from switchyard.api import Switchyard
 from switchyard.engine.records import DecisionRecord

@@ -51,6 +51,11 @@ def _bad(msg: str, param: str) -> InvalidRequestError:
     return InvalidRequestError(msg, param=param)
 
 
+def _obj(value: Any) -> dict[str, Any]:
+    """``value`` when it is a JSON object, else an empty one (optional sub-objects)."""
+    return value if isinstance(value, dict) else {}
+
+
 def _image_from_url(url: str, detail: str | None) -> ImagePart:
     if url.startswith("data:"):
         header, _, payload = url.partition(",")
@@ -95,7 +100,7 @@ def _decode_tool_calls(calls: Any, path: str) -> list[ToolCallPart]:
         if not isinstance(call, dict):
             raise _bad(f"{path}[{i}] must be an object", f"{path}[{i}]")
         if call.get("type") == "custom":
-            spec = call.get("custom") or {}
+            spec = _obj(call.get("custom"))
             out.append(
                 ToolCallPart(
                     id=str(call.get("id", "")),
@@ -158,7 +163,7 @@ def _decode_tools(tools: Any) -> list[ToolDefinition]:
         if not isinstance(tool, dict):
             raise _bad(f"tools[{i}] must be an object", f"tools[{i}]")
         if tool.get("type") == "custom":
-            spec = tool.get("custom") or {}
+            spec = _obj(tool.get("custom"))
             out.append(
                 ToolDefinition(
                     name=str(spec.get("name", "")),
@@ -197,7 +202,7 @@ def decode_tool_choice(choice: Any) -> ToolChoice | None:
                 return ToolChoice(mode="tool", name=name)
         if kind == "allowed_tools":
             diagnostics.report("openai_chat.allowed_tools", "tool_choice allowed_tools narrowed to 'auto'")
-            mode = (choice.get("allowed_tools") or {}).get("mode", "auto")
+            mode = _obj(choice.get("allowed_tools")).get("mode", "auto")
             return ToolChoice(mode="required" if mode == "required" else "auto")
     raise _bad(f"unsupported tool_choice {choice!r}", "tool_choice")
 
@@ -241,6 +246,9 @@ def decode_request(body: dict[str, Any]) -> ChatRequest:
         err = exc.errors()[0]
         loc = ".".join(str(p) for p in err["loc"])
         raise _bad(f"invalid request: {loc}: {err['msg']}", loc) from exc
+    except (TypeError, ValueError, AttributeError, KeyError) as exc:
+        # A shape the checks above did not foresee: still the caller's fault, never a 500.
+        raise InvalidRequestError(f"invalid request: {type(exc).__name__}: {exc}") from exc
 
 
 def _encode_image(part: ImagePart) -> dict[str, Any]:

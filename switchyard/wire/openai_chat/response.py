@@ -75,8 +75,17 @@ def decode_response(body: dict[str, Any]) -> ChatResponse:
     """Decodes a ``chat.completion`` object.
 
     Raises:
-        UpstreamProtocolError: The body has no usable choice.
+        UpstreamProtocolError: The body has no usable choice or is malformed.
     """
+    try:
+        return _decode_response(body)
+    except UpstreamProtocolError:
+        raise
+    except (TypeError, ValueError, AttributeError, KeyError) as exc:
+        raise UpstreamProtocolError(f"malformed upstream chat completion: {type(exc).__name__}: {exc}") from exc
+
+
+def _decode_response(body: dict[str, Any]) -> ChatResponse:
     choices = body.get("choices")
     if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
         raise UpstreamProtocolError("upstream chat completion has no choices")

@@ -54,6 +54,15 @@ class ChatStreamDecoder:
         return self._done
 
     def feed(self, event: SSEEvent) -> list[StreamEvent]:
+        try:
+            return self._feed(event)
+        except UpstreamProtocolError:
+            raise
+        except (TypeError, ValueError, AttributeError, KeyError) as exc:
+            # A chunk of an unexpected shape is the upstream's fault: a typed error, never a crash.
+            raise UpstreamProtocolError(f"malformed upstream stream chunk: {type(exc).__name__}: {exc}") from exc
+
+    def _feed(self, event: SSEEvent) -> list[StreamEvent]:
         data = event.data
         if data.startswith("[DONE]"):
             self._done = True

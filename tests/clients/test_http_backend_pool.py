@@ -1,0 +1,103 @@
+"""HttpBackend keeps upstream connections alive: streamed answers must not cost a new connection
+(for a TLS upstream, a new handshake) each."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+import orjson
+import pytest
+
+from switchyard.clients.backend import HttpBackend
+from switchyard.protocol.call import CallOptions
+from switchyard.protocol.messages import Message
+from switchyard.protocol.request import ChatRequest
+from switchyard.protocol.stream import MessageStop, StreamEvent, TextDelta
+from switchyard.protocol.targets import TargetInfo
+
+
+def _sse_response() -> bytes:
+    def chunk(delta: dict[str, object], finish: str | None = None) -> bytes:
+        body = {"id": "c", "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+        return b"data: " + orjson.dumps(body) + b"\n\n"
+
+    events = [chunk({"role": "assistant", "content": "hi"}), chunk({}, "stop"), b"data: [DONE]\n\n"]
+    body = b"".join(f"{len(e):x}\r\n".encode() + e + b"\r\n" for e in events) + b"0\r\n\r\n"
+    return b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n" + body
+
+
+_JSON = orjson.dumps({"id": "c", "choices": [{"index": 0, "message": {"content": "hi"}, "finish_reason": "stop"}]})
+
+
+class _Upstream(asyncio.Protocol):
+    """A keep-alive HTTP/1.1 server that counts its connections."""
+
+    connections = 0
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        type(self).connections += 1
+        self.transport = transport
+        self.buf = b""
+
+    def data_received(self, data: bytes) -> None:
+        self.buf += data
+        end = self.buf.find(b"\r\n\r\n")
+        if end < 0:
+            return
+        head = self.buf[:end].lower()
+        length = int(head.split(b"content-length:")[1].split(b"\r\n")[0])
+        if len(self.buf) < end + 4 + length:
+            return
+        body, self.buf = self.buf[end + 4 : end + 4 + length], self.buf[end + 4 + length :]
+        if b'"stream":true' in body:
+            self.transport.write(_sse_response())  # type: ignore[attr-defined]
+        else:
+            head = f"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {len(_JSON)}\r\n\r\n"
+            self.transport.write(head.encode() + _JSON)  # type: ignore[attr-defined]
+
+
+@pytest.fixture
+async def backend() -> AsyncIterator[HttpBackend]:
+    _Upstream.connections = 0
+    server = await asyncio.get_running_loop().create_server(_Upstream, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    be = HttpBackend("up", f"http://127.0.0.1:{port}/v1")
+    try:
+        yield be
+    finally:
+        await be.aclose()
+        server.close()
+        await server.wait_closed()
+
+
+TARGET = TargetInfo(name="t", model="m")
+REQUEST = ChatRequest(messages=[Message.of("user", "x")])
+
+
+async def _stream_once(be: HttpBackend) -> list[StreamEvent]:
+    events = await be.open_stream(REQUEST, TARGET, CallOptions())
+    return [e async for e in events]
+
+
+async def test_streams_reuse_the_connection(backend: HttpBackend) -> None:
+    for _ in range(5):
+        got = await _stream_once(backend)
+        assert [e for e in got if isinstance(e, TextDelta)] == [TextDelta(text="hi")]
+        assert isinstance(got[-1], MessageStop)
+        # The end of the HTTP response is read in the background once [DONE] arrived.
+        await asyncio.sleep(0.01)
+    assert _Upstream.connections == 1
+
+
+async def test_json_and_streams_share_the_pool(backend: HttpBackend) -> None:
+    for _ in range(3):
+        assert (await backend.complete(REQUEST, TARGET, CallOptions())).text == "hi"
+        await _stream_once(backend)
+        await asyncio.sleep(0.01)
+    assert _Upstream.connections == 1
+
+
+async def test_closing_the_backend_with_a_drain_pending_is_clean(backend: HttpBackend) -> None:
+    await _stream_once(backend)
+    await backend.aclose()  # the fixture closes it again: must be harmless

@@ -1,0 +1,85 @@
+"""Who is calling: headers first, in a fixed order, then the body, then an optional hash."""
+
+from __future__ import annotations
+
+import orjson
+import pytest
+
+from switchyard.engine.session import first_message_hash, identify
+from switchyard.protocol.messages import Message
+from switchyard.protocol.request import ChatRequest
+
+REQUEST = ChatRequest(
+    model="r",
+    messages=[Message.of("user", "fix the bug"), Message.of("assistant", "done"), Message.of("user", "thanks")],
+    user="end-user",
+    metadata={"session_id": "from-metadata"},
+)
+CODEX = orjson.dumps({"session_id": "codex-s", "thread_id": "codex-t", "parent_thread_id": "codex-p"}).decode()
+
+ALL = {
+    "x-switchyard-session-id": "sy",
+    "x-claude-code-session-id": "cc",
+    "x-session-id": "generic",
+    "x-codex-turn-metadata": CODEX,
+    "session-id": "bare",
+}
+ORDER = [
+    ("x-switchyard-session-id", "sy"),
+    ("x-claude-code-session-id", "cc"),
+    ("x-session-id", "generic"),
+    ("x-codex-turn-metadata", "codex-s"),
+    ("session-id", "bare"),
+]
+
+
+@pytest.mark.parametrize("drop", range(len(ORDER)))
+def test_session_header_order(drop: int) -> None:
+    headers = {name: ALL[name] for name, _ in ORDER[drop:]}
+    info = identify(headers, REQUEST)
+    assert (info.source, info.session_id) == ORDER[drop]
+
+
+def test_body_fields_then_hash() -> None:
+    assert identify({}, REQUEST).session_id == "from-metadata"
+    no_meta = REQUEST.model_copy(update={"metadata": None})
+    assert (identify({}, no_meta).source, identify({}, no_meta).session_id) == ("user", "end-user")
+    anonymous = no_meta.model_copy(update={"user": None})
+    assert identify({}, anonymous).session_id is None
+    hashed = identify({}, anonymous, hash_fallback=True)
+    assert hashed.source == "first_message_hash"
+    assert hashed.session_id == first_message_hash(anonymous)
+    # Same first message → same session, whatever followed.
+    later = anonymous.model_copy(update={"messages": [*anonymous.messages, Message.of("user", "more")]})
+    assert identify({}, later, hash_fallback=True).session_id == hashed.session_id
+
+
+def test_blank_headers_and_bad_codex_metadata_are_skipped() -> None:
+    info = identify(
+        {"x-switchyard-session-id": "  ", "x-codex-turn-metadata": "{not json", "x-session-id": " s "}, REQUEST
+    )
+    assert (info.source, info.session_id) == ("x-session-id", "s")
+    assert identify({"x-codex-turn-metadata": "[1]"}, REQUEST).source == "metadata.session_id"
+
+
+def test_agent_identity_and_key() -> None:
+    info = identify({"x-codex-turn-metadata": CODEX}, REQUEST)
+    assert (info.agent_id, info.parent_agent_id) == ("codex-t", "codex-p")
+    assert info.key == "codex-s/codex-t"  # a sub-agent gets its own state slot
+    info = identify(
+        {
+            "x-switchyard-session-id": "s",
+            "x-switchyard-agent-id": "a",
+            "x-claude-code-agent-id": "ignored",
+            "x-claude-code-parent-agent-id": "p",
+        },
+        REQUEST,
+    )
+    assert (info.agent_id, info.parent_agent_id, info.key) == ("a", "p", "s/a")
+    top = identify({"x-switchyard-session-id": "s", "x-switchyard-agent-id": "a"}, REQUEST)
+    assert top.key == "s"  # the main agent (no parent) shares the session's slot
+
+
+def test_turn_index_counts_assistant_turns() -> None:
+    assert identify({}, REQUEST).turn_index == 1
+    assert identify({}, ChatRequest(messages=[Message.of("user", "x")])).turn_index == 0

@@ -1,0 +1,168 @@
+"""OpenAI Chat request codec: golden fixtures plus the edge cases a table says best."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from switchyard.protocol.errors import InvalidRequestError
+from switchyard.protocol.messages import ImagePart, Message, ReasoningPart, TextPart, ToolResultPart
+from switchyard.protocol.request import ChatRequest
+from switchyard.protocol.tools import ToolChoice, ToolDefinition
+from switchyard.wire import codec
+from switchyard.wire.openai_chat import CODEC
+
+UPSTREAM_MODEL = "nvidia/lightning"
+
+
+@pytest.mark.golden("openai_chat/requests")
+def test_request_golden(golden: Any) -> None:
+    body = golden["body"]
+    request = CODEC.decode_request(body)
+    golden.check("ir", golden.dump(request))
+    upstream = CODEC.encode_request(request, model=UPSTREAM_MODEL, stream=request.stream)
+    golden.check("upstream", upstream)
+    # What we send upstream decodes to the same conversation (model aside): nothing silently lost
+    # in one hop except what the diagnostics report (reasoning history).
+    again = CODEC.decode_request(upstream)
+    assert again.tools == request.tools
+    assert again.tool_choice == request.tool_choice
+    assert [m.role for m in again.messages] == [m.role for m in request.messages]
+    assert again.extra == request.extra
+
+
+def test_registry_returns_the_chat_codec() -> None:
+    assert codec("openai_chat") is CODEC
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        (None, None),
+        ("auto", ToolChoice(mode="auto")),
+        ("none", ToolChoice(mode="none")),
+        ("required", ToolChoice(mode="required")),
+        ({"type": "function", "function": {"name": "lookup"}}, ToolChoice(mode="tool", name="lookup")),
+        ({"type": "custom", "custom": {"name": "apply_patch"}}, ToolChoice(mode="tool", name="apply_patch")),
+        # The Responses API shape (name at the top) is accepted too.
+        ({"type": "function", "name": "lookup"}, ToolChoice(mode="tool", name="lookup")),
+        ({"type": "allowed_tools", "allowed_tools": {"mode": "required", "tools": []}}, ToolChoice(mode="required")),
+        ({"type": "allowed_tools", "allowed_tools": {"mode": "auto", "tools": []}}, ToolChoice(mode="auto")),
+    ],
+)
+def test_tool_choice_forms(raw: Any, expected: ToolChoice | None) -> None:
+    body: dict[str, Any] = {"model": "m", "messages": [], "tools": [{"type": "function", "function": {"name": "x"}}]}
+    if raw is not None:
+        body["tool_choice"] = raw
+    assert CODEC.decode_request(body).tool_choice == expected
+
+
+@pytest.mark.parametrize("raw", ["sometimes", {"type": "function"}, {"type": "mystery"}, 3])
+def test_unsupported_tool_choice_is_a_400(raw: Any) -> None:
+    with pytest.raises(InvalidRequestError) as err:
+        CODEC.decode_request({"model": "m", "messages": [], "tool_choice": raw})
+    assert err.value.status == 400 and err.value.param == "tool_choice"
+
+
+def test_named_choice_encodes_in_the_kind_of_its_tool() -> None:
+    request = ChatRequest(
+        messages=[Message.of("user", "x")],
+        tools=[ToolDefinition(name="apply_patch", kind="custom"), ToolDefinition(name="lookup")],
+        tool_choice=ToolChoice(mode="tool", name="apply_patch"),
+    )
+    body = CODEC.encode_request(request, model="m", stream=False)
+    assert body["tool_choice"] == {"type": "custom", "custom": {"name": "apply_patch"}}
+    request.tool_choice = ToolChoice(mode="tool", name="lookup")
+    body = CODEC.encode_request(request, model="m", stream=False)
+    assert body["tool_choice"] == {"type": "function", "function": {"name": "lookup"}}
+
+
+def test_tool_choice_without_tools_is_not_sent() -> None:
+    # vLLM answers 400 to a tool_choice without tools (and to ``tools: []``).
+    request = ChatRequest(messages=[Message.of("user", "x")], tool_choice=ToolChoice(mode="none"))
+    body = CODEC.encode_request(request, model="m", stream=False)
+    assert "tool_choice" not in body and "tools" not in body
+
+
+def test_stream_flags_follow_the_call_not_the_caller() -> None:
+    request = CODEC.decode_request(
+        {"model": "m", "messages": [], "stream": True, "stream_options": {"include_usage": False}}
+    )
+    streamed = CODEC.encode_request(request, model="m", stream=True)
+    assert streamed["stream"] is True and streamed["stream_options"] == {"include_usage": True}
+    whole = CODEC.encode_request(request, model="m", stream=False)
+    assert "stream" not in whole and "stream_options" not in whole
+
+
+def test_data_uri_round_trip() -> None:
+    request = CODEC.decode_request(
+        {
+            "model": "m",
+            "messages": [
+                {"role": "user", "content": [{"type": "image_url", "image_url": {"url": "data:image/gif;base64,R0lG"}}]}
+            ],
+        }
+    )
+    (part,) = request.messages[0].content
+    assert part == ImagePart(data="R0lG", media_type="image/gif")
+    body = CODEC.encode_request(request, model="m", stream=False)
+    assert body["messages"][0]["content"] == [{"type": "image_url", "image_url": {"url": "data:image/gif;base64,R0lG"}}]
+
+
+def test_anthropic_style_user_turn_with_tool_results_becomes_tool_messages_first() -> None:
+    request = ChatRequest(
+        messages=[
+            Message(
+                role="user",
+                content=[
+                    ToolResultPart(call_id="c1", content=[TextPart(text="out")], is_error=True),
+                    TextPart(text="and now?"),
+                ],
+            )
+        ]
+    )
+    body = CODEC.encode_request(request, model="m", stream=False)
+    assert body["messages"] == [
+        {"role": "tool", "tool_call_id": "c1", "content": "Error: out"},
+        {"role": "user", "content": "and now?"},
+    ]
+
+
+def test_reasoning_history_is_dropped_with_a_diagnostic() -> None:
+    from switchyard.wire import diagnostics
+
+    diagnostics.reset()
+    request = ChatRequest(messages=[Message(role="assistant", content=[ReasoningPart(text="t"), TextPart(text="a")])])
+    body = CODEC.encode_request(request, model="m", stream=False)
+    assert body["messages"] == [{"role": "assistant", "content": "a"}]
+    assert diagnostics.counts() == {"openai_chat.reasoning_history_dropped": 1}
+
+
+@pytest.mark.parametrize(
+    ("body", "param"),
+    [
+        ({"model": "m"}, "messages"),
+        ({"model": "m", "messages": "hi"}, "messages"),
+        ({"model": "m", "messages": ["hi"]}, "messages[0]"),
+        ({"model": "m", "messages": [{"role": "robot", "content": "x"}]}, "messages[0].role"),
+        ({"model": "m", "messages": [{"role": "tool", "content": "x"}]}, "messages[0].tool_call_id"),
+        ({"model": "m", "messages": [{"role": "user", "content": 5}]}, "messages[0].content"),
+        (
+            {"model": "m", "messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {}}]}]},
+            "messages[0].content[0].image_url",
+        ),
+        (
+            {"model": "m", "messages": [{"role": "assistant", "tool_calls": [{"type": "function"}]}]},
+            "messages[0].tool_calls[0].function",
+        ),
+        ({"model": "m", "messages": [], "tools": [{"type": "function"}]}, "tools[0]"),
+        ({"model": "m", "messages": [], "tools": {"a": 1}}, "tools"),
+        ({"model": "m", "messages": [], "temperature": "hot"}, "temperature"),
+    ],
+)
+def test_malformed_requests_name_the_field(body: dict[str, Any], param: str) -> None:
+    with pytest.raises(InvalidRequestError) as err:
+        CODEC.decode_request(body)
+    assert err.value.param == param
+    assert err.value.status == 400
