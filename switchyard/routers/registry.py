@@ -18,6 +18,8 @@ _BUILTIN: dict[str, str] = {
     "passthrough": "switchyard.routers.static:PassthroughSpec",
     "random": "switchyard.routers.static:RandomSpec",
     "llm_classifier": "switchyard.routers.llm_classifier:LlmClassifierSpec",
+    "prefill_probe": "switchyard.routers.learned.probe:PrefillProbeSpec",
+    "knn": "switchyard.routers.learned.knn:KnnSpec",
 }
 
 _UNAVAILABLE: dict[str, str] = {}
