@@ -158,7 +158,9 @@ class HiddenStatesClient:
                 released in time, or the file is malformed.
         """
         self._maybe_sweep()
-        data = await _post_json(self._clients.get(), self.url, self.probe_body(text), self.timeout_s, "hidden-state probe")
+        data = await _post_json(
+            self._clients.get(), self.url, self.probe_body(text), self.timeout_s, "hidden-state probe"
+        )
         path = self._path_from(data)
         try:
             await self._wait_unlocked(path)

@@ -67,9 +67,7 @@ class VllmHiddenStatesExtractor:
         if self._recipe.hidden_size is None:
             self._recipe = replace(self._recipe, hidden_size=int(hidden))
         elif hidden != self._recipe.hidden_size:
-            raise FeatureError(
-                f"vLLM dumped hidden size {hidden}, expected {self._recipe.hidden_size}", reason="shape"
-            )
+            raise FeatureError(f"vLLM dumped hidden size {hidden}, expected {self._recipe.hidden_size}", reason="shape")
         return pool(states, self.config.pooling)
 
     async def extract(self, texts: Sequence[str]) -> Any:

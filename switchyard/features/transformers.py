@@ -85,7 +85,7 @@ class TransformersExtractor:
             hf_config = AutoConfig.from_pretrained(self._path)
         except (OSError, ValueError) as exc:
             raise FeatureError(f"cannot load model config of {config.model!r}: {exc}", reason="model") from exc
-        hf_logging.disable_progress_bar()
+        hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
         try:
             tokenizer = AutoTokenizer.from_pretrained(self._path)
         except (OSError, ValueError) as exc:
@@ -149,8 +149,10 @@ class TransformersExtractor:
         if not self._templated:
             return list(texts)
         return [
-            self._tokenizer.apply_chat_template(
-                [{"role": "user", "content": t}], tokenize=False, add_generation_prompt=True
+            str(
+                self._tokenizer.apply_chat_template(
+                    [{"role": "user", "content": t}], tokenize=False, add_generation_prompt=True
+                )
             )
             for t in texts
         ]

@@ -70,7 +70,7 @@ class FeatureRecipe:
 
     @property
     def dim(self) -> int | None:
-        """Length of the feature vector: layers × poolings × hidden size (``None`` if unknown)."""
+        """Length of the feature vector: layers x poolings x hidden size (``None`` if unknown)."""
         if self.hidden_size is None:
             return None
         blocks = max(1, len(self.layers)) * max(1, len(self.pooling))
@@ -157,7 +157,7 @@ class FeatureExtractor(Protocol):
 class _FeatureConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", protected_namespaces=())
 
-    pooling: list[Pooling] = Field(default_factory=lambda: ["mean"], min_length=1)
+    pooling: list[Pooling] = Field(default_factory=lambda: list[Pooling](["mean"]), min_length=1)
 
     @field_validator("pooling")
     @classmethod

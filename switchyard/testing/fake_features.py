@@ -153,7 +153,9 @@ class FakeFeatureServer:
             await _json(send, 400, {"error": {"message": "bad json", "type": "BadRequestError"}})
             return
         self.requests.append(request)
-        fault = headers.get("x-fake-fault") or (request.get("model") if request.get("model") in FEATURE_FAULTS else None)
+        fault = headers.get("x-fake-fault") or (
+            request.get("model") if request.get("model") in FEATURE_FAULTS else None
+        )
         if fault == "fail-500":
             await _json(send, 500, {"error": {"message": "internal failure", "type": "InternalServerError"}})
             return

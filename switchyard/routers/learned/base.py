@@ -22,7 +22,7 @@ from pydantic import Field, NonNegativeFloat, NonNegativeInt, field_validator, m
 from switchyard.protocol.call import ModelCall
 from switchyard.protocol.features import FeatureExtractor, FeaturesConfig
 from switchyard.protocol.request import ChatRequest
-from switchyard.routers.base import BuildContext, Decision, RouteContext, RouterSpec
+from switchyard.routers.base import BuildContext, Decision, RouteContext, RouterSpec, Tiers
 from switchyard.routers.learned.checkpoint import Checkpoint, CheckpointError, load
 from switchyard.routers.learned.policy import TaskCache, UtilityPolicy
 
@@ -87,8 +87,10 @@ class LearnedRouter:
             details["feature_ms"] = round(feature_ms, 3)
             details["probe_ms"] = round(probe_ms, 3)
         first = choice.candidates[0]
-        mode = f"score {choice.score:.3f} vs threshold {self.policy.threshold}" if self.policy.threshold is not None else (
-            f"λ={self.policy.lam}"
+        mode = (
+            f"score {choice.score:.3f} vs threshold {self.policy.threshold}"
+            if self.policy.threshold is not None
+            else f"lambda={self.policy.lam}"
         )
         return Decision(
             candidates=choice.candidates,
@@ -142,9 +144,10 @@ class LearnedSpec(RouterSpec):
         checkpoint: Directory with ``router.json`` (relative to the config file).
         features: How features are made (``backend: vllm_hidden_states | transformers |
             embeddings``); must match the checkpoint's recipe.
-        lambda_: λ of the utility ``λ·P(success) − (1−λ)·normcost`` (YAML key ``lambda``;
+        lambda_: λ of the utility ``λ·P(success) - (1-λ)·normcost`` (YAML key ``lambda``;
             default 0.75).
-        threshold: Two targets only, instead of ``lambda``: capable iff score >= threshold.
+        threshold: Two targets only: capable iff score >= threshold; overrides ``lambda``
+            (``switchyard calibrate`` writes it).
         costs: Relative cost per target (default: input + output price per Mtok).
         capable: Target used when the router fails (default: the costliest).
         heads: Checkpoint output name per target (default: the target's own name).
@@ -172,8 +175,6 @@ class LearnedSpec(RouterSpec):
 
     @model_validator(mode="after")
     def _consistent(self) -> LearnedSpec:
-        if self.lambda_ is not None and self.threshold is not None:
-            raise ValueError("set either 'lambda' or 'threshold', not both")
         if self.threshold is not None and len(self.targets) != 2:
             raise ValueError("'threshold' needs exactly two targets; use 'lambda' for more")
         for key, names in (("costs", self.costs or {}), ("heads", self.heads)):
@@ -181,7 +182,9 @@ class LearnedSpec(RouterSpec):
             if unknown:
                 raise ValueError(f"{key} names {unknown}, which are not in targets")
         if self.costs is not None and set(self.costs) != set(self.targets):
-            raise ValueError(f"costs must give every target a cost; missing {sorted(set(self.targets) - set(self.costs))}")
+            raise ValueError(
+                f"costs must give every target a cost; missing {sorted(set(self.targets) - set(self.costs))}"
+            )
         if self.capable is not None and self.capable not in self.targets:
             raise ValueError(f"capable {self.capable!r} is not one of targets")
         return self
@@ -199,6 +202,15 @@ class LearnedSpec(RouterSpec):
             a, b = self.targets
             return (a, b) if self.costs[a] >= self.costs[b] else (b, a)
         return None
+
+    def tiers(self) -> Tiers | None:
+        """Capable and efficient targets of a two-target route (from ``capable`` or ``costs``)."""
+        pair = self._capable_and_efficient()
+        return None if pair is None else Tiers(capable=pair[0], efficient=pair[1])
+
+    def threshold_key(self) -> str | None:
+        """``threshold`` for two-target routes (capable iff ``Decision.score >= threshold``)."""
+        return "threshold" if len(self.targets) == 2 else None
 
     def _costs(self, ctx: BuildContext) -> list[float]:
         if self.costs is not None:

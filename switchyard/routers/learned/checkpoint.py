@@ -155,9 +155,7 @@ class Checkpoint:
         if single:
             x = x[None, :]
         if x.ndim != 2 or x.shape[1] != self.transform.dim:
-            raise CheckpointError(
-                f"features have width {x.shape[-1]} but the checkpoint expects {self.transform.dim}"
-            )
+            raise CheckpointError(f"features have width {x.shape[-1]} but the checkpoint expects {self.transform.dim}")
         z = self.transform.apply(x)
         if self.kind == "prefill_probe":
             probs = np.mean([_sigmoid(m.logits(z)) for m in self.members], axis=0)
@@ -173,9 +171,7 @@ class Checkpoint:
             z = z / np.maximum(np.linalg.norm(z, axis=1, keepdims=True), 1e-12)
             dist = 1.0 - z @ self.points.T
         else:
-            dist = (
-                (z * z).sum(axis=1, keepdims=True) - 2.0 * z @ self.points.T + (self.points**2).sum(axis=1)[None, :]
-            )
+            dist = (z * z).sum(axis=1, keepdims=True) - 2.0 * z @ self.points.T + (self.points**2).sum(axis=1)[None, :]
             dist = np.sqrt(np.maximum(dist, 0.0))
         idx = np.argpartition(dist, k - 1, axis=1)[:, :k]
         near = np.take_along_axis(dist, idx, axis=1)
@@ -319,7 +315,10 @@ def _assemble(
                 prefix = f"ensemble.{e}.hidden.{j}"
                 layers.append((check.take(f"{prefix}.weight", [h, width]), check.take(f"{prefix}.bias", [h])))
                 width = h
-            output = (check.take(f"ensemble.{e}.output.weight", [n_out, width]), check.take(f"ensemble.{e}.output.bias", [n_out]))
+            output = (
+                check.take(f"ensemble.{e}.output.weight", [n_out, width]),
+                check.take(f"ensemble.{e}.output.bias", [n_out]),
+            )
             cp.members.append(Member(layers, output))
     else:
         points = check.take("knn.points", [None, pca])
@@ -356,7 +355,9 @@ class _Checker:
         array = self._tensors.pop(name, None)
         if array is None:
             raise CheckpointError(f"{self._where}: tensor {name!r} is missing")
-        if len(array.shape) != len(shape) or any(s is not None and s != a for s, a in zip(shape, array.shape, strict=True)):
+        if len(array.shape) != len(shape) or any(
+            s is not None and s != a for s, a in zip(shape, array.shape, strict=True)
+        ):
             want = ["n" if s is None else s for s in shape]
             raise CheckpointError(f"{self._where}: tensor {name!r} has shape {list(array.shape)}, expected {want}")
         if array.dtype != np.float32:

@@ -5,13 +5,13 @@ Layer: ``routers`` — pure Python.
 For targets ``t`` with predicted success ``p_t`` and costs ``c_t`` min-max normalised to
 ``[0, 1]`` across the route's targets (all equal → all 0)::
 
-    utility_t = λ · p_t − (1 − λ) · normcost_t
+    utility_t = λ · p_t - (1 - λ) · normcost_t
 
 Candidates are ordered by utility, ties to the cheaper target. ``λ = 1`` ignores cost, ``λ = 0``
 always picks the cheapest. With two targets the normalised costs are 0 (efficient) and 1
-(capable), so the rule is "capable iff ``λ · (p_cap − p_eff) > 1 − λ``", i.e. capable iff
+(capable), so the rule is "capable iff ``λ · (p_cap - p_eff) > 1 - λ``", i.e. capable iff
 
-    score = (1 + p_cap − p_eff) / 2  >  1 / (2λ)
+    score = (1 + p_cap - p_eff) / 2  >  1 / (2λ)
 
 ``score`` (in ``[0, 1]``, "how much more likely the capable model is to succeed") is what
 ``Decision.score`` carries, so ``switchyard eval --sweep`` and ``calibrate`` can sweep it; a route
@@ -33,7 +33,7 @@ class Choice:
 
     Attributes:
         candidates: Targets, best first.
-        score: ``(1 + p_capable − p_efficient) / 2``.
+        score: ``(1 + p_capable - p_efficient) / 2``.
         utilities: Per target, in route order (empty in threshold mode).
     """
 
@@ -77,7 +77,7 @@ class UtilityPolicy:
             raise ValueError("threshold works with exactly two targets; use lambda for more")
 
     def score(self, probs: Sequence[float]) -> float:
-        """``(1 + p_capable − p_efficient) / 2``."""
+        """``(1 + p_capable - p_efficient) / 2``."""
         p = dict(zip(self.targets, probs, strict=True))
         return 0.5 * (1.0 + float(p[self.capable]) - float(p[self.efficient]))
 
