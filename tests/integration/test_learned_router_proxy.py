@@ -179,5 +179,5 @@ def test_feature_server_down_falls_open_to_capable(proxy: tuple[ServerThread, li
             model="down", messages=[{"role": "user", "content": "hello thanks"}]
         )
     assert raw.headers["x-switchyard-selected-model"] == "capable"
-    assert raw.headers["x-switchyard-decision-source"] == "fall_open"
+    assert raw.headers["x-switchyard-decision-source"] == "fail_open"
     assert records[-1].details["error"] == "connect"

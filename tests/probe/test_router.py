@@ -134,7 +134,7 @@ async def test_decisions_are_cached_per_task_text_failures_are_not(probe_dir: Pa
     assert len(extractor.calls) == 3
     extractor.fail = FeatureError("vLLM down", reason="connect")
     down = await router.route(request("mid"), ctx(), ScriptedCall({}))
-    assert down.source == "fall_open" and down.candidates == ("capable", "efficient")
+    assert down.source == "fail_open" and down.candidates == ("capable", "efficient")
     assert down.details == {"error": "connect"} and down.score is None
     extractor.fail = None
     up = await router.route(request("mid"), ctx(), ScriptedCall({}))
@@ -161,12 +161,12 @@ async def test_first_user_message_is_the_task(probe_dir: Path) -> None:
     assert (await last.route(convo, ctx(), ScriptedCall({}))).candidates[0] == "efficient"
 
 
-async def test_bad_features_at_runtime_fall_open(probe_dir: Path) -> None:
+async def test_bad_features_at_runtime_fail_open(probe_dir: Path) -> None:
     router = build(probe_dir, FakeExtractor({"x": [1.0, 2.0, 3.0]}))
     decision = await router.route(request("x"), ctx(), ScriptedCall({}))
-    assert decision.source == "fall_open" and decision.candidates[0] == "capable"
+    assert decision.source == "fail_open" and decision.candidates[0] == "capable"
     empty = await router.route(request("   "), ctx(), ScriptedCall({}))
-    assert empty.source == "fall_open" and empty.details == {"error": "no_text"}
+    assert empty.source == "fail_open" and empty.details == {"error": "no_text"}
 
 
 def test_recipe_mismatch_and_missing_head_fail_at_build(probe_dir: Path) -> None:
@@ -183,7 +183,7 @@ def test_policy_n_way_orders_by_utility() -> None:
     choice = policy.choose([0.2, 0.7, 0.95])
     # utilities: small .16, medium .56-.04=.52, large .76-.2=.56
     assert choice.candidates == ("large", "medium", "small")
-    assert policy.fall_open() == ("large", "small", "medium")
+    assert policy.fail_open() == ("large", "small", "medium")
     assert choice.score == pytest.approx(0.5 * (1 + 0.95 - 0.2))
     assert UtilityPolicy(["a", "b"], [3, 3], lam=0.5).choose([0.4, 0.4]).candidates == ("a", "b")
 

@@ -7,7 +7,7 @@ Per request: take the task text (the first user message by default), look its pr
 success probabilities up in the per-task cache, else extract features through the injected
 extractor and run the checkpoint; then apply the λ-utility policy. Any failure — the feature
 server down or slow, a malformed file, features of the wrong width — sends the request to the
-capable target with decision source ``fall_open`` and is not cached.
+capable target with decision source ``fail_open`` and is not cached.
 """
 
 from __future__ import annotations
@@ -101,11 +101,11 @@ class LearnedRouter:
             details=details,
         )
 
-    def fall_open(self, why: str, kind: str) -> Decision:
+    def fail_open(self, why: str, kind: str) -> Decision:
         """Capable first; nothing cached."""
         return Decision(
-            candidates=self.policy.fall_open(),
-            source="fall_open",
+            candidates=self.policy.fail_open(),
+            source="fail_open",
             reason=why,
             details={"error": kind},
         )
@@ -113,7 +113,7 @@ class LearnedRouter:
     async def route(self, request: ChatRequest, ctx: RouteContext, call: ModelCall) -> Decision:
         text = task_text(request, self.view)
         if not text.strip():
-            return self.fall_open("no user text to read", "no_text")
+            return self.fail_open("no user text to read", "no_text")
         key = self.cache.key(text)
         hit = self.cache.get(key)
         if hit is not None:
@@ -126,7 +126,7 @@ class LearnedRouter:
         except Exception as exc:  # any failure falls open; the engine must still answer
             kind = getattr(exc, "reason", type(exc).__name__)
             logger.warning("%s router falls open: %s", self.source, exc)
-            return self.fall_open(f"{self.source} unavailable: {exc}", str(kind))
+            return self.fail_open(f"{self.source} unavailable: {exc}", str(kind))
         t2 = time.perf_counter()
         self.cache.put(key, probs)
         return self.decide(probs, cached=False, feature_ms=(t1 - t0) * 1000, probe_ms=(t2 - t1) * 1000)

@@ -95,7 +95,7 @@ class UtilityPolicy:
         order = sorted(range(len(self.targets)), key=lambda i: (-utilities[self.targets[i]], self.normcost[i], i))
         return Choice(tuple(self.targets[i] for i in order), score, utilities)
 
-    def fall_open(self) -> tuple[str, ...]:
+    def fail_open(self) -> tuple[str, ...]:
         """Capable first, then the rest in route order."""
         return (self.capable, *(t for t in self.targets if t != self.capable))
 
