@@ -18,6 +18,7 @@ from switchyard.engine.fallback import Reliability
 from switchyard.engine.health import BreakerPolicy, Health
 from switchyard.engine.records import DecisionSink, JsonlSink, log_sink
 from switchyard.protocol.call import ModelBackend
+from switchyard.protocol.features import FeatureError, FeatureExtractor
 from switchyard.protocol.session import StateStore
 from switchyard.protocol.targets import TargetInfo
 from switchyard.routers.base import BuildContext
@@ -93,13 +94,21 @@ def target_infos(loaded: LoadedConfig) -> dict[str, TargetInfo]:
     }
 
 
+def _feature_factory(config: Any, config_dir: str | None) -> FeatureExtractor:
+    from switchyard.features import build_extractor
+
+    return build_extractor(config, config_dir)
+
+
 def build_routes(loaded: LoadedConfig, infos: Mapping[str, TargetInfo]) -> dict[str, Route]:
     """Builds every route's router."""
     routes: dict[str, Route] = {}
     for name, spec in loaded.routes.items():
         try:
-            router = spec.build(BuildContext(route=name, targets=infos, config_dir=str(loaded.base_dir)))
-        except (ValueError, OSError) as exc:
+            router = spec.build(
+                BuildContext(route=name, targets=infos, config_dir=str(loaded.base_dir), features=_feature_factory)
+            )
+        except (ValueError, OSError, FeatureError) as exc:
             raise ConfigError([ConfigIssue(f"routes.{name}", str(exc))], loaded.source) from exc
         own = tuple(dict.fromkeys(t for _, t in spec.target_refs()))
         routes[name] = Route(

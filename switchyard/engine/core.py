@@ -697,12 +697,17 @@ class Engine:
         return Reply(exc.status, headers, body=dumps(codec.encode_error(exc.info())))
 
     async def aclose(self) -> None:
-        """Closes every backend."""
+        """Closes every backend, and every router that holds connections (``aclose``)."""
         closed: set[int] = set()
         for target in self.targets.values():
             if id(target.backend) not in closed:
                 closed.add(id(target.backend))
                 await target.backend.aclose()
+        for route in self.routes.values():
+            closer = getattr(route.router, "aclose", None)
+            if closer is not None and id(route.router) not in closed:
+                closed.add(id(route.router))
+                await closer()
 
 
 class _KeyedStore:

@@ -21,6 +21,7 @@ from typing import Any, ClassVar, Protocol, TypedDict
 from pydantic import BaseModel, ConfigDict, Field
 
 from switchyard.protocol.call import ModelCall
+from switchyard.protocol.features import FeatureFactory
 from switchyard.protocol.request import ChatRequest
 from switchyard.protocol.response import ChatResponse
 from switchyard.protocol.session import SessionInfo, StateStore
@@ -96,11 +97,14 @@ class BuildContext:
         route: The route's name.
         targets: Every configured target by name (not only this route's).
         config_dir: Directory of the config file, for relative paths (``None`` for dicts).
+        features: Builds a feature extractor from a validated ``features`` block (learned
+            routers; injected by ``config`` so routers perform no I/O themselves).
     """
 
     route: str
     targets: Mapping[str, TargetInfo]
     config_dir: str | None = None
+    features: FeatureFactory | None = None
 
 
 SpecClass = type["RouterSpec"]

@@ -19,6 +19,8 @@ _BUILTIN: dict[str, str] = {
     "random": "switchyard.routers.static:RandomSpec",
     "llm_classifier": "switchyard.routers.llm_classifier:LlmClassifierSpec",
     "stage_router": "switchyard.routers.stage.spec:StageRouterSpec",
+    "prefill_probe": "switchyard.routers.learned.probe:PrefillProbeSpec",
+    "knn": "switchyard.routers.learned.knn:KnnSpec",
 }
 
 _UNAVAILABLE: dict[str, str] = {}

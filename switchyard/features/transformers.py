@@ -1,0 +1,246 @@
+"""Features from a local Hugging Face model's hidden states (``backend: transformers``).
+
+Layer: ``features`` — torch and transformers are imported lazily, on first use.
+
+The text is wrapped as one user message in the tokenizer's chat template (when asked and the
+tokenizer has one, with the generation prompt, as a chat request would be), truncated, run
+through the model with ``output_hidden_states=True`` in batches, and each selected layer is
+pooled over the real (non-padding) tokens. Hidden-state index 0 is the embedding output and
+index ``i`` the output of block ``i`` — the numbering vLLM's ``eagle_aux_hidden_state_layer_ids``
+uses too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from switchyard.protocol.features import FeatureError, FeatureRecipe, TransformersConfig
+
+Progress = Callable[[int], None]
+"""Called with the number of texts just finished."""
+
+
+def resolve_model(model: str) -> tuple[str, str]:
+    """``(what to load, recipe name)`` for a ``model`` setting.
+
+    ``package:MODULE`` names a model shipped in an installed package: its ``get_model_path()``,
+    or the ``model`` directory beside its ``__init__``.
+    """
+    if model.startswith("package:"):
+        import importlib
+
+        module_name = model.removeprefix("package:")
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError as exc:
+            raise FeatureError(f"model {model!r}: cannot import {module_name!r} ({exc})", reason="model") from exc
+        getter = getattr(module, "get_model_path", None)
+        where = Path(getter()) if callable(getter) else Path(str(module.__file__)).parent / "model"
+        if not where.is_dir():
+            raise FeatureError(f"model {model!r}: {where} is not a directory", reason="model")
+        return str(where), module_name
+    path = Path(model)
+    return model, path.name if path.is_dir() else model
+
+
+def resolve_layers(spec: list[int] | str, n_states: int) -> tuple[int, ...]:
+    """Hidden-state indices for ``all``, ``upper_half`` or an explicit list (checked)."""
+    if spec == "all":
+        return tuple(range(n_states))
+    if spec == "upper_half":
+        return tuple(range(n_states // 2, n_states))
+    assert not isinstance(spec, str)
+    bad = [i for i in spec if i >= n_states]
+    if bad:
+        raise ValueError(f"layers {bad} do not exist: the model has hidden states 0..{n_states - 1}")
+    return tuple(spec)
+
+
+class TransformersExtractor:
+    """A local model as a :class:`~switchyard.protocol.features.FeatureExtractor`.
+
+    The model's config is read at construction (to know the layers and the width); weights load
+    on the first extraction. Forward passes run on a worker thread, one batch at a time.
+
+    Args:
+        config: The ``features`` block.
+    """
+
+    def __init__(self, config: TransformersConfig) -> None:
+        self.config = config
+        try:
+            from transformers import AutoConfig, AutoTokenizer
+            from transformers.utils import logging as hf_logging
+        except ImportError as exc:  # pragma: no cover - depends on the install
+            raise FeatureError(
+                "the transformers feature backend needs the 'probe' extra: pip install 'switchyard-router[probe]'",
+                reason="missing_dependency",
+            ) from exc
+        self._path, default_name = resolve_model(config.model)
+        try:
+            hf_config = AutoConfig.from_pretrained(self._path)
+        except (OSError, ValueError) as exc:
+            raise FeatureError(f"cannot load model config of {config.model!r}: {exc}", reason="model") from exc
+        hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
+        try:
+            tokenizer = AutoTokenizer.from_pretrained(self._path)
+        except (OSError, ValueError) as exc:
+            raise FeatureError(f"cannot load the tokenizer of {config.model!r}: {exc}", reason="model") from exc
+        if tokenizer.pad_token is None:
+            tokenizer.pad_token = tokenizer.eos_token
+        self._tokenizer = tokenizer
+        self._templated = bool(config.chat_template and getattr(tokenizer, "chat_template", None))
+        n_layers = int(getattr(hf_config, "num_hidden_layers"))  # noqa: B009 - every HF config has it
+        self._layers = resolve_layers(config.layers, n_layers + 1)
+        self._recipe = FeatureRecipe(
+            source="transformers",
+            model=config.name or default_name,
+            layers=self._layers,
+            pooling=tuple(config.pooling),
+            hidden_size=int(getattr(hf_config, "hidden_size")),  # noqa: B009
+            chat_template=self._templated,
+            max_tokens=config.max_tokens,
+        )
+        self._lock = threading.Lock()
+        self._model: Any = None
+        self._device: Any = None
+
+    @property
+    def recipe(self) -> FeatureRecipe:
+        return self._recipe
+
+    @property
+    def device(self) -> str:
+        """The torch device in use (``cpu`` before loading when ``auto`` finds no GPU)."""
+        return str(self._device) if self._device is not None else self._pick_device()
+
+    def _pick_device(self) -> str:
+        import torch
+
+        if self.config.device != "auto":
+            return self.config.device
+        return "cuda" if torch.cuda.is_available() else "cpu"
+
+    def _load(self) -> None:
+        if self._model is not None:
+            return
+        import torch
+        from transformers import AutoModel
+
+        if self.config.threads:
+            torch.set_num_threads(self.config.threads)
+        device = torch.device(self._pick_device())
+        dtype = {
+            "float32": torch.float32,
+            "bfloat16": torch.bfloat16,
+            "float16": torch.float16,
+            "auto": torch.bfloat16 if device.type == "cuda" else torch.float32,
+        }[self.config.dtype]
+        model = AutoModel.from_pretrained(self._path, dtype=dtype)
+        model.to(device)
+        model.eval()
+        self._model, self._device = model, device
+
+    def _texts(self, texts: Sequence[str]) -> list[str]:
+        if not self._templated:
+            return list(texts)
+        return [
+            str(
+                self._tokenizer.apply_chat_template(
+                    [{"role": "user", "content": t}], tokenize=False, add_generation_prompt=True
+                )
+            )
+            for t in texts
+        ]
+
+    def _batch(self, texts: Sequence[str]) -> Any:
+        import torch
+
+        enc = self._tokenizer(
+            self._texts(texts),
+            padding=True,
+            truncation=True,
+            max_length=self.config.max_tokens,
+            return_tensors="pt",
+            # A chat template already carries the model's special tokens.
+            add_special_tokens=not self._templated,
+        )
+        enc = {k: v.to(self._device) for k, v in enc.items()}
+        with torch.inference_mode():
+            out = self._model(**enc, output_hidden_states=True, use_cache=False, return_dict=True)
+        mask = enc["attention_mask"]
+        states = torch.stack([out.hidden_states[i] for i in self._layers], dim=2)  # [B, T, L, H]
+        return pool_torch(states, mask, self.config.pooling).float().cpu().numpy()
+
+    def extract_sync(self, texts: Sequence[str], progress: Progress | None = None) -> Any:
+        """Blocking extraction (for training and benchmarks).
+
+        Raises:
+            FeatureError: Loading or the forward pass failed.
+        """
+        import numpy as np
+
+        if not texts:
+            dim = self._recipe.dim or 0
+            return np.zeros((0, dim), dtype=np.float32)
+        with self._lock:
+            try:
+                self._load()
+                # Length-sorted batches waste less compute on padding; results go back in order.
+                order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+                out = np.empty((len(texts), self._recipe.dim or 0), dtype=np.float32)
+                size = self.config.batch_size
+                for start in range(0, len(order), size):
+                    idx = order[start : start + size]
+                    out[idx] = self._batch([texts[i] for i in idx])
+                    if progress is not None:
+                        progress(len(idx))
+            except FeatureError:
+                raise
+            except Exception as exc:
+                raise FeatureError(f"transformers extraction failed: {type(exc).__name__}: {exc}") from exc
+        return out
+
+    async def extract(self, texts: Sequence[str]) -> Any:
+        return await asyncio.to_thread(self.extract_sync, list(texts))
+
+    async def aclose(self) -> None:
+        self._model = None
+
+
+def pool_torch(states: Any, mask: Any, poolings: Sequence[str]) -> Any:
+    """Torch twin of :func:`switchyard.features.pooling.pool` for a padded batch.
+
+    Args:
+        states: ``[batch, tokens, layers, hidden]``.
+        mask: ``[batch, tokens]`` attention mask (1 = real token; either padding side).
+        poolings: As in :func:`~switchyard.features.pooling.pool`.
+
+    Returns:
+        ``[batch, layers * poolings * hidden]``, layer-major.
+    """
+    import torch
+
+    m = mask.to(states.dtype)
+    batch = torch.arange(states.shape[0], device=states.device)
+    positions = torch.arange(mask.shape[1], device=mask.device).expand_as(mask)
+    real = mask.bool()
+    last = torch.where(real, positions, torch.full_like(positions, -1)).max(dim=1).values
+    first = torch.where(real, positions, torch.full_like(positions, mask.shape[1])).min(dim=1).values
+    blocks = []
+    for name in poolings:
+        if name == "mean":
+            summed = (states.float() * m.float()[:, :, None, None]).sum(dim=1)
+            blocks.append(summed / m.float().sum(dim=1).clamp(min=1)[:, None, None])
+        elif name == "last":
+            blocks.append(states[batch, last].float())
+        elif name == "first":
+            blocks.append(states[batch, first].float())
+        else:
+            raise ValueError(f"unknown pooling {name!r}")
+    stacked = torch.stack(blocks, dim=2)  # [B, L, P, H]
+    return stacked.reshape(stacked.shape[0], -1)

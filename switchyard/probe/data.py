@@ -1,0 +1,123 @@
+"""Training rows from an evaluation dataset: task text plus per-target outcomes.
+
+Layer: ``probe`` — reads datasets with :mod:`switchyard.eval.dataset` (same format as
+``switchyard eval``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from switchyard.eval.dataset import Dataset, DatasetError, EvalItem, Filter, outcome
+
+
+@dataclass(slots=True)
+class Rows:
+    """Dataset rows as arrays.
+
+    Attributes:
+        ids: Item ids.
+        texts: Task text per item (its first user message, as the router reads it).
+        fields: Other top-level fields per item (``benchmark`` …).
+        quality: Per target, outcome per item (``NaN`` when the item lacks that model).
+        binary: Per target, whether every known outcome is 0/1.
+    """
+
+    ids: list[str] = field(default_factory=list)
+    texts: list[str] = field(default_factory=list)
+    fields: list[dict[str, Any]] = field(default_factory=list)
+    quality: dict[str, Any] = field(default_factory=dict)
+    binary: dict[str, bool] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def take(self, index: Sequence[int]) -> Rows:
+        """The rows at ``index``."""
+        import numpy as np
+
+        idx = np.asarray(index, dtype=np.int64)
+        quality = {t: q[idx] for t, q in self.quality.items()}
+        return Rows(
+            [self.ids[i] for i in idx],
+            [self.texts[i] for i in idx],
+            [self.fields[i] for i in idx],
+            quality,
+            {t: bool(np.all(np.isnan(q) | (q == 0) | (q == 1))) for t, q in quality.items()},
+        )
+
+    def labels(self, targets: Sequence[str]) -> Any:
+        """``[n, len(targets)]`` outcomes (``NaN`` unknown)."""
+        import numpy as np
+
+        return np.stack([self.quality[t] for t in targets], axis=1).astype(np.float32)
+
+
+def first_user_text(messages: Sequence[Mapping[str, Any]]) -> str:
+    """Text of the first user message (string content or text parts)."""
+    for msg in messages:
+        if msg.get("role") != "user":
+            continue
+        content = msg.get("content")
+        if isinstance(content, str):
+            return content
+        if isinstance(content, list):
+            return "".join(
+                str(p.get("text", "")) for p in content if isinstance(p, Mapping) and p.get("type") == "text"
+            )
+        return ""
+    return ""
+
+
+def read_rows(
+    path: str | Path,
+    mapping: Mapping[str, str],
+    *,
+    filters: Sequence[Filter] = (),
+    ids: frozenset[str] | None = None,
+) -> tuple[Rows, int]:
+    """Reads the items ``filters`` and ``ids`` keep.
+
+    Args:
+        path: The JSONL dataset.
+        mapping: Target name → the dataset's model id.
+        filters: Keep items every filter accepts.
+        ids: Keep only these ids.
+
+    Returns:
+        ``(rows, skipped)``: items without a user text are skipped and counted.
+
+    Raises:
+        DatasetError: A malformed line or outcome.
+    """
+    import numpy as np
+
+    rows = Rows()
+    values: dict[str, list[float]] = {t: [] for t in mapping}
+    skipped = 0
+    source = Path(path).name
+    item: EvalItem
+    for item in Dataset(path, filters=filters, ids=ids):
+        text = first_user_text(item.messages or [])
+        if not text.strip():
+            skipped += 1
+            continue
+        for target, model in mapping.items():
+            if model in item.models:
+                values[target].append(outcome(item, model, source=source, target=target).quality)
+            else:
+                values[target].append(float("nan"))
+        rows.ids.append(item.id)
+        rows.texts.append(text)
+        rows.fields.append(item.fields)
+    for target, vals in values.items():
+        q = np.asarray(vals, dtype=np.float64)
+        rows.quality[target] = q
+        rows.binary[target] = bool(np.all(np.isnan(q) | (q == 0) | (q == 1)))
+    return rows, skipped
+
+
+__all__ = ["DatasetError", "Rows", "first_user_text", "read_rows"]

@@ -1,0 +1,258 @@
+"""``switchyard train-probe`` end to end: rows → features (cached) → train → report → checkpoint.
+
+Layer: ``probe``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from switchyard.eval.dataset import Filter
+from switchyard.eval.progress import Progress
+from switchyard.features import build_extractor
+from switchyard.features.cache import FeatureCache, find_cache
+from switchyard.probe.data import Rows, read_rows
+from switchyard.probe.report import SliceReport, baselines, evaluate_router, render
+from switchyard.probe.train import ProbeParams, build_knn, split_rows, train_probe
+from switchyard.protocol.features import FeatureExtractor, FeatureRecipe
+from switchyard.routers.learned import checkpoint as ckpt
+
+KNN_GRID = (5, 10, 20, 50, 100, 200, 400, 800)
+
+
+class TrainError(ValueError):
+    """Training cannot proceed (the message says why and what to change)."""
+
+
+@dataclass(slots=True)
+class Plan:
+    """What ``train-probe`` was asked to do.
+
+    Attributes:
+        dataset: JSONL dataset (``switchyard eval`` format).
+        mapping: Target (head) name → dataset model id, in head order.
+        features: A validated ``features`` block.
+        out: Checkpoint directory.
+        router: ``probe`` or ``knn``.
+        test_ids: Ids held out for the report (never trained or tuned on).
+        where: Keep only these items for training.
+        exclude: Drop items matching any of these from training.
+        report_where: Extra report slices ``(name, filters)`` over items not trained on.
+        params: Probe hyper-parameters (``seed`` included).
+        knn_k: kNN neighbours (``None``: tuned on the validation split).
+        knn_weighting: ``distance`` / ``uniform`` (``None``: tuned).
+        compare_knn: Also fit a tuned kNN and report it next to the probe.
+        capable: The capable target (default: the one with the higher training quality).
+        cache_dir: Feature cache root.
+    """
+
+    dataset: Path
+    mapping: dict[str, str]
+    features: Any
+    out: Path
+    router: str = "probe"
+    test_ids: frozenset[str] | None = None
+    where: list[Filter] = field(default_factory=list)
+    exclude: list[Filter] = field(default_factory=list)
+    report_where: list[tuple[str, list[Filter]]] = field(default_factory=list)
+    params: ProbeParams = field(default_factory=ProbeParams)
+    knn_k: int | None = None
+    knn_weighting: str | None = None
+    compare_knn: bool = False
+    capable: str | None = None
+    cache_dir: Path = field(default_factory=lambda: Path.home() / ".cache" / "switchyard" / "features")
+
+
+@dataclass(slots=True)
+class Outcome:
+    """What a run produced."""
+
+    checkpoint_dir: Path
+    report: dict[str, list[SliceReport]]
+    text: str
+    timings: dict[str, float]
+    meta: dict[str, Any]
+
+
+def _drop(rows: Rows, ids: set[str] | frozenset[str]) -> Rows:
+    return rows.take([i for i, x in enumerate(rows.ids) if x not in ids])
+
+
+def _excluded(plan: Plan) -> set[str]:
+    out: set[str] = set()
+    for f in plan.exclude:
+        rows, _ = read_rows(plan.dataset, plan.mapping, filters=[f])
+        out.update(rows.ids)
+    return out
+
+
+def load_splits(plan: Plan, log: Callable[[str], None]) -> tuple[Rows, dict[str, Rows]]:
+    """Training rows and the report slices (``test`` first when ``test_ids`` is given)."""
+    rows, skipped = read_rows(plan.dataset, plan.mapping, filters=plan.where)
+    if skipped:
+        log(f"skipped {skipped} items without a user message")
+    held = set(plan.test_ids or ())
+    excluded = _excluded(plan)
+    train = _drop(rows, held | excluded)
+    if len(train) < 10:
+        raise TrainError(f"only {len(train)} training items after filters and held-out ids; need at least 10")
+    for t in plan.mapping:
+        if not train.binary[t]:
+            raise TrainError(
+                f"target {t!r}: training needs true/false outcomes ('correct'), but some items have scores; "
+                "filter them out with --where (e.g. --where benchmark=mmlu)"
+            )
+        if bool((train.quality[t] != train.quality[t]).all()):
+            raise TrainError(f"target {t!r}: no training item has an outcome for model {plan.mapping[t]!r}")
+    slices: dict[str, Rows] = {}
+    trained = set(train.ids)
+    if plan.test_ids is not None:
+        test, _ = read_rows(plan.dataset, plan.mapping, ids=plan.test_ids)
+        slices["test"] = test
+    for name, filters in plan.report_where:
+        part, _ = read_rows(plan.dataset, plan.mapping, filters=filters)
+        slices[name] = _drop(part, trained)
+    return train, slices
+
+
+def _sync_extract(extractor: FeatureExtractor) -> Callable[[list[str]], Any]:
+    direct = getattr(extractor, "extract_sync", None)
+    if callable(direct):
+        return lambda texts: direct(texts)
+
+    def run(texts: list[str]) -> Any:
+        return asyncio.run(_extract_and_close(extractor, texts))
+
+    return run
+
+
+async def _extract_and_close(extractor: FeatureExtractor, texts: list[str]) -> Any:
+    try:
+        return await extractor.extract(texts)
+    finally:
+        await extractor.aclose()
+
+
+def features_for(
+    plan: Plan, texts: Sequence[str], log: Callable[[str], None]
+) -> tuple[Any, FeatureRecipe, dict[str, float]]:
+    """Features of ``texts``, extracted once and cached on disk.
+
+    Returns:
+        ``(matrix, recipe, timings)``; timings holds ``extract_s`` and ``extracted`` (count).
+    """
+    extractor = build_extractor(plan.features)
+    extract = _sync_extract(extractor)
+    if extractor.recipe.hidden_size is None:
+        extract([texts[0]])  # HTTP backends learn their width from a first answer
+    recipe = extractor.recipe
+    cache, cols = find_cache(plan.cache_dir, recipe)
+    if cols is not None and cache.missing(texts):
+        cache, cols = FeatureCache(plan.cache_dir, recipe), None
+    todo = len(cache.missing(texts))
+    t0 = time.perf_counter()
+    if todo:
+        log(f"extracting features for {todo} texts ({recipe.source}, {recipe.model}); cache: {cache.dir}")
+        with Progress(todo, "features") as bar:
+            cache.fill(texts, extract, chunk=512, progress=bar.update)
+    else:
+        log(f"all {len(texts)} feature vectors found in the cache ({cache.dir})")
+    elapsed = time.perf_counter() - t0
+    return cache.get(texts, cols), recipe, {"extract_s": elapsed, "extracted": float(todo)}
+
+
+def tune_knn(
+    x: Any,
+    y: Any,
+    rows: Rows,
+    names: list[str],
+    recipe: FeatureRecipe,
+    capable: str,
+    efficient: str,
+    plan: Plan,
+) -> tuple[int, str, float | None]:
+    """``(k, weighting, validation APGR)`` chosen on a validation split of the training rows."""
+    strata = [str(f.get("benchmark", "")) for f in rows.fields]
+    tr, va = split_rows(len(rows), plan.params.val_fraction, plan.params.seed, strata)
+    ks = [plan.knn_k] if plan.knn_k else list(KNN_GRID)
+    ws = [plan.knn_weighting] if plan.knn_weighting else ["distance", "uniform"]
+    best: tuple[float, int, str] = (-1.0, ks[0], ws[0])
+    probe = build_knn(x[tr], y[tr], names, recipe, pca_dim=plan.params.pca_dim, k=ks[0], seed=plan.params.seed)
+    val_rows = rows.take(va)
+    for w in ws:
+        for k in ks:
+            probe.k, probe.weighting = k, w
+            r = evaluate_router("knn", probe, x[va], val_rows, names, capable, efficient)
+            if r.apgr is not None and r.apgr > best[0]:
+                best = (r.apgr, k, w)
+    return best[1], best[2], (best[0] if best[0] >= 0 else None)
+
+
+def run(plan: Plan, log: Callable[[str], None] = print) -> Outcome:
+    """Runs the whole pipeline and writes the checkpoint.
+
+    Raises:
+        TrainError: Unusable inputs.
+        DatasetError: A malformed dataset.
+        FeatureError: Feature extraction failed.
+    """
+    names = list(plan.mapping)
+    if len(names) < 2:
+        raise TrainError("give at least two --map TARGET=MODEL pairs")
+    train, slices = load_splits(plan, log)
+    log(f"training items: {len(train)}; report slices: " + ", ".join(f"{k}={len(v)}" for k, v in slices.items()))
+    texts = list(dict.fromkeys([*train.texts, *(t for s in slices.values() for t in s.texts)]))
+    x_all, recipe, timings = features_for(plan, texts, log)
+    pos = {t: i for i, t in enumerate(texts)}
+    x = x_all[[pos[t] for t in train.texts]]
+    y = train.labels(names)
+    means = {t: float(train.quality[t][~(train.quality[t] != train.quality[t])].mean()) for t in names}
+    capable = plan.capable or max(names, key=lambda t: means[t])
+    if capable not in names:
+        raise TrainError(f"--capable {capable!r} is not one of the --map targets {names}")
+    efficient = min((t for t in names if t != capable), key=lambda t: means[t])
+    strata = [str(f.get("benchmark", "")) for f in train.fields]
+    meta: dict[str, Any] = {
+        "dataset": plan.dataset.name,
+        "map": plan.mapping,
+        "n_train": len(train),
+        "train_quality": means,
+        "capable": capable,
+        "efficient": efficient,
+        "seed": plan.params.seed,
+    }
+    routers: dict[str, ckpt.Checkpoint] = {}
+    t0 = time.perf_counter()
+    if plan.router == "probe":
+        total = plan.params.ensemble * plan.params.epochs
+        with Progress(total, "training") as bar:
+            result = train_probe(x, y, names, recipe, plan.params, strata=strata, progress=bar.update)
+        meta["params"] = {k: (list(v) if isinstance(v, tuple) else v) for k, v in asdict(plan.params).items()}
+        meta["history"] = result.history
+        routers["probe"] = result.checkpoint
+    timings["train_s"] = time.perf_counter() - t0
+    if plan.router == "knn" or plan.compare_knn:
+        k, w, val_apgr = tune_knn(x, y, train, names, recipe, capable, efficient, plan)
+        log(f"kNN: k={k}, weighting={w} (validation APGR {val_apgr if val_apgr is None else round(val_apgr, 3)})")
+        routers["knn"] = build_knn(
+            x, y, names, recipe, pca_dim=plan.params.pca_dim, k=k, weighting=w, seed=plan.params.seed
+        )
+        meta["knn"] = {"k": k, "weighting": w, "val_apgr": val_apgr}
+    report: dict[str, list[SliceReport]] = {}
+    for name, rows in slices.items():
+        xs = x_all[[pos[t] for t in rows.texts]]
+        report[name] = [evaluate_router(r, cp, xs, rows, names, capable, efficient) for r, cp in routers.items()]
+        report[name] += baselines(rows, capable, efficient)
+    text = render(report, names)
+    meta["report"] = {k: [r.to_dict() for r in v] for k, v in report.items()}
+    meta["timings"] = timings
+    main = routers[plan.router]
+    ckpt.save(main, plan.out, meta)
+    if plan.compare_knn and plan.router == "probe":
+        ckpt.save(routers["knn"], plan.out / "knn", meta)
+    return Outcome(plan.out, report, text, timings, meta)

@@ -1,0 +1,267 @@
+"""What the learned routers (``prefill_probe``, ``knn``) share: config keys, the decision path,
+caching and failing open.
+
+Layer: ``routers`` — imports ``protocol`` only; numpy lazily (through the checkpoint).
+
+Per request: take the task text (the first user message by default), look its predicted
+success probabilities up in the per-task cache, else extract features through the injected
+extractor and run the checkpoint; then apply the λ-utility policy. Any failure — the feature
+server down or slow, a malformed file, features of the wrong width — sends the request to the
+capable target with decision source ``fail_open`` and is not cached.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field, NonNegativeFloat, NonNegativeInt, field_validator, model_validator
+
+from switchyard.protocol.call import ModelCall
+from switchyard.protocol.features import FeatureExtractor, FeaturesConfig
+from switchyard.protocol.request import ChatRequest
+from switchyard.routers.base import BuildContext, Decision, RouteContext, RouterSpec, Tiers
+from switchyard.routers.learned.checkpoint import Checkpoint, CheckpointError, load
+from switchyard.routers.learned.policy import TaskCache, UtilityPolicy
+
+logger = logging.getLogger("switchyard.routers.learned")
+
+TextView = Literal["first_user", "last_user"]
+
+
+def task_text(request: ChatRequest, view: TextView) -> str:
+    """The text a learned router reads: the first (task) or the newest user message."""
+    return request.first_user_text() if view == "first_user" else request.last_user_text()
+
+
+class LearnedRouter:
+    """Predicts per-target success from features and applies the λ-utility policy.
+
+    Args:
+        checkpoint: The validated model.
+        heads: Checkpoint output index per target, in route order.
+        policy: The decision rule.
+        extractor: Makes features (performs the I/O).
+        source: Decision source on success (``probe`` or ``knn``).
+        view: Which user message is the task text.
+        cache_size: Bound of the per-task cache (0: no caching).
+        predict_kwargs: Extra arguments for :meth:`Checkpoint.predict` (``k``, ``weighting``).
+    """
+
+    def __init__(
+        self,
+        checkpoint: Checkpoint,
+        heads: list[int],
+        policy: UtilityPolicy,
+        extractor: FeatureExtractor,
+        *,
+        source: str,
+        view: TextView = "first_user",
+        cache_size: int = 4096,
+        predict_kwargs: dict[str, Any] | None = None,
+    ) -> None:
+        self.checkpoint = checkpoint
+        self.heads = heads
+        self.policy = policy
+        self.extractor = extractor
+        self.source = source
+        self.view = view
+        self.cache = TaskCache(cache_size)
+        self._predict_kwargs = predict_kwargs or {}
+
+    def probabilities(self, features: Any) -> tuple[float, ...]:
+        """Per-target success probabilities (route order) for one feature vector."""
+        probs = self.checkpoint.predict(features, **self._predict_kwargs)
+        return tuple(float(probs[i]) for i in self.heads)
+
+    def decide(self, probs: tuple[float, ...], *, cached: bool, feature_ms: float, probe_ms: float) -> Decision:
+        """The decision for known probabilities."""
+        choice = self.policy.choose(probs)
+        p = dict(zip(self.policy.targets, probs, strict=True))
+        details: dict[str, Any] = {"p_success": p, "cached": cached}
+        if choice.utilities:
+            details["utility"] = choice.utilities
+        if not cached:
+            details["feature_ms"] = round(feature_ms, 3)
+            details["probe_ms"] = round(probe_ms, 3)
+        first = choice.candidates[0]
+        mode = (
+            f"score {choice.score:.3f} vs threshold {self.policy.threshold}"
+            if self.policy.threshold is not None
+            else f"lambda={self.policy.lam}"
+        )
+        return Decision(
+            candidates=choice.candidates,
+            source=self.source,
+            score=choice.score,
+            confidence=max(p[first], 1.0 - p[first]),
+            reason=f"P(success) {first}={p[first]:.2f}; {mode}" + (" (cached)" if cached else ""),
+            details=details,
+        )
+
+    def fail_open(self, why: str, kind: str) -> Decision:
+        """Capable first; nothing cached."""
+        return Decision(
+            candidates=self.policy.fail_open(),
+            source="fail_open",
+            reason=why,
+            details={"error": kind},
+        )
+
+    async def route(self, request: ChatRequest, ctx: RouteContext, call: ModelCall) -> Decision:
+        text = task_text(request, self.view)
+        if not text.strip():
+            return self.fail_open("no user text to read", "no_text")
+        key = self.cache.key(text)
+        hit = self.cache.get(key)
+        if hit is not None:
+            return self.decide(hit, cached=True, feature_ms=0.0, probe_ms=0.0)
+        t0 = time.perf_counter()
+        try:
+            features = await self.extractor.extract([text])
+            t1 = time.perf_counter()
+            probs = self.probabilities(features[0])
+        except Exception as exc:  # any failure falls open; the engine must still answer
+            kind = getattr(exc, "reason", type(exc).__name__)
+            logger.warning("%s router falls open: %s", self.source, exc)
+            return self.fail_open(f"{self.source} unavailable: {exc}", str(kind))
+        t2 = time.perf_counter()
+        self.cache.put(key, probs)
+        return self.decide(probs, cached=False, feature_ms=(t1 - t0) * 1000, probe_ms=(t2 - t1) * 1000)
+
+    async def aclose(self) -> None:
+        """Closes the extractor's connections."""
+        await self.extractor.aclose()
+
+
+class LearnedSpec(RouterSpec):
+    """Keys shared by ``prefill_probe`` and ``knn`` routes.
+
+    Attributes:
+        targets: Candidate targets (at least two), in route order.
+        checkpoint: Directory with ``router.json`` (relative to the config file).
+        features: How features are made (``backend: vllm_hidden_states | transformers |
+            embeddings``); must match the checkpoint's recipe.
+        lambda_: λ of the utility ``λ·P(success) - (1-λ)·normcost`` (YAML key ``lambda``;
+            default 0.75).
+        threshold: Two targets only: capable iff score >= threshold; overrides ``lambda``
+            (``switchyard calibrate`` writes it).
+        costs: Relative cost per target (default: input + output price per Mtok).
+        capable: Target used when the router fails (default: the costliest).
+        heads: Checkpoint output name per target (default: the target's own name).
+        input: ``first_user`` (the task; the default) or ``last_user``.
+        cache_size: Per-task decision cache bound (0 disables).
+    """
+
+    targets: list[str] = Field(min_length=2)
+    checkpoint: str
+    features: FeaturesConfig
+    lambda_: float | None = Field(default=None, alias="lambda", ge=0.0, le=1.0)
+    threshold: float | None = Field(default=None, ge=0.0, le=1.0)
+    costs: dict[str, NonNegativeFloat] | None = None
+    capable: str | None = None
+    heads: dict[str, str] = Field(default_factory=dict)
+    input: TextView = "first_user"
+    cache_size: NonNegativeInt = 4096
+
+    @field_validator("targets")
+    @classmethod
+    def _unique(cls, targets: list[str]) -> list[str]:
+        if len(set(targets)) != len(targets):
+            raise ValueError("targets must be unique")
+        return targets
+
+    @model_validator(mode="after")
+    def _consistent(self) -> LearnedSpec:
+        if self.threshold is not None and len(self.targets) != 2:
+            raise ValueError("'threshold' needs exactly two targets; use 'lambda' for more")
+        for key, names in (("costs", self.costs or {}), ("heads", self.heads)):
+            unknown = sorted(set(names) - set(self.targets))
+            if unknown:
+                raise ValueError(f"{key} names {unknown}, which are not in targets")
+        if self.costs is not None and set(self.costs) != set(self.targets):
+            raise ValueError(
+                f"costs must give every target a cost; missing {sorted(set(self.targets) - set(self.costs))}"
+            )
+        if self.capable is not None and self.capable not in self.targets:
+            raise ValueError(f"capable {self.capable!r} is not one of targets")
+        return self
+
+    def target_refs(self) -> list[tuple[str, str]]:
+        return [(f"targets[{i}]", t) for i, t in enumerate(self.targets)]
+
+    def _capable_and_efficient(self) -> tuple[str, str] | None:
+        if len(self.targets) != 2:
+            return None
+        if self.capable is not None:
+            other = next(t for t in self.targets if t != self.capable)
+            return self.capable, other
+        if self.costs is not None:
+            a, b = self.targets
+            return (a, b) if self.costs[a] >= self.costs[b] else (b, a)
+        return None
+
+    def tiers(self) -> Tiers | None:
+        """Capable and efficient targets of a two-target route (from ``capable`` or ``costs``)."""
+        pair = self._capable_and_efficient()
+        return None if pair is None else Tiers(capable=pair[0], efficient=pair[1])
+
+    def threshold_key(self) -> str | None:
+        """``threshold`` for two-target routes (capable iff ``Decision.score >= threshold``)."""
+        return "threshold" if len(self.targets) == 2 else None
+
+    def _costs(self, ctx: BuildContext) -> list[float]:
+        if self.costs is not None:
+            return [float(self.costs[t]) for t in self.targets]
+        out = []
+        for t in self.targets:
+            info = ctx.targets.get(t)
+            out.append(0.0 if info is None else info.price.input_per_mtok + info.price.output_per_mtok)
+        return out
+
+    def build_learned(self, ctx: BuildContext, kind: str, source: str, **predict: Any) -> LearnedRouter:
+        """Loads and checks the checkpoint, builds the extractor, wires the policy.
+
+        Raises:
+            ValueError: (``CheckpointError`` included) anything that does not fit, with a message
+                naming the key.
+        """
+        path = Path(self.checkpoint)
+        if not path.is_absolute() and ctx.config_dir:
+            path = Path(ctx.config_dir) / path
+        cp = load(path, kind=kind)
+        heads = []
+        for t in self.targets:
+            name = self.heads.get(t, t)
+            if name not in cp.output_names:
+                raise CheckpointError(
+                    f"checkpoint {path} has no head {name!r} for target {t!r}; its heads are {cp.output_names} "
+                    "(map them with 'heads: {TARGET: HEAD}')"
+                )
+            heads.append(cp.output_names.index(name))
+        if ctx.features is None:
+            raise ValueError("this route extracts features; build it through switchyard.config")
+        extractor = ctx.features(self.features, ctx.config_dir)
+        problems = cp.recipe.mismatches(extractor.recipe)
+        if problems:
+            raise ValueError("features do not match the checkpoint's recipe: " + "; ".join(problems))
+        costs = self._costs(ctx)
+        policy = UtilityPolicy(
+            self.targets,
+            costs,
+            lam=0.75 if self.lambda_ is None else self.lambda_,
+            threshold=self.threshold,
+            capable=self.capable,
+        )
+        return LearnedRouter(
+            cp,
+            heads,
+            policy,
+            extractor,
+            source=source,
+            view=self.input,
+            cache_size=self.cache_size,
+            predict_kwargs=predict,
+        )

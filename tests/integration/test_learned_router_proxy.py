@@ -1,0 +1,183 @@
+"""`switchyard train-probe` on a tiny dataset, then the checkpoint serving in the proxy (real openai SDK).
+
+Features come from the embeddings endpoint of a real fake feature server on 127.0.0.1, so the
+whole path — extraction, cache, training, report, checkpoint, config, routing — runs for real.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import openai
+import pytest
+
+pytest.importorskip("numpy")
+pytest.importorskip("torch")
+
+from switchyard.api import Switchyard
+from switchyard.cli import main
+from switchyard.server.runner import ServerThread
+from switchyard.testing import serve_fake
+from switchyard.testing.fake_features import FakeFeatureServer
+
+HARD = ["prove", "theorem", "integral", "eigenvalue", "derivative", "lemma", "topology", "manifold"]
+EASY = ["hello", "weather", "thanks", "lunch", "coffee", "movie", "music", "garden"]
+
+
+def _dataset(path: Path) -> list[str]:
+    rng = random.Random(0)
+    ids = []
+    with path.open("w") as fh:
+        for i in range(160):
+            hard = i % 2 == 0
+            words = rng.sample(HARD if hard else EASY, 3) + rng.sample(["the", "a", "please", "now"], 2)
+            weak_ok = (rng.random() < 0.15) if hard else (rng.random() < 0.95)
+            row = {
+                "id": f"toy/{i}",
+                "benchmark": "toy",
+                "prompt": " ".join(words),
+                "models": {"small": {"correct": weak_ok}, "big": {"correct": rng.random() < 0.95}},
+            }
+            fh.write(json.dumps(row) + "\n")
+            ids.append(row["id"])
+    return ids
+
+
+@pytest.fixture(scope="module")
+def features_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    app = FakeFeatureServer(hidden_states_dir=tmp_path_factory.mktemp("hs"), embedding_dim=32)
+    server = serve_fake(app)
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory: pytest.TempPathFactory, features_server: Any) -> dict[str, Any]:
+    root = tmp_path_factory.mktemp("train")
+    ids = _dataset(root / "toy.jsonl")
+    (root / "test_ids.txt").write_text("\n".join(ids[-40:]) + "\n")
+    features = {"backend": "embeddings", "base_url": f"http://127.0.0.1:{features_server.port}/v1", "model": "toy-emb"}
+    args = [
+        "train-probe",
+        "--dataset", str(root / "toy.jsonl"),
+        "--map", "efficient=small", "--map", "capable=big",
+        "--features", json.dumps(features),
+        "--test-ids", str(root / "test_ids.txt"),
+        "--out", str(root / "probe"),
+        "--cache-dir", str(root / "cache"),
+        "--compare-knn", "--seed", "1",
+        "--pca-dim", "16", "--hidden", "32", "--ensemble", "2", "--epochs", "30", "--lr", "0.01",
+        "--json", str(root / "report.json"),
+    ]  # fmt: skip
+    assert main(args) == 0
+    return {"root": root, "features": features, "args": args}
+
+
+def test_train_probe_writes_checkpoint_and_held_out_report(trained: dict[str, Any], capsys: Any) -> None:
+    root = trained["root"]
+    meta = json.loads((root / "probe" / "router.json").read_text())
+    assert meta["kind"] == "prefill_probe" and meta["output_names"] == ["efficient", "capable"]
+    assert meta["recipe"]["source"] == "embeddings" and meta["recipe"]["hidden_size"] == 32
+    assert meta["training"]["n_train"] == 120 and meta["training"]["capable"] == "capable"
+    test = {r["name"]: r for r in meta["training"]["report"]["test"]}
+    assert set(test) == {"probe", "knn", "random", "oracle"}
+    assert test["probe"]["n"] == 40 and test["random"]["apgr"] == pytest.approx(0.5)
+    assert test["probe"]["apgr"] > 0.6 and test["probe"]["auc"]["efficient"] > 0.8
+    assert (root / "probe" / "knn" / "router.json").exists()
+    # a second run finds every vector in the cache and trains the same weights
+    assert main([*trained["args"][:-8], "--out", str(root / "again"), "--seed", "1", "--pca-dim", "16", "--hidden",
+                 "32", "--ensemble", "2", "--epochs", "30", "--lr", "0.01"]) == 0  # fmt: skip
+    out = capsys.readouterr().out
+    assert "features: 0 extracted" in out
+    assert (root / "again" / "router.safetensors").read_bytes() == (root / "probe" / "router.safetensors").read_bytes()
+
+
+def test_train_probe_reports_bad_input(trained: dict[str, Any], capsys: Any) -> None:
+    root = trained["root"]
+    assert main(["train-probe", "--dataset", str(root / "toy.jsonl"), "--map", "efficient=small",
+                 "--features", '{"backend": "nope"}', "--out", str(root / "x")]) == 1  # fmt: skip
+    assert "--features" in capsys.readouterr().err
+
+
+@pytest.fixture(scope="module")
+def proxy(trained: dict[str, Any]) -> Iterator[tuple[ServerThread, list[Any], Any]]:
+    from switchyard.testing import FakeUpstream
+
+    upstream = serve_fake(FakeUpstream())
+    config = {
+        "llm_clients": {"local": {"base_url": f"http://127.0.0.1:{upstream.port}/v1"}},
+        "targets": {
+            "efficient": {"client": "local", "model": "fake-small", "price": {"input_per_mtok": 0.1}},
+            "capable": {"client": "local", "model": "fake-big", "price": {"input_per_mtok": 15}},
+        },
+        "routes": {
+            "learned": {
+                "type": "prefill_probe",
+                "targets": ["efficient", "capable"],
+                "checkpoint": str(trained["root"] / "probe"),
+                "features": trained["features"],
+                "lambda": 0.75,
+            },
+            "knn": {
+                "type": "knn",
+                "targets": ["efficient", "capable"],
+                "checkpoint": str(trained["root"] / "probe" / "knn"),
+                "features": trained["features"],
+                "k": 5,
+            },
+            "down": {
+                "type": "prefill_probe",
+                "targets": ["efficient", "capable"],
+                "checkpoint": str(trained["root"] / "probe"),
+                "features": {**trained["features"], "base_url": "http://127.0.0.1:9/v1", "timeout_s": 2},
+            },
+        },
+    }
+    sy = Switchyard.from_config(config)
+    records: list[Any] = []
+    sy.on_decision(records.append)
+    try:
+        with ServerThread(sy) as server:
+            yield server, records, upstream
+    finally:
+        upstream.stop()
+
+
+@pytest.mark.parametrize("route", ["learned", "knn"])
+def test_checkpoint_serves_in_the_proxy(proxy: tuple[ServerThread, list[Any], Any], route: str) -> None:
+    server, records, _ = proxy
+    with openai.OpenAI(base_url=server.base_url, api_key="test", max_retries=0) as client:
+        hard = client.chat.completions.with_raw_response.create(
+            model=route, messages=[{"role": "user", "content": "prove the eigenvalue theorem please"}]
+        )
+        easy = client.chat.completions.with_raw_response.create(
+            model=route, messages=[{"role": "user", "content": "hello thanks for the coffee"}]
+        )
+        again = client.chat.completions.with_raw_response.create(
+            model=route, messages=[{"role": "user", "content": "hello thanks for the coffee"}]
+        )
+    assert hard.headers["x-switchyard-selected-model"] == "capable"
+    assert easy.headers["x-switchyard-selected-model"] == "efficient"
+    assert hard.headers["x-switchyard-decision-source"] == ("probe" if route == "learned" else "knn")
+    assert hard.parse().choices[0].message.content == "[fake-big] prove the eigenvalue theorem please"
+    last = records[-3:]
+    assert last[0].score is not None and last[0].score > last[1].score
+    assert last[2].details["cached"] is True and last[1].details["cached"] is False
+    assert again.headers["x-switchyard-selected-model"] == "efficient"
+
+
+def test_feature_server_down_falls_open_to_capable(proxy: tuple[ServerThread, list[Any], Any]) -> None:
+    server, records, _ = proxy
+    with openai.OpenAI(base_url=server.base_url, api_key="test", max_retries=0) as client:
+        raw = client.chat.completions.with_raw_response.create(
+            model="down", messages=[{"role": "user", "content": "hello thanks"}]
+        )
+    assert raw.headers["x-switchyard-selected-model"] == "capable"
+    assert raw.headers["x-switchyard-decision-source"] == "fail_open"
+    assert records[-1].details["error"] == "connect"
