@@ -28,6 +28,7 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from importlib import resources
+from pathlib import Path
 from typing import Any, Literal
 
 from switchyard.protocol.call import ModelCall
@@ -271,3 +272,29 @@ def _last_object(text: str, max_tries: int = 64) -> dict[str, Any] | None:
         if isinstance(value, dict):
             found, found_end = value, end
     return found
+
+
+LEGACY_PLACEHOLDER = "{{RESPONSE_SCHEMA}}"
+"""A placeholder older judge prompts carried; the schema is now supplied automatically."""
+
+
+def read_prompt(prompt: str | None, prompt_file: str | None, config_dir: str | None) -> str | None:
+    """A judge prompt given inline or as a file (relative to the config's directory).
+
+    Raises:
+        ValueError: The file cannot be read, is empty, or carries the legacy placeholder.
+    """
+    if prompt_file is None:
+        return prompt
+    path = Path(prompt_file)
+    if not path.is_absolute() and config_dir:
+        path = Path(config_dir) / path
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ValueError(f"prompt_file: cannot read {path}: {exc.strerror or exc}") from None
+    if not text.strip():
+        raise ValueError(f"prompt_file: {path} is empty")
+    if LEGACY_PLACEHOLDER in text:
+        raise ValueError(f"prompt_file: {path} contains {LEGACY_PLACEHOLDER}; remove it")
+    return text

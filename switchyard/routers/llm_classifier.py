@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any, ClassVar, Literal, Self, cast
 
 from pydantic import (
@@ -30,10 +29,18 @@ from switchyard.routers.base import BuildContext, Router, RouterSpec, SpecClass,
 from switchyard.routers.classifier import CapabilityJudge, CapabilityRouter, CustomRouter, Thresholds
 from switchyard.routers.escalation import EscalationRouter
 from switchyard.routers.jsonschema import check_pointer, check_schema
-from switchyard.routers.judge import JsonJudge, JudgeSettings, ResponseFormatType, packaged_schema, packaged_text
+from switchyard.routers.judge import (
+    LEGACY_PLACEHOLDER,
+    JsonJudge,
+    JudgeSettings,
+    ResponseFormatType,
+    packaged_schema,
+    packaged_text,
+    read_prompt,
+)
 
 MODES = ("capability", "custom", "escalation")
-_LEGACY_PLACEHOLDER = "{{RESPONSE_SCHEMA}}"
+_LEGACY_PLACEHOLDER = LEGACY_PLACEHOLDER
 
 
 class LlmClassifierSpec(RouterSpec):
@@ -122,20 +129,7 @@ class LlmClassifierSpec(RouterSpec):
 
     def custom_prompt(self, ctx: BuildContext) -> str | None:
         """The user's prompt (inline or read from ``prompt_file``), if any."""
-        if self.prompt_file is None:
-            return self.prompt
-        path = Path(self.prompt_file)
-        if not path.is_absolute() and ctx.config_dir:
-            path = Path(ctx.config_dir) / path
-        try:
-            text = path.read_text(encoding="utf-8")
-        except OSError as exc:
-            raise ValueError(f"prompt_file: cannot read {path}: {exc.strerror or exc}") from None
-        if not text.strip():
-            raise ValueError(f"prompt_file: {path} is empty")
-        if _LEGACY_PLACEHOLDER in text:
-            raise ValueError(f"prompt_file: {path} contains {_LEGACY_PLACEHOLDER}; remove it")
-        return text
+        return read_prompt(self.prompt, self.prompt_file, ctx.config_dir)
 
 
 class _TriggeredSpec(LlmClassifierSpec):

@@ -25,6 +25,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from switchyard.routers.base import BuildContext, Router, RouterSpec
+from switchyard.routers.stage.judge import StageClassifierSpec
 from switchyard.routers.stage.router import HandoffNotes, StageConfig, StageRouter
 from switchyard.routers.stage.tables import ToolKind
 
@@ -89,7 +90,9 @@ class StageRouterSpec(RouterSpec):
         hold_turns: After switching tier, keep it for this many turns (an int for both tiers or
             ``{capable: N, efficient: M}``); needs a session id; overrides and passing tests
             still switch at once.
-        classifier: The LLM classifier for ambiguous turns (not available in this version).
+        classifier: The LLM capability judge for ambiguous turns (see
+            :class:`~switchyard.routers.stage.judge.StageClassifierSpec`); without it ambiguous
+            turns go to the picker's default tier.
         compat: ``none`` (default) or ``nvidia``: reproduce NVIDIA nemo-switchyard 0.3.0's
             decisions (no tests-passed rule, no capable_first fix, their turn depth and vocabulary).
     """
@@ -106,7 +109,7 @@ class StageRouterSpec(RouterSpec):
     capable_system_prompt: str | None = Field(default=None, min_length=1)
     efficient_system_prompt: str | None = Field(default=None, min_length=1)
     hold_turns: HoldTurnsSpec | None = None
-    classifier: dict[str, Any] | None = None
+    classifier: StageClassifierSpec | None = None
     compat: Literal["none", "nvidia"] = "none"
 
     @field_validator("tool_semantics")
@@ -134,16 +137,6 @@ class StageRouterSpec(RouterSpec):
             return {"capable": value, "efficient": value}
         return value
 
-    @field_validator("classifier")
-    @classmethod
-    def _classifier(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
-        if value is not None:
-            raise ValueError(
-                "the LLM classifier for ambiguous turns is not available in this version yet; "
-                "remove the 'classifier' block (ambiguous turns go to the picker's default tier)"
-            )
-        return value
-
     @model_validator(mode="after")
     def _distinct(self) -> StageRouterSpec:
         if self.capable == self.efficient:
@@ -152,11 +145,16 @@ class StageRouterSpec(RouterSpec):
 
     @property
     def stateful(self) -> bool:  # type: ignore[override]
-        """Whether the route keeps per-session state (hysteresis, or notes only on a switch)."""
-        return self.config().stateful
+        """Whether the route keeps per-session state (hysteresis, notes only on a switch, or a
+        judge verdict reused for its user turn)."""
+        judge_state = self.classifier is not None and self.classifier.classify_trigger == "user_turn"
+        return self.config().stateful or judge_state
 
     def target_refs(self) -> list[tuple[str, str]]:
         return [("capable", self.capable), ("efficient", self.efficient)]
+
+    def auxiliary_refs(self) -> list[tuple[str, str]]:
+        return [] if self.classifier is None else [("classifier.target", self.classifier.target)]
 
     def config(self) -> StageConfig:
         """The router settings this block describes."""
@@ -188,4 +186,5 @@ class StageRouterSpec(RouterSpec):
         )
 
     def build(self, ctx: BuildContext) -> Router:
-        return StageRouter(self.config())
+        classifier = None if self.classifier is None else self.classifier.build(ctx.config_dir)
+        return StageRouter(self.config(), classifier)

@@ -10,6 +10,7 @@ import pytest
 
 from switchyard.config.load import ConfigError, load_config
 from switchyard.routers import router_types, spec_for
+from switchyard.routers.base import BuildContext
 from switchyard.routers.stage import StageRouter, StageRouterSpec, ToolKind
 
 BASE = """\
@@ -88,10 +89,37 @@ def test_hold_turns_as_one_number(tmp_path: Path) -> None:
     assert load(tmp_path, "hold_turns: 2\n").routes["agent"].config().hold == {"capable": 2, "efficient": 2}
 
 
-def test_classifier_is_not_available_yet(tmp_path: Path) -> None:
+def test_classifier_block_needs_a_known_judge_target(tmp_path: Path) -> None:
     message = error(tmp_path, "classifier: {target: judge, base_threshold: 0.5}\n")
-    assert "routes.agent.classifier: the LLM classifier for ambiguous turns is not available" in message
-    assert "router.yaml:11:" in message
+    assert "routes.agent.classifier.target: unknown target 'judge'" in message
+
+
+def test_classifier_block_builds_the_capability_judge(tmp_path: Path) -> None:
+    path = tmp_path / "router.yaml"
+    path.write_text(
+        BASE.replace(
+            "  frontier: {client: local, model: frontier}\n",
+            "  frontier: {client: local, model: frontier}\n  judge: {client: local, model: judge}\n",
+        )
+        + "    classifier: {target: judge, base_threshold: 0.6, threshold_step: 0.1, classify_trigger: every_request}\n"
+    )
+    spec = load_config(path).routes["agent"]
+    assert spec.auxiliary_refs() == [("classifier.target", "judge")]
+    assert spec.target_refs() == [("capable", "frontier"), ("efficient", "lightning")], "a judge is never a destination"
+    router = spec.build(BuildContext(route="agent", targets={}))
+    assert isinstance(router, StageRouter) and router.classifier is not None
+
+
+@pytest.mark.parametrize(
+    ("block", "expected"),
+    [
+        ("{target: j, base_threshold: 0.8, threshold_step: 0.2}", "base_threshold + 2 * threshold_step must be <= 1"),
+        ("{target: j, classify_trigger: new_session}", "routes.agent.classifier.classify_trigger"),
+        ("{target: j, promt: hi}", "routes.agent.classifier.promt: unknown key (did you mean 'prompt'?)"),
+    ],
+)
+def test_classifier_block_errors(tmp_path: Path, block: str, expected: str) -> None:
+    assert expected in error(tmp_path, f"classifier: {block}\n")
 
 
 @pytest.mark.parametrize(
