@@ -1,9 +1,18 @@
-"""A fake OpenAI-compatible model server for tests, the demo and benchmarks.
+"""A fake model server for tests, the demo and benchmarks, speaking all three wire formats.
 
-Not a mock: a real ASGI app served by uvicorn on 127.0.0.1, speaking the Chat Completions wire
-format (JSON and SSE, tool calls, vLLM-style ``reasoning``, usage chunks) with scriptable
-answers, latencies and injected faults.
+Not a mock: a real ASGI app served by uvicorn on 127.0.0.1, with scriptable answers,
+latencies and injected faults, and request validation modelled on the real providers:
 
+* ``POST /v1/chat/completions`` — OpenAI Chat / vLLM (JSON and SSE, tool calls, vLLM-style
+  ``reasoning``, usage chunks); rejects ``tools: []``, non-function tools, ``tool_choice``
+  without tools and ``stream_options`` without ``stream`` as vLLM does.
+* ``POST /v1/messages`` and ``/v1/messages/count_tokens`` — Anthropic Messages (JSON and
+  named-event SSE, ``tool_use``, signed ``thinking``); see :mod:`switchyard.testing.fake_anthropic`.
+* ``POST /v1/responses`` and ``/v1/responses/input_tokens`` — OpenAI Responses (JSON and SSE,
+  function and custom tool calls, reasoning items); see :mod:`switchyard.testing.fake_responses`.
+* ``POST /tokenize`` — vLLM's token counter; ``GET /v1/models``; ``GET /health``.
+
+The same brains answer on every endpoint (they see a Chat-shaped view of each request).
 Faults are chosen per request by the model name (``fail-500``) or by the ``x-fake-fault``
 header; see :data:`FAULTS`.
 """
@@ -13,118 +22,78 @@ from __future__ import annotations
 import asyncio
 import itertools
 import time
-from collections.abc import Awaitable, Callable, MutableMapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
 
-Scope = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
-Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
+from switchyard.testing import fake_anthropic, fake_responses
+from switchyard.testing.fake_common import (
+    FAULTS,
+    Brain,
+    FakeModel,
+    Receive,
+    Scope,
+    Send,
+    Turn,
+    echo_brain,
+    estimate_tokens,
+    last_user_text,
+    pieces,
+    prompt_text,
+    send_frames,
+    send_json,
+    send_raw,
+    usage_numbers,
+)
 
-FAULTS = {
-    "fail-500": "answer 500 with an OpenAI error body",
-    "fail-502-html": "answer 502 with an HTML body",
-    "fail-503": "answer 503",
-    "fail-429": "answer 429 with Retry-After: 1",
-    "fail-401": "answer 401",
-    "fail-400": "answer 400 (a plain bad request)",
-    "overflow-400": "answer 400 context_length_exceeded",
-    "stall-headers": "wait 30 s before answering",
-    "stall-mid": "stream two chunks, then go silent for 30 s",
-    "reset-mid": "stream two chunks, then drop the connection",
-    "malformed-sse": "stream two chunks, then a non-JSON data line",
-    "empty-stream": "answer 200 text/event-stream with no events",
+__all__ = [
+    "FAULTS",
+    "Brain",
+    "FakeModel",
+    "FakeUpstream",
+    "Received",
+    "Turn",
+    "echo_brain",
+    "estimate_tokens",
+    "last_user_text",
+    "prompt_text",
+]
+
+_CHAT_ERRORS: dict[str, tuple[int, dict[str, Any]]] = {
+    "fail-500": (500, {"error": {"message": "internal failure", "type": "InternalServerError", "code": 500}}),
+    "fail-503": (503, {"error": {"message": "overloaded", "type": "ServiceUnavailableError", "code": 503}}),
+    "fail-429": (
+        429,
+        {"error": {"message": "rate limited", "type": "rate_limit_error", "code": "rate_limit_exceeded"}},
+    ),
+    "fail-401": (
+        401,
+        {"error": {"message": "invalid api key", "type": "authentication_error", "code": "invalid_api_key"}},
+    ),
+    "fail-400": (
+        400,
+        {
+            "error": {
+                "message": "temperature must be <= 2",
+                "type": "BadRequestError",
+                "code": 400,
+                "param": "temperature",
+            }
+        },
+    ),
+    "overflow-400": (
+        400,
+        {
+            "error": {
+                "message": "This model's maximum context length is 4096 tokens. However, you requested 9000 "
+                "tokens. Please reduce the length of the messages.",
+                "type": "BadRequestError",
+                "code": 400,
+            }
+        },
+    ),
 }
-
-
-@dataclass(slots=True)
-class Turn:
-    """What a fake model answers.
-
-    Attributes:
-        text: Visible text.
-        tool_calls: ``(name, arguments)`` pairs, arguments as a dict.
-        reasoning: Reasoning text (sent as vLLM's ``reasoning`` field).
-        finish_reason: Overrides the natural finish reason.
-    """
-
-    text: str = ""
-    tool_calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
-    reasoning: str = ""
-    finish_reason: str | None = None
-
-
-Brain = Callable[[dict[str, Any], "FakeModel"], Turn]
-"""Decides a fake model's turn from the request body."""
-
-
-def estimate_tokens(text: str) -> int:
-    """Roughly 4 characters per token, at least 1 for non-empty text."""
-    return max(1, (len(text) + 3) // 4) if text else 0
-
-
-def prompt_text(body: dict[str, Any]) -> str:
-    """All message text of a Chat request, concatenated (for token estimates)."""
-    out: list[str] = []
-    for msg in body.get("messages") or []:
-        content = msg.get("content")
-        if isinstance(content, str):
-            out.append(content)
-        elif isinstance(content, list):
-            out.extend(str(p.get("text", "")) for p in content if isinstance(p, dict))
-        for call in msg.get("tool_calls") or []:
-            out.append(str((call.get("function") or {}).get("arguments", "")))
-    for tool in body.get("tools") or []:
-        out.append(orjson.dumps(tool).decode())
-    return "\n".join(out)
-
-
-def last_user_text(body: dict[str, Any]) -> str:
-    """Text of the newest user message."""
-    for msg in reversed(body.get("messages") or []):
-        if msg.get("role") == "user":
-            content = msg.get("content")
-            if isinstance(content, str):
-                return content
-            if isinstance(content, list):
-                return "".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
-    return ""
-
-
-def echo_brain(body: dict[str, Any], model: FakeModel) -> Turn:
-    """Answers with the model's name and the last user message; calls the first tool when asked
-    to (the user text contains ``use a tool`` or ``tool_choice`` forces one)."""
-    tools = body.get("tools") or []
-    forced = body.get("tool_choice") not in (None, "auto", "none")
-    user = last_user_text(body)
-    last_role = (body.get("messages") or [{}])[-1].get("role")
-    if tools and last_role != "tool" and (forced or "use a tool" in user.lower()):
-        fn = tools[0].get("function") or {}
-        return Turn(tool_calls=[(str(fn.get("name", "tool")), {"query": user[:40]})])
-    return Turn(text=f"[{model.name}] {user}".strip(), reasoning=model.reasoning)
-
-
-@dataclass(slots=True)
-class FakeModel:
-    """One model the fake server knows.
-
-    Attributes:
-        name: Model id.
-        brain: Decides answers (default :func:`echo_brain`).
-        first_byte_s: Delay before the answer (headers included).
-        per_chunk_s: Delay between stream chunks.
-        reasoning: Reasoning text added by :func:`echo_brain`.
-        context_window: Reported by ``GET /v1/models`` as ``max_model_len``.
-    """
-
-    name: str
-    brain: Brain = echo_brain
-    first_byte_s: float = 0.0
-    per_chunk_s: float = 0.0
-    reasoning: str = ""
-    context_window: int = 131072
 
 
 @dataclass(slots=True)
@@ -155,9 +124,13 @@ class FakeUpstream:
             found = self.models[name] = FakeModel(name)
         return found
 
-    def bodies(self, model: str | None = None) -> list[dict[str, Any]]:
-        """Received request bodies, optionally only those for ``model``."""
-        return [r.body for r in self.received if model is None or r.body.get("model") == model]
+    def bodies(self, model: str | None = None, path: str | None = None) -> list[dict[str, Any]]:
+        """Received request bodies, optionally only those for ``model`` and/or whose path ends with ``path``."""
+        return [
+            r.body
+            for r in self.received
+            if (model is None or r.body.get("model") == model) and (path is None or r.path.endswith(path))
+        ]
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -178,90 +151,73 @@ class FakeUpstream:
             more = msg.get("more_body", False)
         headers = {k.decode().lower(): v.decode() for k, v in scope["headers"]}
         path = scope["path"]
-        if scope["method"] == "GET" and path.endswith("/models"):
-            data = [
-                {"id": m.name, "object": "model", "owned_by": "fake", "max_model_len": m.context_window}
-                for m in self.models.values()
-            ]
-            await _json(send, 200, {"object": "list", "data": data})
+        if scope["method"] == "GET":
+            await self._get(path, send)
             return
-        if scope["method"] == "GET" and path.endswith("/health"):
-            await _json(send, 200, {"status": "ok"})
-            return
-        if not path.endswith("/chat/completions"):
-            await _json(send, 404, {"error": {"message": f"no route {path}", "type": "NotFoundError", "code": 404}})
+        kind = _endpoint(path)
+        if kind is None:
+            await send_json(send, 404, {"error": {"message": f"no route {path}", "type": "NotFoundError", "code": 404}})
             return
         try:
             request = orjson.loads(body)
         except orjson.JSONDecodeError:
-            await _json(send, 400, {"error": {"message": "bad json", "type": "BadRequestError", "code": 400}})
+            await send_json(send, 400, {"error": {"message": "bad json", "type": "BadRequestError", "code": 400}})
             return
         self.received.append(Received(path, headers, request))
+        if kind in ("count_tokens", "input_tokens", "tokenize"):
+            await self._count(kind, request, send)
+            return
         name = str(request.get("model", ""))
         fault = headers.get("x-fake-fault") or (name if name in FAULTS else None)
-        if fault and await self._fault_before(fault, send):
+        if fault and await self._fault_before(kind, fault, send):
             return
         model = self.model(name)
         if model.first_byte_s:
             await asyncio.sleep(model.first_byte_s)
-        turn = model.brain(request, model)
-        if request.get("stream"):
-            await self._stream(send, request, model, turn, fault)
+        if kind == "messages":
+            await self._anthropic(send, request, model, fault)
+        elif kind == "responses":
+            await self._responses(send, request, model, fault)
         else:
-            await _json(send, 200, self._completion(request, model, turn))
+            await self._chat(send, request, model, fault)
 
-    async def _fault_before(self, fault: str, send: Send) -> bool:
+    async def _get(self, path: str, send: Send) -> None:
+        if path.endswith("/models"):
+            data = [
+                {"id": m.name, "object": "model", "owned_by": "fake", "max_model_len": m.context_window}
+                for m in self.models.values()
+            ]
+            await send_json(send, 200, {"object": "list", "data": data})
+        elif path.endswith("/health"):
+            await send_json(send, 200, {"status": "ok"})
+        else:
+            await send_json(send, 404, {"error": {"message": f"no route {path}", "type": "NotFoundError", "code": 404}})
+
+    async def _count(self, kind: str, request: dict[str, Any], send: Send) -> None:
+        if kind == "count_tokens":
+            await send_json(send, 200, {"input_tokens": fake_anthropic.count_tokens(request)})
+        elif kind == "input_tokens":
+            n = fake_responses.count_tokens(request)
+            await send_json(send, 200, {"object": "response.input_tokens", "input_tokens": n})
+        else:
+            n = estimate_tokens(prompt_text(request)) + 3 * len(request.get("messages") or [])
+            await send_json(send, 200, {"count": n, "max_model_len": 131072, "tokens": list(range(n))})
+
+    async def _fault_before(self, kind: str, fault: str, send: Send) -> bool:
         """Faults that replace the whole answer; returns whether one was sent."""
-        if fault == "fail-500":
-            await _json(
-                send, 500, {"error": {"message": "internal failure", "type": "InternalServerError", "code": 500}}
-            )
+        table = {
+            "messages": fake_anthropic.FAULT_BODIES,
+            "responses": fake_responses.FAULT_BODIES,
+        }.get(kind, _CHAT_ERRORS)
+        if fault in table:
+            status, payload = table[fault]
+            extra = [(b"retry-after", b"1")] if status == 429 else None
+            await send_json(send, status, payload, extra=extra)
         elif fault == "fail-502-html":
-            await _raw(send, 502, b"<html><body><h1>502 Bad Gateway</h1></body></html>", b"text/html")
-        elif fault == "fail-503":
-            await _json(send, 503, {"error": {"message": "overloaded", "type": "ServiceUnavailableError", "code": 503}})
-        elif fault == "fail-429":
-            await _json(
-                send,
-                429,
-                {"error": {"message": "rate limited", "type": "rate_limit_error", "code": "rate_limit_exceeded"}},
-                extra=[(b"retry-after", b"1")],
-            )
-        elif fault == "fail-401":
-            await _json(
-                send,
-                401,
-                {"error": {"message": "invalid api key", "type": "authentication_error", "code": "invalid_api_key"}},
-            )
-        elif fault == "fail-400":
-            await _json(
-                send,
-                400,
-                {
-                    "error": {
-                        "message": "temperature must be <= 2",
-                        "type": "BadRequestError",
-                        "code": 400,
-                        "param": "temperature",
-                    }
-                },
-            )
-        elif fault == "overflow-400":
-            await _json(
-                send,
-                400,
-                {
-                    "error": {
-                        "message": "This model's maximum context length is 4096 tokens. However, you requested 9000 "
-                        "tokens. Please reduce the length of the messages.",
-                        "type": "BadRequestError",
-                        "code": 400,
-                    }
-                },
-            )
+            await send_raw(send, 502, b"<html><body><h1>502 Bad Gateway</h1></body></html>", b"text/html")
         elif fault == "stall-headers":
             await asyncio.sleep(30)
-            await _json(send, 500, {"error": {"message": "late", "type": "InternalServerError", "code": 500}})
+            await send_json(send, 500, {"error": {"message": "late", "type": "InternalServerError", "code": 500}})
         elif fault == "empty-stream":
             await send(
                 {"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/event-stream")]}
@@ -271,32 +227,70 @@ class FakeUpstream:
             return False
         return True
 
-    def _usage(self, request: dict[str, Any], turn: Turn) -> dict[str, Any]:
-        completion = (
-            estimate_tokens(turn.text)
-            + estimate_tokens(turn.reasoning)
-            + sum(estimate_tokens(orjson.dumps(args).decode()) + 5 for _, args in turn.tool_calls)
-        )
-        reasoning = estimate_tokens(turn.reasoning)
-        prompt = estimate_tokens(prompt_text(request))
+    # -- Anthropic Messages and OpenAI Responses ---------------------------------------------
+
+    async def _anthropic(self, send: Send, request: dict[str, Any], model: FakeModel, fault: str | None) -> None:
+        try:
+            fake_anthropic.validate(request)
+        except fake_anthropic.Invalid as exc:
+            await send_json(send, 400, fake_anthropic.error_body("invalid_request_error", str(exc)))
+            return
+        turn = model.brain(fake_anthropic.view(request), model)
+        if request.get("stream"):
+            frames = fake_anthropic.frames(request, model, turn, self._ids)
+            await send_frames(send, frames, model, fault, fake_anthropic.ERROR_FRAME)
+        else:
+            await send_json(send, 200, fake_anthropic.message(request, model, turn, self._ids))
+
+    async def _responses(self, send: Send, request: dict[str, Any], model: FakeModel, fault: str | None) -> None:
+        try:
+            fake_responses.validate(request)
+        except fake_responses.Invalid as exc:
+            await send_json(send, exc.status, fake_responses.error_body(str(exc), param=exc.param))
+            return
+        turn = model.brain(fake_responses.view(request), model)
+        if request.get("stream"):
+            frames = fake_responses.frames(request, model, turn, self._ids)
+            await send_frames(send, frames, model, fault, fake_responses.error_frame())
+        else:
+            await send_json(send, 200, fake_responses.response(request, model, turn, self._ids))
+
+    # -- Chat Completions ----------------------------------------------------------------------
+
+    async def _chat(self, send: Send, request: dict[str, Any], model: FakeModel, fault: str | None) -> None:
+        problem = _vllm_problem(request)
+        if problem is not None:
+            await send_json(send, 400, {"error": {"message": problem, "type": "BadRequestError", "code": 400}})
+            return
+        turn = model.brain(request, model)
+        if request.get("stream"):
+            await send_frames(send, self._chat_frames(request, model, turn), model, fault, _CHAT_ERROR_FRAME)
+        else:
+            await send_json(send, 200, self._completion(request, model, turn))
+
+    def _usage(self, request: dict[str, Any], turn: Turn, model: FakeModel) -> dict[str, Any]:
+        n = usage_numbers(estimate_tokens(prompt_text(request)), turn, model)
         usage: dict[str, Any] = {
-            "prompt_tokens": prompt,
-            "completion_tokens": completion,
-            "total_tokens": prompt + completion,
+            "prompt_tokens": n["prompt"],
+            "completion_tokens": n["completion"],
+            "total_tokens": n["prompt"] + n["completion"],
         }
-        if reasoning:
-            usage["completion_tokens_details"] = {"reasoning_tokens": reasoning}
+        if n["cache_read"] or n["cache_write"]:
+            usage["prompt_tokens_details"] = {"cached_tokens": n["cache_read"], "cache_write_tokens": n["cache_write"]}
+        if n["reasoning"]:
+            usage["completion_tokens_details"] = {"reasoning_tokens": n["reasoning"]}
         return usage
 
     def _calls(self, turn: Turn) -> list[dict[str, Any]]:
-        return [
-            {
-                "id": f"call_{next(self._ids)}",
-                "type": "function",
-                "function": {"name": name, "arguments": orjson.dumps(args).decode()},
-            }
-            for name, args in turn.tool_calls
-        ]
+        out: list[dict[str, Any]] = []
+        for name, args in turn.tool_calls:
+            call_id = f"call_{next(self._ids)}"
+            if isinstance(args, str):
+                out.append({"id": call_id, "type": "custom", "custom": {"name": name, "input": args}})
+            else:
+                fn = {"name": name, "arguments": orjson.dumps(args).decode()}
+                out.append({"id": call_id, "type": "function", "function": fn})
+        return out
 
     def _completion(self, request: dict[str, Any], model: FakeModel, turn: Turn) -> dict[str, Any]:
         message: dict[str, Any] = {"role": "assistant", "content": turn.text or None}
@@ -311,19 +305,10 @@ class FakeUpstream:
             "created": int(time.time()),
             "model": model.name,
             "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-            "usage": self._usage(request, turn),
+            "usage": self._usage(request, turn, model),
         }
 
-    async def _stream(
-        self, send: Send, request: dict[str, Any], model: FakeModel, turn: Turn, fault: str | None
-    ) -> None:
-        await send(
-            {
-                "type": "http.response.start",
-                "status": 200,
-                "headers": [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache")],
-            }
-        )
+    def _chat_frames(self, request: dict[str, Any], model: FakeModel, turn: Turn) -> list[bytes]:
         cid = f"chatcmpl-fake{next(self._ids)}"
         created = int(time.time())
 
@@ -338,79 +323,81 @@ class FakeUpstream:
             return b"data: " + orjson.dumps(payload) + b"\n\n"
 
         frames: list[bytes] = [chunk({"role": "assistant", "content": ""})]
-        frames += [chunk({"reasoning": piece}) for piece in _pieces(turn.reasoning)]
-        frames += [chunk({"content": piece}) for piece in _pieces(turn.text)]
+        frames += [chunk({"reasoning": piece}) for piece in pieces(turn.reasoning)]
+        frames += [chunk({"content": piece}) for piece in pieces(turn.text)]
         for index, call in enumerate(self._calls(turn)):
+            if call["type"] == "custom":
+                first = {
+                    "index": index,
+                    "id": call["id"],
+                    "type": "custom",
+                    "custom": {"name": call["custom"]["name"], "input": ""},
+                }
+                frames.append(chunk({"tool_calls": [first]}))
+                frames += [
+                    chunk({"tool_calls": [{"index": index, "custom": {"input": piece}}]})
+                    for piece in pieces(call["custom"]["input"], 12)
+                ]
+                continue
             fn = call["function"]
-            frames.append(
-                chunk(
-                    {
-                        "tool_calls": [
-                            {
-                                "index": index,
-                                "id": call["id"],
-                                "type": "function",
-                                "function": {"name": fn["name"], "arguments": ""},
-                            }
-                        ]
-                    }
-                )
-            )
+            first = {
+                "index": index,
+                "id": call["id"],
+                "type": "function",
+                "function": {"name": fn["name"], "arguments": ""},
+            }
+            frames.append(chunk({"tool_calls": [first]}))
             frames += [
                 chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
-                for piece in _pieces(fn["arguments"], 12)
+                for piece in pieces(fn["arguments"], 12)
             ]
         frames.append(chunk({}, turn.finish_reason or ("tool_calls" if turn.tool_calls else "stop")))
         options = request.get("stream_options") or {}
         if options.get("include_usage"):
-            frames.append(
-                b"data: "
-                + orjson.dumps(
-                    {
-                        "id": cid,
-                        "object": "chat.completion.chunk",
-                        "created": created,
-                        "model": model.name,
-                        "choices": [],
-                        "usage": self._usage(request, turn),
-                    }
-                )
-                + b"\n\n"
-            )
+            final = {
+                "id": cid,
+                "object": "chat.completion.chunk",
+                "created": created,
+                "model": model.name,
+                "choices": [],
+                "usage": self._usage(request, turn, model),
+            }
+            frames.append(b"data: " + orjson.dumps(final) + b"\n\n")
         frames.append(b"data: [DONE]\n\n")
-        for i, data in enumerate(frames):
-            if fault in ("stall-mid", "reset-mid", "malformed-sse") and i == 2:
-                if fault == "stall-mid":
-                    await asyncio.sleep(30)
-                elif fault == "reset-mid":
-                    raise ConnectionResetError("fake upstream drops the connection mid-stream")
-                else:
-                    await send({"type": "http.response.body", "body": b"data: {not json\n\n", "more_body": True})
-                    await send({"type": "http.response.body", "body": b"", "more_body": False})
-                    return
-            if i and model.per_chunk_s:
-                await asyncio.sleep(model.per_chunk_s)
-            await send({"type": "http.response.body", "body": data, "more_body": True})
-        await send({"type": "http.response.body", "body": b"", "more_body": False})
+        return frames
 
 
-def _pieces(text: str, size: int = 0) -> list[str]:
-    """Splits text into stream-sized pieces (words, or fixed-size slices when ``size``)."""
-    if not text:
-        return []
-    if size:
-        return [text[i : i + size] for i in range(0, len(text), size)]
-    words = text.split(" ")
-    return [w + (" " if i < len(words) - 1 else "") for i, w in enumerate(words)]
+_CHAT_ERROR_FRAME = (
+    b"data: "
+    + orjson.dumps({"error": {"message": "engine failed mid-answer", "type": "InternalServerError", "code": 500}})
+    + b"\n\ndata: [DONE]\n\n"
+)
 
 
-async def _json(send: Send, status: int, payload: Any, extra: list[tuple[bytes, bytes]] | None = None) -> None:
-    await _raw(send, status, orjson.dumps(payload), b"application/json", extra)
+def _endpoint(path: str) -> str | None:
+    for suffix, kind in (
+        ("/chat/completions", "chat"),
+        ("/messages/count_tokens", "count_tokens"),
+        ("/messages", "messages"),
+        ("/responses/input_tokens", "input_tokens"),
+        ("/responses", "responses"),
+        ("/tokenize", "tokenize"),
+    ):
+        if path.endswith(suffix):
+            return kind
+    return None
 
 
-async def _raw(
-    send: Send, status: int, body: bytes, content_type: bytes, extra: list[tuple[bytes, bytes]] | None = None
-) -> None:
-    headers = [(b"content-type", content_type), (b"content-length", str(len(body)).encode()), *(extra or [])]
-    await send({"type": "http.response.start", "status": status, "headers": headers})
-    await send({"type": "http.response.body", "body": body, "more_body": False})
+def _vllm_problem(request: dict[str, Any]) -> str | None:
+    """What vLLM's request validation would reject (``None`` when it accepts the request)."""
+    tools = request.get("tools")
+    if tools is not None:
+        if not tools:
+            return "`tools` must not be an empty array; omit the field instead"
+        if any(t.get("type", "function") != "function" for t in tools):
+            return "only function tools are supported"
+    elif request.get("tool_choice") not in (None, "none"):
+        return "When using `tool_choice`, `tools` must be set."
+    if "stream_options" in request and not request.get("stream"):
+        return "Stream options can only be defined when `stream=True`."
+    return None

@@ -14,6 +14,7 @@ from switchyard.wire.base import WireFormat
 from switchyard.wire.openai_chat import request as _request
 from switchyard.wire.openai_chat import response as _response
 from switchyard.wire.openai_chat import stream as _stream
+from switchyard.wire.sse import KEEPALIVE
 
 
 class OpenAIChatCodec:
@@ -48,6 +49,9 @@ class OpenAIChatCodec:
 
     def decode_error(self, body: Any, status: int) -> ErrorInfo:
         return _response.decode_error(body, status)
+
+    def keepalive(self) -> bytes:
+        return KEEPALIVE
 
 
 CODEC = OpenAIChatCodec()

@@ -21,7 +21,10 @@ from switchyard.protocol.messages import (
 )
 from switchyard.protocol.request import ChatRequest, ReasoningConfig
 from switchyard.protocol.tools import ToolChoice, ToolDefinition
-from switchyard.wire import diagnostics
+from switchyard.wire import custom_tools, diagnostics
+from switchyard.wire.extras import extras_for
+
+FORMAT = "openai_chat"
 
 # Fields the IR models explicitly; everything else rides along in ``ChatRequest.extra``.
 _KNOWN = frozenset(
@@ -236,6 +239,7 @@ def decode_request(body: dict[str, Any]) -> ChatRequest:
             user=body.get("user"),
             metadata=body.get("metadata"),
             extra={k: v for k, v in body.items() if k not in _KNOWN},
+            origin=FORMAT,
         )
     except ValidationError as exc:
         err = exc.errors()[0]
@@ -264,9 +268,9 @@ def _encode_content(parts: list[TextPart | ImagePart]) -> str | list[dict[str, A
 
 
 def _encode_call(call: ToolCallPart) -> dict[str, Any]:
-    if call.kind == "custom":
-        return {"id": call.id, "type": "custom", "custom": {"name": call.name, "input": call.arguments}}
-    return {"id": call.id, "type": "function", "function": {"name": call.name, "arguments": call.arguments}}
+    # Free-form calls travel as calls to their function stand-in (see switchyard.wire.custom_tools).
+    args = custom_tools.wrap(call.arguments) if call.kind == "custom" else call.arguments
+    return {"id": call.id, "type": "function", "function": {"name": call.name, "arguments": args}}
 
 
 def _encode_message(msg: Message, out: list[dict[str, Any]]) -> None:
@@ -315,14 +319,17 @@ def _encode_tool_result(part: ToolResultPart, out: list[dict[str, Any]]) -> None
 
 
 def encode_tool(tool: ToolDefinition) -> dict[str, Any]:
-    """IR tool → Chat Completions tool."""
+    """IR tool → Chat Completions function tool.
+
+    Free-form (``custom``) tools become a function with one string parameter: vLLM and most
+    Chat servers only accept function tools. Calls are unwrapped again on the way back.
+    """
     if tool.kind == "custom":
-        spec: dict[str, Any] = {"name": tool.name}
-        if tool.description:
-            spec["description"] = tool.description
-        if tool.format:
-            spec["format"] = tool.format
-        return {"type": "custom", "custom": spec}
+        diagnostics.report(
+            "openai_chat.custom_tool_as_function",
+            "free-form tool sent as a function with one string parameter; calls are unwrapped to raw text",
+        )
+        tool = custom_tools.as_function(tool)
     fn: dict[str, Any] = {"name": tool.name}
     if tool.description:
         fn["description"] = tool.description
@@ -336,26 +343,51 @@ def encode_tool_choice(choice: ToolChoice, tools: list[ToolDefinition]) -> Any:
     """IR tool choice → Chat Completions ``tool_choice``."""
     if choice.mode != "tool":
         return choice.mode
-    kind = next((t.kind for t in tools if t.name == choice.name), "function")
-    return {"type": kind, kind: {"name": choice.name}}
+    return {"type": "function", "function": {"name": choice.name}}
+
+
+def _merge_system(messages: list[Message]) -> list[Message]:
+    """All system/developer text in one leading ``system`` message, in order.
+
+    vLLM chat templates (and Anthropic) accept system text only at the start; OpenAI treats a
+    leading ``system`` like ``developer``.
+    """
+    system = [m for m in messages if m.role in ("system", "developer")]
+    if not system:
+        return messages
+    rest = [m for m in messages if m.role not in ("system", "developer")]
+    leading = 0
+    while leading < len(messages) and messages[leading].role in ("system", "developer"):
+        leading += 1
+    if leading < len(system):
+        diagnostics.report(
+            "openai_chat.system_merged",
+            "system/developer messages after the conversation start were merged into the leading system message",
+        )
+    if len(system) == 1 and system[0].role == "system" and leading == 1:
+        return messages
+    text = "\n\n".join(m.text for m in system if m.text)
+    return [Message.of("system", text), *rest]
 
 
 def encode_request(request: ChatRequest, *, model: str, stream: bool) -> dict[str, Any]:
     """Encodes an IR request as a Chat Completions body for an upstream."""
     messages: list[dict[str, Any]] = []
-    for msg in request.messages:
+    for msg in _merge_system(request.messages):
         _encode_message(msg, messages)
-    body: dict[str, Any] = dict(request.extra)
+    body: dict[str, Any] = extras_for(request, FORMAT)
     body["model"] = model
     body["messages"] = messages
+    body.pop("tools", None)
+    body.pop("tool_choice", None)
     if request.tools:
         body["tools"] = [encode_tool(t) for t in request.tools]
-        if request.tool_choice is not None:
-            body["tool_choice"] = encode_tool_choice(request.tool_choice, request.tools)
+        # vLLM needs an explicit choice to run its tool parser; "auto" is every API's default.
+        choice = request.tool_choice or ToolChoice(mode="auto")
+        body["tool_choice"] = encode_tool_choice(choice, request.tools)
         if request.parallel_tool_calls is not None:
             body["parallel_tool_calls"] = request.parallel_tool_calls
-    elif request.tool_choice is not None and request.tool_choice.mode == "none":
-        pass  # tool_choice without tools is rejected by vLLM; "none" is the default anyway
+    # tool_choice without tools is rejected by vLLM (and "none" is the default anyway).
     optional = {
         "max_tokens": request.max_tokens,
         "temperature": request.temperature,
