@@ -12,9 +12,13 @@ _ANTHROPIC_ID = re.compile(r"^[a-zA-Z0-9_-]+$")
 _INVALID = re.compile(r"[^a-zA-Z0-9_-]")
 
 
+def _hex() -> str:
+    return uuid.uuid4().hex[:24]
+
+
 def new_id(prefix: str) -> str:
     """A fresh id such as ``msg_3f…`` (prefix plus 24 hex digits)."""
-    return f"{prefix}{uuid.uuid4().hex[:24]}"
+    return f"{prefix}{_hex()}"
 
 
 def anthropic_tool_id(raw: str) -> str:

@@ -97,9 +97,7 @@ def test_stream_usage_only_when_asked(client: openai.OpenAI) -> None:
     assert chunks[-1].usage.completion_tokens > 0
 
 
-def test_fallback_on_5xx_is_recorded(
-    client: openai.OpenAI, proxy: tuple[ServerThread, list[DecisionRecord]]
-) -> None:
+def test_fallback_on_5xx_is_recorded(client: openai.OpenAI, proxy: tuple[ServerThread, list[DecisionRecord]]) -> None:
     raw = client.chat.completions.with_raw_response.create(
         model="resilient", messages=[{"role": "user", "content": "hi"}]
     )

@@ -10,6 +10,7 @@ from typing import Any
 from switchyard.protocol.errors import ErrorInfo
 from switchyard.protocol.request import ChatRequest
 from switchyard.protocol.response import ChatResponse
+from switchyard.wire import guard
 from switchyard.wire.anthropic_messages import request as _request
 from switchyard.wire.anthropic_messages import response as _response
 from switchyard.wire.anthropic_messages import stream as _stream
@@ -25,19 +26,19 @@ class AnthropicMessagesCodec:
     count_tokens_path = "/v1/messages/count_tokens"
 
     def decode_request(self, body: dict[str, Any]) -> ChatRequest:
-        return _request.decode_request(body)
+        return guard.caller_body(self.format.value, _request.decode_request, body)
 
     def encode_request(self, request: ChatRequest, *, model: str, stream: bool) -> dict[str, Any]:
         return _request.encode_request(request, model=model, stream=stream)
 
     def decode_response(self, body: dict[str, Any]) -> ChatResponse:
-        return _response.decode_response(body)
+        return guard.upstream_body(self.format.value, _response.decode_response, body)
 
     def encode_response(self, response: ChatResponse, *, model: str) -> dict[str, Any]:
         return _response.encode_response(response, model=model)
 
-    def stream_decoder(self) -> _stream.AnthropicStreamDecoder:
-        return _stream.AnthropicStreamDecoder()
+    def stream_decoder(self) -> guard.GuardedDecoder:
+        return guard.GuardedDecoder(self.format.value, _stream.AnthropicStreamDecoder())
 
     def stream_encoder(self, *, model: str, include_usage: bool) -> _stream.AnthropicStreamEncoder:
         return _stream.AnthropicStreamEncoder(model=model)

@@ -256,7 +256,7 @@ def _encode_image(part: ImagePart) -> dict[str, Any]:
 
 
 def _encode_content(parts: list[TextPart | ImagePart]) -> str | list[dict[str, Any]]:
-    if all(isinstance(p, TextPart) and p.cache_control is None for p in parts):
+    if all(isinstance(p, TextPart) for p in parts):
         return "".join(p.text for p in parts if isinstance(p, TextPart))
     out: list[dict[str, Any]] = []
     for p in parts:
@@ -364,15 +364,21 @@ def _merge_system(messages: list[Message]) -> list[Message]:
             "openai_chat.system_merged",
             "system/developer messages after the conversation start were merged into the leading system message",
         )
-    if len(system) == 1 and system[0].role == "system" and leading == 1:
-        return messages
-    text = "\n\n".join(m.text for m in system if m.text)
+    text = "\n\n".join(p.text for m in system for p in m.content if isinstance(p, TextPart) and p.text)
     return [Message.of("system", text), *rest]
+
+
+def _has_cache_markers(request: ChatRequest) -> bool:
+    return any(t.cache_control for t in request.tools) or any(
+        getattr(p, "cache_control", None) for m in request.messages for p in m.content
+    )
 
 
 def encode_request(request: ChatRequest, *, model: str, stream: bool) -> dict[str, Any]:
     """Encodes an IR request as a Chat Completions body for an upstream."""
     messages: list[dict[str, Any]] = []
+    if _has_cache_markers(request):
+        diagnostics.report("openai_chat.cache_control_dropped", "cache_control markers are not sent to Chat upstreams")
     for msg in _merge_system(request.messages):
         _encode_message(msg, messages)
     body: dict[str, Any] = extras_for(request, FORMAT)

@@ -369,10 +369,11 @@ def encode_input(messages: list[Message]) -> tuple[str | None, list[dict[str, An
     call_kinds = {p.id: p.kind for m in messages for p in m.content if isinstance(p, ToolCallPart)}
     for msg in messages:
         if msg.role in ("system", "developer"):
+            text = "\n\n".join(p.text for p in msg.content if isinstance(p, TextPart) and p.text)
             if not items:
-                instructions.append(msg.text)
+                instructions.append(text)
             else:
-                items.append({"type": "message", "role": "developer", "content": msg.text})
+                items.append({"type": "message", "role": "developer", "content": text})
         elif msg.role == "assistant":
             _assistant_items(msg, items)
         else:
@@ -444,6 +445,10 @@ def encode_request(request: ChatRequest, *, model: str, stream: bool) -> dict[st
         InvalidRequestError: The request needs something a Responses upstream cannot do.
     """
     extra = extras_for(request, FORMAT)
+    if any(t.cache_control for t in request.tools) or any(
+        getattr(p, "cache_control", None) for m in request.messages for p in m.content
+    ):
+        diagnostics.report("openai_responses.cache_control_dropped", "cache_control markers have no Responses field")
     instructions, items = encode_input(request.messages)
     body: dict[str, Any] = dict(extra)
     body["model"] = model
