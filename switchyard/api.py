@@ -76,6 +76,8 @@ class _LoopThread:
         if self.loop.is_running():
             self.loop.call_soon_threadsafe(self.loop.stop)
             self._thread.join(timeout=5)
+        if not self.loop.is_running() and not self.loop.is_closed():
+            self.loop.close()  # releases its self-pipe sockets (ResourceWarning otherwise)
 
 
 class Switchyard:

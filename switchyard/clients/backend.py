@@ -29,6 +29,7 @@ from switchyard.protocol.targets import TargetInfo
 from switchyard.wire import codec as get_codec
 from switchyard.wire import custom_tools, reasoning
 from switchyard.wire.base import WireFormat
+from switchyard.wire.openai_chat.request import normalize_replay as normalize_chat_replay
 from switchyard.wire.sse import SSEParser
 
 _HOP_BY_HOP = frozenset({"host", "content-length", "connection", "transfer-encoding", "accept-encoding"})
@@ -131,6 +132,8 @@ class HttpBackend:
             assert options.raw_body is not None
             body: dict[str, Any] = dict(options.raw_body)
             body["model"] = target.model
+            if self.format is WireFormat.OPENAI_CHAT:
+                body = normalize_chat_replay(body)
             if stream and self.format is WireFormat.OPENAI_CHAT:
                 # Usage is needed for accounting; the engine strips it again if the caller did not ask.
                 body["stream_options"] = {**(body.get("stream_options") or {}), "include_usage": True}

@@ -618,7 +618,7 @@ class Engine:
             try:
                 return int(await counter(request, target.info, options)), "upstream"
             except UpstreamStatusError as exc:
-                if target.info.format == WireFormat.ANTHROPIC_MESSAGES.value and not exc.fallback_ok:
+                if target.info.format == WireFormat.ANTHROPIC_MESSAGES.value and exc.upstream_status in (400, 413):
                     raise  # Anthropic judged the request itself: relay its answer.
                 logger.info("token count by %r failed (%s); estimating", target.info.name, exc.message)
             except UpstreamError as exc:

@@ -28,11 +28,11 @@ FAULTS = {
     "fail-400": "answer 400 (a plain bad request)",
     "overflow-400": "answer 400 context_length_exceeded",
     "stall-headers": "wait 30 s before answering",
-    "stall-mid": "stream two chunks, then go silent for 30 s",
-    "pause-mid": "stream two chunks, pause 0.6 s, then finish normally",
-    "reset-mid": "stream two chunks, then drop the connection",
-    "malformed-sse": "stream two chunks, then a non-JSON data line",
-    "error-mid": "stream two chunks, then an in-band error event in the endpoint's format",
+    "stall-mid": "stream the first content, then go silent for 30 s",
+    "pause-mid": "stream the first content, pause 0.6 s, then finish normally",
+    "reset-mid": "stream the first content, then drop the connection",
+    "malformed-sse": "stream the first content, then a non-JSON data line",
+    "error-mid": "stream the first content, then an in-band error event in the endpoint's format",
     "empty-stream": "answer 200 text/event-stream with no events",
 }
 
@@ -210,8 +210,10 @@ async def send_raw(
     await send({"type": "http.response.body", "body": body, "more_body": False})
 
 
-async def send_frames(send: Send, frames: list[bytes], model: FakeModel, fault: str | None, error_frame: bytes) -> None:
-    """Streams SSE frames, applying a mid-stream fault after the second frame."""
+async def send_frames(
+    send: Send, frames: list[bytes], model: FakeModel, fault: str | None, error_frame: bytes, at: int = 2
+) -> None:
+    """Streams SSE frames, applying a mid-stream fault before frame ``at`` (after the first content)."""
     await send(
         {
             "type": "http.response.start",
@@ -220,7 +222,7 @@ async def send_frames(send: Send, frames: list[bytes], model: FakeModel, fault: 
         }
     )
     for i, data in enumerate(frames):
-        if i == 2 and fault in ("stall-mid", "pause-mid", "reset-mid", "malformed-sse", "error-mid"):
+        if i == at and fault in ("stall-mid", "pause-mid", "reset-mid", "malformed-sse", "error-mid"):
             if fault == "stall-mid":
                 await asyncio.sleep(30)
             elif fault == "pause-mid":

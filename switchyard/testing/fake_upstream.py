@@ -194,6 +194,10 @@ class FakeUpstream:
             await send_json(send, 404, {"error": {"message": f"no route {path}", "type": "NotFoundError", "code": 404}})
 
     async def _count(self, kind: str, request: dict[str, Any], send: Send) -> None:
+        if str(request.get("model", "")) in FAULTS:
+            # A server without a token counter (e.g. not vLLM, or an old version).
+            await send_json(send, 404, {"error": {"message": "Not Found", "type": "NotFoundError", "code": 404}})
+            return
         if kind == "count_tokens":
             await send_json(send, 200, {"input_tokens": fake_anthropic.count_tokens(request)})
         elif kind == "input_tokens":
@@ -238,7 +242,8 @@ class FakeUpstream:
         turn = model.brain(fake_anthropic.view(request), model)
         if request.get("stream"):
             frames = fake_anthropic.frames(request, model, turn, self._ids)
-            await send_frames(send, frames, model, fault, fake_anthropic.ERROR_FRAME)
+            # message_start, ping, block start, first delta — then the fault.
+            await send_frames(send, frames, model, fault, fake_anthropic.ERROR_FRAME, at=4)
         else:
             await send_json(send, 200, fake_anthropic.message(request, model, turn, self._ids))
 
@@ -251,7 +256,8 @@ class FakeUpstream:
         turn = model.brain(fake_responses.view(request), model)
         if request.get("stream"):
             frames = fake_responses.frames(request, model, turn, self._ids)
-            await send_frames(send, frames, model, fault, fake_responses.error_frame())
+            # created, in_progress, item added, part added, first delta — then the fault.
+            await send_frames(send, frames, model, fault, fake_responses.error_frame(), at=5)
         else:
             await send_json(send, 200, fake_responses.response(request, model, turn, self._ids))
 

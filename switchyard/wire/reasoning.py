@@ -28,6 +28,7 @@ from typing import Any
 import orjson
 
 from switchyard.protocol.messages import ReasoningPart
+from switchyard.protocol.request import ReasoningConfig
 
 PREFIX = "switchyard.v1."
 """Start of every carrier token."""
@@ -105,3 +106,19 @@ def is_foreign(part: ReasoningPart, fmt: str) -> bool:
     foreign: it is ordinary history text of the caller's own format.
     """
     return part.provider is not None and part.provider != fmt
+
+
+def effort_for(config: ReasoningConfig) -> str | None:
+    """An OpenAI-style ``reasoning_effort`` for a reasoning preference (``None``: say nothing).
+
+    An explicit effort is kept; an Anthropic thinking budget maps to ``low`` (< 4096 tokens),
+    ``medium`` (< 16384) or ``high``; "thinking on" without a budget is ``medium``.
+    """
+    if config.effort is not None:
+        return config.effort
+    if config.enabled is False:
+        return None
+    if config.budget_tokens is not None:
+        budget = config.budget_tokens
+        return "low" if budget < 4096 else "medium" if budget < 16384 else "high"
+    return "medium" if config.enabled else None

@@ -21,7 +21,7 @@ from switchyard.protocol.messages import (
 )
 from switchyard.protocol.request import ChatRequest, ReasoningConfig
 from switchyard.protocol.tools import ToolChoice, ToolDefinition
-from switchyard.wire import custom_tools, diagnostics
+from switchyard.wire import custom_tools, diagnostics, reasoning
 from switchyard.wire.extras import extras_for
 
 FORMAT = "openai_chat"
@@ -407,8 +407,9 @@ def encode_request(request: ChatRequest, *, model: str, stream: bool) -> dict[st
     for key, value in optional.items():
         if value is not None:
             body[key] = value
-    if request.reasoning is not None and request.reasoning.effort is not None:
-        body["reasoning_effort"] = request.reasoning.effort
+    effort = reasoning.effort_for(request.reasoning) if request.reasoning is not None else None
+    if effort is not None:
+        body["reasoning_effort"] = effort
     if stream:
         body["stream"] = True
         body["stream_options"] = {"include_usage": True}
@@ -416,3 +417,49 @@ def encode_request(request: ChatRequest, *, model: str, stream: bool) -> dict[st
         body.pop("stream_options", None)
         body.pop("stream", None)
     return body
+
+
+def normalize_replay(body: dict[str, Any]) -> dict[str, Any]:
+    """The few fixes a caller's Chat body gets even when it is otherwise forwarded verbatim.
+
+    vLLM rejects or misreads these (and OpenAI accepts the fixed form): ``tools: []`` is dropped
+    (400 on vLLM), ``stream_options`` is dropped from a non-streaming request (400), tools without
+    a ``tool_choice`` get ``"auto"`` (the tool parser runs only then on older vLLM), and
+    system/developer messages are merged, in order, into one leading ``system`` message (chat
+    templates accept system text only at the start). Everything else stays byte-for-byte.
+    """
+    fixed = body
+    if "tools" in body and not body["tools"]:
+        fixed = {k: v for k, v in fixed.items() if k not in ("tools", "tool_choice", "parallel_tool_calls")}
+    if "stream_options" in fixed and not fixed.get("stream"):
+        fixed = {k: v for k, v in fixed.items() if k != "stream_options"}
+    if fixed.get("tools") and "tool_choice" not in fixed:
+        fixed = {**fixed, "tool_choice": "auto"}
+    messages = fixed.get("messages")
+    if isinstance(messages, list) and _needs_system_merge(messages):
+        system = [m for m in messages if isinstance(m, dict) and m.get("role") in ("system", "developer")]
+        texts = [_plain_text(m.get("content")) for m in system]
+        merged = {"role": "system", "content": "\n\n".join(t for t in texts if t)}
+        rest = [m for m in messages if not (isinstance(m, dict) and m.get("role") in ("system", "developer"))]
+        fixed = {**fixed, "messages": [merged, *rest]}
+        diagnostics.report(
+            "openai_chat.system_merged",
+            "system/developer messages after the conversation start were merged into the leading system message",
+        )
+    return fixed
+
+
+def _needs_system_merge(messages: list[Any]) -> bool:
+    roles = [m.get("role") if isinstance(m, dict) else None for m in messages]
+    system = [i for i, r in enumerate(roles) if r in ("system", "developer")]
+    if not system:
+        return False
+    return system != list(range(len(system))) or len(system) > 1 or roles[0] == "developer"
+
+
+def _plain_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n\n".join(str(p.get("text", "")) for p in content if isinstance(p, dict) and p.get("type") == "text")
+    return ""

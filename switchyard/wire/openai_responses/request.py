@@ -405,20 +405,9 @@ def encode_tool(tool: ToolDefinition) -> dict[str, Any]:
     return out
 
 
-def _effort(config: ReasoningConfig) -> str | None:
-    if config.effort is not None:
-        return config.effort
-    if config.enabled is False:
-        return None
-    if config.budget_tokens is not None:
-        budget = config.budget_tokens
-        return "low" if budget < 4096 else "medium" if budget < 16384 else "high"
-    return "medium" if config.enabled else None
-
-
 def _reasoning_and_format(request: ChatRequest, body: dict[str, Any]) -> None:
     if request.reasoning is not None:
-        effort = _effort(request.reasoning)
+        effort = reasoning.effort_for(request.reasoning)
         spec: dict[str, Any] = {}
         if effort is not None:
             spec["effort"] = effort
