@@ -287,12 +287,17 @@ class FakeUpstream:
             usage["completion_tokens_details"] = {"reasoning_tokens": n["reasoning"]}
         return usage
 
-    def _calls(self, turn: Turn) -> list[dict[str, Any]]:
+    def _calls(self, turn: Turn, request: dict[str, Any]) -> list[dict[str, Any]]:
+        custom = {(t.get("custom") or {}).get("name") for t in request.get("tools") or [] if t.get("type") == "custom"}
         out: list[dict[str, Any]] = []
         for name, args in turn.tool_calls:
             call_id = f"call_{next(self._ids)}"
-            if isinstance(args, str):
+            if isinstance(args, str) and name in custom:
                 out.append({"id": call_id, "type": "custom", "custom": {"name": name, "input": args}})
+            elif isinstance(args, str):
+                # Free-form text for a tool declared as a function: the model fills its one parameter.
+                fn = {"name": name, "arguments": orjson.dumps({"input": args}).decode()}
+                out.append({"id": call_id, "type": "function", "function": fn})
             else:
                 fn = {"name": name, "arguments": orjson.dumps(args).decode()}
                 out.append({"id": call_id, "type": "function", "function": fn})
@@ -303,7 +308,7 @@ class FakeUpstream:
         if turn.reasoning:
             message["reasoning"] = turn.reasoning
         if turn.tool_calls:
-            message["tool_calls"] = self._calls(turn)
+            message["tool_calls"] = self._calls(turn, request)
         finish = turn.finish_reason or ("tool_calls" if turn.tool_calls else "stop")
         return {
             "id": f"chatcmpl-fake{next(self._ids)}",
@@ -331,7 +336,7 @@ class FakeUpstream:
         frames: list[bytes] = [chunk({"role": "assistant", "content": ""})]
         frames += [chunk({"reasoning": piece}) for piece in pieces(turn.reasoning)]
         frames += [chunk({"content": piece}) for piece in pieces(turn.text)]
-        for index, call in enumerate(self._calls(turn)):
+        for index, call in enumerate(self._calls(turn, request)):
             if call["type"] == "custom":
                 first = {
                     "index": index,

@@ -395,7 +395,8 @@ def encode_request(request: ChatRequest, *, model: str, stream: bool) -> dict[st
             body["parallel_tool_calls"] = request.parallel_tool_calls
     # tool_choice without tools is rejected by vLLM (and "none" is the default anyway).
     optional = {
-        "max_tokens": request.max_tokens,
+        # The current field: OpenAI's reasoning models reject max_tokens; vLLM reads both.
+        "max_completion_tokens": request.max_tokens,
         "temperature": request.temperature,
         "top_p": request.top_p,
         "stop": request.stop,
