@@ -283,14 +283,20 @@ def test_openai_responses_decoder_only_raises_invalid_request(body: dict[str, An
     _decode_and_encode("openai_responses", body)
 
 
-payloads = st.fixed_dictionaries({"type": st.sampled_from(WORDS)}, optional={k: values for k in KEYS if k != "type"})
-sse_data = st.one_of(
-    payloads.map(json.dumps), bodies.map(json.dumps), values.map(json.dumps), st.text(max_size=30), st.just("[DONE]")
-)
+@st.composite
+def payloads(draw: st.DrawFn) -> dict[str, Any]:
+    """An event payload: a ``type`` and a few keys, values scalars or nested blocks."""
+    out: dict[str, Any] = {"type": draw(st.sampled_from(WORDS))}
+    for key in draw(st.lists(st.sampled_from(KEYS), max_size=4, unique=True)):
+        out[key] = draw(st.one_of(small, blocks(1), st.lists(blocks(1), max_size=2)))
+    return out
 
 
-@settings(max_examples=400, deadline=None)
-@given(st.sampled_from(FORMATS), st.lists(st.tuples(st.sampled_from([None, *WORDS]), sse_data), max_size=12))
+sse_data = st.one_of(payloads().map(json.dumps), st.text(max_size=20), st.just("[DONE]"))
+
+
+@settings(max_examples=250, deadline=None)
+@given(st.sampled_from(FORMATS), st.lists(st.tuples(st.sampled_from([None, *WORDS]), sse_data), max_size=8))
 def test_stream_decoders_only_raise_protocol_errors(fmt: str, frames: list[tuple[str | None, str]]) -> None:
     decoder = codec(fmt).stream_decoder()
     try:
