@@ -364,7 +364,9 @@ def decode_request(body: dict[str, Any]) -> ChatRequest:
 def encode_image(part: ImagePart) -> dict[str, Any]:
     """IR image → Anthropic ``image`` block (``data:`` URIs become base64 sources)."""
     if part.detail is not None and part.detail != "auto":
-        diagnostics.report("anthropic_messages.image_detail_dropped", "OpenAI's image detail hint has no Anthropic field")
+        diagnostics.report(
+            "anthropic_messages.image_detail_dropped", "OpenAI's image detail hint has no Anthropic field"
+        )
     if part.data is not None:
         source: dict[str, Any] = {"type": "base64", "media_type": part.media_type or "image/png", "data": part.data}
     else:
