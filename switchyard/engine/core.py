@@ -9,8 +9,6 @@ the library API all call this module, so their behaviour cannot drift apart.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
 import time
 import uuid
@@ -21,6 +19,7 @@ from typing import Any
 from switchyard.engine.records import Attempt, DecisionRecord, DecisionSink
 from switchyard.engine.reply import Reply
 from switchyard.engine.session import identify
+from switchyard.engine.stream_out import encode_stream
 from switchyard.protocol.call import CallOptions, ModelBackend
 from switchyard.protocol.errors import (
     ErrorInfo,
@@ -563,7 +562,7 @@ class Engine:
                 encoder = codec.stream_encoder(
                     model=events.record.selected_model or request.model, include_usage=request.include_usage
                 )
-                chunks = _encode(encoder, events, codec.keepalive(), self.keepalive_s)
+                chunks = encode_stream(encoder, events, codec.keepalive(), self.keepalive_s)
                 return Reply(200, self._headers(events.record, stream=True), stream=chunks)
             completion = await self._answer(prep)
         except SwitchyardError as exc:
@@ -714,41 +713,6 @@ async def _aclose(events: AsyncIterator[StreamEvent] | None) -> None:
     aclose = getattr(events, "aclose", None)
     if aclose is not None:
         await aclose()
-
-
-async def _encode(encoder: Any, events: EventStream, ping: bytes, interval: float | None) -> AsyncIterator[bytes]:
-    """Caller-format SSE bytes for ``events``; ``ping`` after every ``interval`` s of silence."""
-    it = events.__aiter__()
-    pending: asyncio.Future[StreamEvent] | None = None
-    try:
-        while True:
-            if interval is None:
-                try:
-                    event = await it.__anext__()
-                except StopAsyncIteration:
-                    break
-            else:
-                # Wait on the next event without cancelling it when the keep-alive is due.
-                pending = asyncio.ensure_future(it.__anext__())
-                while not (await asyncio.wait({pending}, timeout=interval))[0]:
-                    yield ping
-                done, pending = pending, None
-                try:
-                    event = done.result()
-                except StopAsyncIteration:
-                    break
-            data: bytes = encoder.encode(event)
-            if data:
-                yield data
-        tail: bytes = encoder.finish()
-        if tail:
-            yield tail
-    finally:
-        if pending is not None:
-            pending.cancel()
-            with contextlib.suppress(BaseException):
-                await pending
-        await events.aclose()
 
 
 def _lower(headers: Mapping[str, str] | None) -> dict[str, str]:
