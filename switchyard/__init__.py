@@ -6,6 +6,7 @@ Example:
     >>> import switchyard
     >>> sy = switchyard.Switchyard.from_config("router.yaml")
     >>> client = switchyard.OpenAI(config="router.yaml")   # the real openai SDK, routed in-process
+    >>> claude = switchyard.Anthropic(config="router.yaml")  # the real anthropic SDK, likewise
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from switchyard._version import __version__
 if TYPE_CHECKING:
     from switchyard.api import Switchyard
     from switchyard.config.load import ConfigError, load_config
-    from switchyard.dropin import AsyncOpenAI, OpenAI
+    from switchyard.dropin import Anthropic, AsyncAnthropic, AsyncOpenAI, OpenAI
     from switchyard.engine.core import Completion, EventStream
     from switchyard.engine.records import DecisionRecord
 
@@ -27,12 +28,16 @@ _LAZY = {
     "load_config": "switchyard.config.load",
     "OpenAI": "switchyard.dropin",
     "AsyncOpenAI": "switchyard.dropin",
+    "Anthropic": "switchyard.dropin",
+    "AsyncAnthropic": "switchyard.dropin",
     "Completion": "switchyard.engine.core",
     "EventStream": "switchyard.engine.core",
     "DecisionRecord": "switchyard.engine.records",
 }
 
 __all__ = [
+    "Anthropic",
+    "AsyncAnthropic",
     "AsyncOpenAI",
     "Completion",
     "ConfigError",

@@ -265,12 +265,15 @@ class Switchyard:
     async def dispatch(self, method: str, path: str, body: bytes, headers: Mapping[str, str]) -> Reply:
         """Serves one HTTP request (the proxy and the in-process transport both call this).
 
-        Handles ``POST /v1/chat/completions`` (and the other formats once available),
-        ``GET /v1/models``, ``GET /v1/stats`` and ``GET /health``; anything else is a 404 in
-        OpenAI's envelope.
+        Handles ``POST /v1/chat/completions``, ``/v1/messages`` (with or without Anthropic's
+        ``?beta=true``), ``/v1/messages/count_tokens`` and ``/v1/responses``, ``GET /v1/models``,
+        ``GET /v1/stats`` and ``GET /health``; anything else is a 404 (in Anthropic's envelope
+        below ``/v1/messages``, else OpenAI's).
         """
-        route = path.split("?", 1)[0].rstrip("/")
+        route = path.split("?", 1)[0].rstrip("/")  # Anthropic's beta calls add ?beta=true
         sub = route[3:] if route.startswith("/v1/") else route
+        if sub == "/messages/count_tokens" and method == "POST":
+            return await self.engine.count_tokens(body, headers)
         fmt = _INFERENCE_PATHS.get(sub)
         if fmt is not None and method == "POST":
             if fmt.value not in available_formats():
@@ -286,11 +289,10 @@ class Switchyard:
         if route in ("/health", "/v1/health") and method in ("GET", "HEAD"):
             data = {"status": "ok", "routes": self.routes}
             return Reply(200, {"content-type": "application/json"}, body=dumps(data))
-        if fmt is not None or sub == "/models":
-            return _error(
-                WireFormat.OPENAI_CHAT, 405, f"method {method} not allowed on {route}", "invalid_request_error"
-            )
-        return _error(WireFormat.OPENAI_CHAT, 404, f"no such endpoint: {method} {route}", "not_found_error")
+        envelope = WireFormat.ANTHROPIC_MESSAGES if sub.startswith("/messages") else WireFormat.OPENAI_CHAT
+        if fmt is not None or sub in ("/models", "/messages/count_tokens"):
+            return _error(envelope, 405, f"method {method} not allowed on {route}", "invalid_request_error")
+        return _error(envelope, 404, f"no such endpoint: {method} {route}", "not_found_error")
 
     # -- lifecycle ------------------------------------------------------------------------------
 

@@ -1,10 +1,14 @@
-"""Drop-in SDK clients that route in-process: the real ``openai`` client, no server, no port.
+"""Drop-in SDK clients that route in-process: the real ``openai`` and ``anthropic`` clients, no
+server, no port.
 
 Layer: ``dropin`` — imports ``transport`` and ``api``; the SDKs are imported lazily.
 
 Example:
     >>> client = switchyard.OpenAI(config="router.yaml")
     >>> client.chat.completions.create(model="agent", messages=[...])
+    >>> client.responses.create(model="agent", input="hi")
+    >>> claude = switchyard.Anthropic(config="router.yaml")
+    >>> claude.messages.create(model="agent", max_tokens=512, messages=[...])
 
 The SDK's own retries are turned off (``max_retries=0``): the engine owns retries and
 fallback, so attempts never multiply.
@@ -21,6 +25,7 @@ from switchyard.api import Switchyard
 from switchyard.transport import async_transport, family_of, sync_transport
 
 _BASE_URL = "http://switchyard.in-process/v1"
+_ANTHROPIC_BASE_URL = "http://switchyard.in-process"  # the Anthropic SDK appends /v1 itself
 
 
 def _switchyard(config: str | Path | Mapping[str, Any] | Switchyard | None, sy: Switchyard | None) -> Switchyard:
@@ -74,3 +79,37 @@ def AsyncOpenAI(
 ) -> Any:
     """A real ``openai.AsyncOpenAI`` client whose requests are routed in-process (see :func:`OpenAI`)."""
     return _client("openai", "AsyncOpenAI", True, _switchyard(config, switchyard), _BASE_URL, dict(kwargs))
+
+
+def Anthropic(
+    config: str | Path | Mapping[str, Any] | Switchyard | None = None,
+    *,
+    switchyard: Switchyard | None = None,
+    **kwargs: Any,
+) -> Any:
+    """A real ``anthropic.Anthropic`` client whose requests are routed in-process.
+
+    ``messages.create``, ``messages.stream`` and ``messages.count_tokens`` (also the
+    ``beta`` variants) reach the engine; any route works, whatever its upstreams speak.
+
+    Args:
+        config: YAML path or dict (or a :class:`Switchyard`).
+        switchyard: An existing :class:`Switchyard` to share (routes, sessions, decision log).
+        **kwargs: Passed to ``anthropic.Anthropic`` (``max_retries`` is always 0).
+
+    Returns:
+        ``anthropic.Anthropic``; its ``.switchyard`` attribute is the router behind it.
+    """
+    sy = _switchyard(config, switchyard)
+    return _client("anthropic", "Anthropic", False, sy, _ANTHROPIC_BASE_URL, dict(kwargs))
+
+
+def AsyncAnthropic(
+    config: str | Path | Mapping[str, Any] | Switchyard | None = None,
+    *,
+    switchyard: Switchyard | None = None,
+    **kwargs: Any,
+) -> Any:
+    """A real ``anthropic.AsyncAnthropic`` client routed in-process (see :func:`Anthropic`)."""
+    sy = _switchyard(config, switchyard)
+    return _client("anthropic", "AsyncAnthropic", True, sy, _ANTHROPIC_BASE_URL, dict(kwargs))

@@ -23,12 +23,15 @@ from switchyard.protocol.errors import (
     UpstreamProtocolError,
     UpstreamTimeoutError,
 )
+from switchyard.protocol.messages import ReasoningPart
 from switchyard.protocol.request import ChatRequest
 from switchyard.protocol.response import ChatResponse
 from switchyard.protocol.stream import StreamEvent
 from switchyard.protocol.targets import TargetInfo
 from switchyard.wire import codec as get_codec
+from switchyard.wire import custom_tools, reasoning
 from switchyard.wire.base import WireFormat
+from switchyard.wire.openai_chat.request import normalize_replay as normalize_chat_replay
 from switchyard.wire.sse import SSEParser
 
 # Bounds on reading the tail of a stream whose answer is complete (see ``_drain``).
@@ -110,38 +113,77 @@ class HttpBackend:
 
     @staticmethod
     def _url(base: str, path: str) -> str:
-        return base if base.endswith(path) else base + path
+        if base.endswith(path):
+            return base
+        if path.startswith("/v1/") and base.endswith("/v1"):
+            # Anthropic-style paths carry /v1; accept a base URL given with or without it.
+            return base + path[3:]
+        return base + path
 
     def _auth_headers(self, api_key: str | None) -> dict[str, str]:
+        if self.format is WireFormat.ANTHROPIC_MESSAGES:
+            # anthropic-version is required on every call (a caller's own value replaces it).
+            return {"anthropic-version": "2023-06-01", **({"x-api-key": api_key} if api_key else {})}
         if not api_key:
             return {}
-        if self.format is WireFormat.ANTHROPIC_MESSAGES:
-            return {"x-api-key": api_key, "anthropic-version": "2023-06-01"}
         return {"authorization": f"Bearer {api_key}"}
 
+    def _replays(self, request: ChatRequest, options: CallOptions) -> bool:
+        """Whether the caller's body goes out verbatim (same format, nothing to strip)."""
+        if options.raw_body is None or options.raw_format != self.format.value:
+            return False
+        # Reasoning another provider issued must be removed before this one sees it.
+        return not any(
+            reasoning.is_foreign(p, self.format.value)
+            for m in request.messages
+            for p in m.content
+            if isinstance(p, ReasoningPart)
+        )
+
     def _body(self, request: ChatRequest, target: TargetInfo, options: CallOptions, stream: bool) -> bytes:
-        if options.raw_body is not None and options.raw_format == self.format.value:
+        if self._replays(request, options):
+            assert options.raw_body is not None
             body: dict[str, Any] = dict(options.raw_body)
             body["model"] = target.model
+            if self.format is WireFormat.OPENAI_CHAT:
+                body = normalize_chat_replay(body)
             if stream and self.format is WireFormat.OPENAI_CHAT:
                 # Usage is needed for accounting; the engine strips it again if the caller did not ask.
                 body["stream_options"] = {**(body.get("stream_options") or {}), "include_usage": True}
         else:
             body = self.codec.encode_request(request, model=target.model, stream=stream)
+            if request.max_tokens is None and "max_tokens" in target.extra_body and "max_tokens" in body:
+                # The encoder's default (Anthropic needs one) gives way to the target's.
+                body["max_tokens"] = target.extra_body["max_tokens"]
         for key, value in target.extra_body.items():
             body.setdefault(key, value)
         return orjson.dumps(body)
 
-    def _request(self, content: bytes, options: CallOptions, timeouts: Timeouts) -> httpx.Request:
+    def _unwrap_custom(self, request: ChatRequest, options: CallOptions) -> frozenset[str]:
+        """Free-form tools that were sent as function stand-ins (their calls need unwrapping)."""
+        if self.format is WireFormat.OPENAI_RESPONSES or self._replays(request, options):
+            return frozenset()
+        return custom_tools.custom_names(request.tools)
+
+    def _request(
+        self, content: bytes, options: CallOptions, timeouts: Timeouts, url: str | None = None
+    ) -> httpx.Request:
         headers = self._base_headers
         if options.headers:
             headers = dict(headers)
+            anthropic = self.format is WireFormat.ANTHROPIC_MESSAGES
             for key, value in options.headers.items():
-                if key.lower() not in _HOP_BY_HOP:
+                lowered = key.lower()
+                # anthropic-* caller headers (beta flags, version) only mean something to Anthropic.
+                if lowered not in _HOP_BY_HOP and (anthropic or not lowered.startswith("anthropic-")):
                     headers[key] = value
         timeout = httpx.Timeout(timeouts.read, connect=timeouts.connect)
         return httpx.Request(
-            "POST", self._target_url, content=content, headers=headers, extensions={"timeout": timeout.as_dict()}
+            "POST",
+            self._target_url if url is None else httpx.URL(url),
+            content=content,
+            headers=headers,
+            extensions={"timeout": timeout.as_dict()},
         )
 
     async def _send(self, request: httpx.Request, *, stream: bool = False) -> httpx.Response:
@@ -188,10 +230,11 @@ class HttpBackend:
         if not isinstance(data, dict):
             raise UpstreamProtocolError(f"{target.name}: upstream sent a non-object body", target=target.name)
         try:
-            return self.codec.decode_response(data)
+            response = self.codec.decode_response(data)
         except UpstreamError as exc:
             exc.target = target.name
             raise
+        return custom_tools.restore_response(response, self._unwrap_custom(request, options))
 
     async def open_stream(
         self, request: ChatRequest, target: TargetInfo, options: CallOptions
@@ -217,12 +260,15 @@ class HttpBackend:
                 await resp.aclose()
             raise status_error(self.codec, resp.status_code, body, resp.headers, target=target.name)
         content_type = resp.headers.get("content-type", "")
+        names = self._unwrap_custom(request, options)
         if "text/event-stream" not in content_type:
             # The upstream ignored ``stream`` and answered in one piece: replay it as a stream.
             body = await resp.aread()
             await resp.aclose()
-            return self._replay_json(body, target)
-        return self._events(resp, target, deadline)
+            events = self._replay_json(body, target)
+        else:
+            events = self._events(resp, target, deadline)
+        return custom_tools.restore_stream(events, names) if names else events
 
     async def _replay_json(self, body: bytes, target: TargetInfo) -> AsyncIterator[StreamEvent]:
         from switchyard.protocol.stream import response_to_events
@@ -308,6 +354,72 @@ class HttpBackend:
             return served_window(parse_model_list(resp.content, url), target.model)
         except ModelListError:
             return None
+
+    # -- token counting ---------------------------------------------------------------------
+
+    _COUNT_FIELDS = {
+        WireFormat.ANTHROPIC_MESSAGES: ("model", "messages", "system", "tools", "tool_choice", "thinking"),
+        WireFormat.OPENAI_RESPONSES: (
+            "model",
+            "input",
+            "instructions",
+            "tools",
+            "tool_choice",
+            "parallel_tool_calls",
+            "reasoning",
+            "text",
+        ),
+    }
+
+    def _count_url(self) -> str:
+        if self.format is WireFormat.ANTHROPIC_MESSAGES:
+            return self.url + "/count_tokens"
+        if self.format is WireFormat.OPENAI_RESPONSES:
+            return self.url + "/input_tokens"
+        # vLLM serves /tokenize at the server root, beside /v1.
+        root = self.url.removesuffix(self.codec.path)
+        return root.removesuffix("/v1") + "/tokenize"
+
+    async def count_tokens(self, request: ChatRequest, target: TargetInfo, options: CallOptions) -> int:
+        """Prompt tokens of ``request`` as this upstream counts them.
+
+        Anthropic: ``POST /v1/messages/count_tokens``; OpenAI Responses:
+        ``POST /v1/responses/input_tokens``; Chat Completions: vLLM's ``POST /tokenize`` with the
+        chat messages (rendered by the model's chat template).
+
+        Raises:
+            UpstreamError: The upstream has no such endpoint or failed.
+        """
+        if self._replays(request, options):
+            assert options.raw_body is not None
+            body: dict[str, Any] = dict(options.raw_body)
+            body["model"] = target.model
+        else:
+            body = self.codec.encode_request(request, model=target.model, stream=False)
+        if self.format is WireFormat.OPENAI_CHAT:
+            keep: tuple[str, ...] = ("model", "messages", "tools", "chat_template_kwargs")
+            body = {k: body[k] for k in keep if k in body} | {"add_generation_prompt": True}
+        else:
+            body = {k: body[k] for k in self._COUNT_FIELDS[self.format] if k in body}
+        timeouts = self.timeouts.merged(options.timeout)
+        req = self._request(orjson.dumps(body), options, timeouts, url=self._count_url())
+        try:
+            async with asyncio.timeout(timeouts.total):
+                resp = await self._client.send(req)
+        except TimeoutError as exc:
+            raise UpstreamTimeoutError(f"{target.name}: token count timed out", target=target.name) from exc
+        except httpx.HTTPError as exc:
+            raise self._transport_error(exc, target) from exc
+        if resp.status_code >= 400:
+            raise status_error(self.codec, resp.status_code, resp.content, resp.headers, target=target.name)
+        try:
+            data = orjson.loads(resp.content)
+        except orjson.JSONDecodeError as exc:
+            raise UpstreamProtocolError(f"{target.name}: token count answer is not JSON", target=target.name) from exc
+        count = data.get("input_tokens", data.get("count")) if isinstance(data, dict) else None
+        if not isinstance(count, int) or isinstance(count, bool):
+            raise UpstreamProtocolError(f"{target.name}: token count answer has no count", target=target.name)
+        return count
 
     @staticmethod
     def _transport_error(exc: httpx.HTTPError, target: TargetInfo) -> UpstreamError:

@@ -23,6 +23,7 @@ from switchyard.engine.health import Health
 from switchyard.engine.records import Attempt, DecisionRecord, DecisionSink
 from switchyard.engine.reply import Reply
 from switchyard.engine.session import identify
+from switchyard.engine.stream_out import encode_stream
 from switchyard.engine.timeouts import Budget, budget
 from switchyard.protocol.call import CallOptions, ModelBackend
 from switchyard.protocol.errors import (
@@ -63,6 +64,9 @@ HEADER_REQUEST_ID = "x-switchyard-request-id"
 
 # Caller headers worth forwarding upstream (everything else stays at the proxy).
 _FORWARD_HEADERS = ("anthropic-beta", "anthropic-version")
+
+KEEPALIVE_S = 15.0
+"""Longest upstream silence on an open stream before the caller gets a keep-alive."""
 
 
 @dataclass(slots=True)
@@ -347,6 +351,7 @@ class Engine:
             for alias in route.aliases:
                 self._aliases[alias] = route.name
         self._warned_no_session: set[str] = set()
+        self.keepalive_s: float | None = KEEPALIVE_S
 
     # -- lookup -----------------------------------------------------------------------------
 
@@ -652,12 +657,67 @@ class Engine:
                 encoder = codec.stream_encoder(
                     model=events.record.selected_model or request.model, include_usage=request.include_usage
                 )
-                return Reply(200, self._headers(events.record, stream=True), stream=_encode(encoder, events))
+                chunks = encode_stream(encoder, events, codec.keepalive(), self.keepalive_s)
+                return Reply(200, self._headers(events.record, stream=True), stream=chunks)
             completion = await self._answer(prep)
         except SwitchyardError as exc:
             return self._error_reply(fmt, exc, prep)
         payload = codec.encode_response(completion.response, model=completion.record.selected_model or "")
         return Reply(200, self._headers(completion.record, stream=False), body=dumps(payload))
+
+    async def count_tokens(self, body: bytes, headers: Mapping[str, str]) -> Reply:
+        """Serves ``POST /v1/messages/count_tokens`` (Anthropic shape, any route).
+
+        The route is not run (a count must not move session state or pay for judges). The
+        route's first Anthropic target counts with Anthropic's own endpoint; otherwise the
+        first target's upstream is asked (OpenAI Responses ``input_tokens``, vLLM ``/tokenize``)
+        and, when it cannot answer, the documented estimate of
+        :func:`switchyard.wire.tokens.estimate_input_tokens` is returned. The header
+        ``x-switchyard-token-count`` says which (``upstream`` or ``estimate``).
+        """
+        fmt = WireFormat.ANTHROPIC_MESSAGES
+        codec = get_codec(fmt)
+        hdrs = _lower(headers)
+        try:
+            raw = load_object(body)
+            request = codec.decode_request(raw)
+            if not request.model:
+                raise InvalidRequestError("'model' is required: name a route (see GET /v1/models)", param="model")
+            route = self.route(request.model)
+            names = [n for n in route.order(()) if n in self.targets]
+            if not names:
+                raise RouterError(f"route {route.name!r} has no targets")
+            name = next((n for n in names if self.targets[n].info.format == fmt.value), names[0])
+            target = self.targets[name]
+            count, source = await self._count(target, request, raw, hdrs)
+        except SwitchyardError as exc:
+            return self._error_reply(fmt, exc, None)
+        reply_headers = {
+            "content-type": "application/json",
+            HEADER_ROUTE: route.name,
+            HEADER_SELECTED: name,
+            "x-switchyard-token-count": source,
+        }
+        return Reply(200, reply_headers, body=dumps({"input_tokens": count}))
+
+    async def _count(
+        self, target: Target, request: ChatRequest, raw: dict[str, Any], headers: Mapping[str, str]
+    ) -> tuple[int, str]:
+        from switchyard.wire.tokens import estimate_input_tokens
+
+        counter = getattr(target.backend, "count_tokens", None)
+        if counter is not None:
+            forwarded = {k: v for k in _FORWARD_HEADERS if (v := headers.get(k))}
+            options = CallOptions(raw_body=raw, raw_format=WireFormat.ANTHROPIC_MESSAGES.value, headers=forwarded)
+            try:
+                return int(await counter(request, target.info, options)), "upstream"
+            except UpstreamStatusError as exc:
+                if target.info.format == WireFormat.ANTHROPIC_MESSAGES.value and exc.upstream_status in (400, 413):
+                    raise  # Anthropic judged the request itself: relay its answer.
+                logger.info("token count by %r failed (%s); estimating", target.info.name, exc.message)
+            except UpstreamError as exc:
+                logger.info("token count by %r failed (%s); estimating", target.info.name, exc.message)
+        return estimate_input_tokens(request), "estimate"
 
     @staticmethod
     def _headers(record: DecisionRecord, *, stream: bool) -> dict[str, str]:
@@ -757,19 +817,6 @@ async def _aclose(events: AsyncIterator[StreamEvent] | None) -> None:
     aclose = getattr(events, "aclose", None)
     if aclose is not None:
         await aclose()
-
-
-async def _encode(encoder: Any, events: EventStream) -> AsyncIterator[bytes]:
-    try:
-        async for event in events:
-            data: bytes = encoder.encode(event)
-            if data:
-                yield data
-        tail: bytes = encoder.finish()
-        if tail:
-            yield tail
-    finally:
-        await events.aclose()
 
 
 def _lower(headers: Mapping[str, str] | None) -> dict[str, str]:

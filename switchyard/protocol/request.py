@@ -58,6 +58,9 @@ class ChatRequest(BaseModel):
         metadata: Free-form string metadata.
         extra: Fields the IR has no slot for, kept to forward to upstreams that understand
             them (e.g. vLLM's ``chat_template_kwargs``, ``top_k``).
+        origin: Wire format the request was decoded from (``None`` when built in code). An
+            upstream of the same format receives ``extra`` whole; another format receives only
+            the fields it understands (see ``switchyard.wire.extras``).
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -79,6 +82,7 @@ class ChatRequest(BaseModel):
     user: str | None = None
     metadata: dict[str, Any] | None = None
     extra: dict[str, Any] = Field(default_factory=dict)
+    origin: str | None = None
 
     def first_user_text(self) -> str:
         """Text of the first user message, the task statement of most agent sessions."""

@@ -8,7 +8,8 @@ caller's SSE format. The vocabulary is deliberately small:
 * :class:`MessageStart` opens the turn.
 * :class:`ReasoningDelta`, :class:`TextDelta` and :class:`ToolCallDelta` carry content. A
   change of kind starts a new content part; a :class:`ReasoningDelta` carrying a
-  ``signature`` closes its reasoning part (Anthropic sends the signature last).
+  ``signature`` closes its reasoning part (Anthropic sends the signature last); one carrying
+  ``redacted`` data is a part of its own, and a new ``item_id`` (Responses) starts a new part.
 * :class:`UsageDelta` reports usage (latest non-zero value of each field wins).
 * :class:`MessageStop` ends the turn with a stop reason.
 * :class:`StreamError` reports an in-band upstream failure; nothing follows it.
@@ -172,7 +173,9 @@ class StreamAccumulator:
 
     def _add_reasoning(self, event: ReasoningDelta) -> None:
         last = self.parts[-1] if self.parts else None
-        if isinstance(last, ReasoningPart) and self._reasoning_open:
+        # A redacted block is a part of its own; a new ``item_id`` starts a new part too.
+        same_item = event.item_id is None or (isinstance(last, ReasoningPart) and last.item_id == event.item_id)
+        if isinstance(last, ReasoningPart) and self._reasoning_open and same_item and event.redacted is None:
             part = last
             part.text += event.text
         else:
@@ -183,6 +186,7 @@ class StreamAccumulator:
             part.provider = event.provider
         if event.redacted is not None:
             part.redacted = event.redacted
+            self._reasoning_open = False
         if event.encrypted is not None:
             part.encrypted = event.encrypted
         if event.signature is not None:

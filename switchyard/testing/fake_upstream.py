@@ -1,9 +1,18 @@
-"""A fake OpenAI-compatible model server for tests, the demo and benchmarks.
+"""A fake model server for tests, the demo and benchmarks, speaking all three wire formats.
 
-Not a mock: a real ASGI app served by uvicorn on 127.0.0.1, speaking the Chat Completions wire
-format (JSON and SSE, tool calls, vLLM-style ``reasoning``, usage chunks) with scriptable
-answers, latencies and injected faults.
+Not a mock: a real ASGI app served by uvicorn on 127.0.0.1, with scriptable answers,
+latencies and injected faults, and request validation modelled on the real providers:
 
+* ``POST /v1/chat/completions`` — OpenAI Chat / vLLM (JSON and SSE, tool calls, vLLM-style
+  ``reasoning``, usage chunks); rejects ``tools: []``, non-function tools, ``tool_choice``
+  without tools and ``stream_options`` without ``stream`` as vLLM does.
+* ``POST /v1/messages`` and ``/v1/messages/count_tokens`` — Anthropic Messages (JSON and
+  named-event SSE, ``tool_use``, signed ``thinking``); see :mod:`switchyard.testing.fake_anthropic`.
+* ``POST /v1/responses`` and ``/v1/responses/input_tokens`` — OpenAI Responses (JSON and SSE,
+  function and custom tool calls, reasoning items); see :mod:`switchyard.testing.fake_responses`.
+* ``POST /tokenize`` — vLLM's token counter; ``GET /v1/models``; ``GET /health``.
+
+The same brains answer on every endpoint (they see a Chat-shaped view of each request).
 Faults are chosen per request by the model name (``fail-500``) or by the ``x-fake-fault``
 header; see :data:`FAULTS`. Stalls last :attr:`FakeUpstream.stall_s` (or the request's
 ``x-fake-stall-s`` header) and end early when the client disconnects, which is recorded in
@@ -15,151 +24,110 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import re
-import socket
 import time
-from collections.abc import Awaitable, Callable, MutableMapping
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
 
-Scope = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
-Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
+from switchyard.testing import fake_anthropic, fake_responses
+from switchyard.testing.fake_common import (
+    FAULTS,
+    Brain,
+    FakeModel,
+    Receive,
+    Scope,
+    Send,
+    Turn,
+    echo_brain,
+    estimate_tokens,
+    fail_status,
+    flaky,
+    is_fault,
+    last_user_text,
+    pieces,
+    prompt_text,
+    refused_url,
+    send_frames,
+    send_json,
+    send_raw,
+    usage_numbers,
+)
 
-FAULTS = {
-    "fail-500": "answer 500 with an OpenAI error body",
-    "fail-502-html": "answer 502 with an HTML body",
-    "fail-503": "answer 503",
-    "fail-NNN": "answer status NNN with an OpenAI error body (e.g. fail-408, fail-504; fail-NNN-html: an HTML page)",
-    "fail-429": "answer 429 with Retry-After: FakeUpstream.retry_after (x-fake-retry-after overrides)",
-    "fail-429-long": "answer 429 with Retry-After: 3600",
-    "fail-429-reset": "answer 429 with OpenAI x-ratelimit-* headers (requests exhausted) and no Retry-After",
-    "fail-401": "answer 401",
-    "fail-403": "answer 403",
-    "fail-400": "answer 400 (a plain bad request)",
-    "overflow-400": "answer 400 context_length_exceeded (maximum context length is 4096 tokens)",
-    "flaky-N": "answer 503 to the first N requests for this model, then normally (flaky-N-SSS: status SSS)",
-    "stall-headers": "send nothing for stall_s seconds, then a 500",
-    "stall-mid": "stream two chunks (JSON: half the body), then go silent for stall_s seconds",
-    "reset-mid": "stream two chunks (JSON: half the body), then drop the connection",
-    "malformed-sse": "stream two chunks, then a non-JSON data line (JSON: a 200 with an invalid body)",
-    "empty-stream": "answer 200 text/event-stream with no events (JSON: a 200 with an empty body)",
+__all__ = [
+    "FAULTS",
+    "Brain",
+    "FakeModel",
+    "FakeUpstream",
+    "Received",
+    "Turn",
+    "echo_brain",
+    "estimate_tokens",
+    "is_fault",
+    "last_user_text",
+    "prompt_text",
+    "refused_url",
+]
+
+_CHAT_ERRORS: dict[str, tuple[int, dict[str, Any]]] = {
+    "fail-500": (500, {"error": {"message": "internal failure", "type": "InternalServerError", "code": 500}}),
+    "fail-503": (503, {"error": {"message": "overloaded", "type": "ServiceUnavailableError", "code": 503}}),
+    "fail-429": (
+        429,
+        {"error": {"message": "rate limited", "type": "rate_limit_error", "code": "rate_limit_exceeded"}},
+    ),
+    "fail-403": (
+        403,
+        {
+            "error": {
+                "message": "your organization may not use this model",
+                "type": "permission_error",
+                "code": "model_access_denied",
+            }
+        },
+    ),
+    "fail-401": (
+        401,
+        {"error": {"message": "invalid api key", "type": "authentication_error", "code": "invalid_api_key"}},
+    ),
+    "fail-400": (
+        400,
+        {
+            "error": {
+                "message": "temperature must be <= 2",
+                "type": "BadRequestError",
+                "code": 400,
+                "param": "temperature",
+            }
+        },
+    ),
+    "overflow-400": (
+        400,
+        {
+            "error": {
+                "message": "This model's maximum context length is 4096 tokens. However, you requested 9000 "
+                "tokens. Please reduce the length of the messages.",
+                "type": "BadRequestError",
+                "code": 400,
+            }
+        },
+    ),
 }
 
-_FAIL_STATUS = re.compile(r"fail-(\d{3})(-html)?")
-_FLAKY = re.compile(r"flaky-(\d+)(?:-(\d{3}))?")
-
-
-def is_fault(name: str) -> bool:
-    """Whether a model name selects a fault."""
-    return name in FAULTS or bool(_FAIL_STATUS.fullmatch(name) or _FLAKY.fullmatch(name))
-
-
-def refused_url() -> str:
-    """A base URL on 127.0.0.1 where nothing listens: connecting is refused at once."""
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    try:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    finally:
-        sock.close()
-    return f"http://127.0.0.1:{port}/v1"
-
 
 @dataclass(slots=True)
-class Turn:
-    """What a fake model answers.
+class _Answer:
+    """One request being answered: where to send, by which model, with which fault."""
 
-    Attributes:
-        text: Visible text.
-        tool_calls: ``(name, arguments)`` pairs, arguments as a dict.
-        reasoning: Reasoning text (sent as vLLM's ``reasoning`` field).
-        finish_reason: Overrides the natural finish reason.
-    """
-
-    text: str = ""
-    tool_calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
-    reasoning: str = ""
-    finish_reason: str | None = None
+    send: Send
+    receive: Receive
+    model: FakeModel
+    fault: str | None
+    hold: Callable[[], Awaitable[bool]]
 
 
-Brain = Callable[[dict[str, Any], "FakeModel"], Turn]
-"""Decides a fake model's turn from the request body."""
-
-
-def estimate_tokens(text: str) -> int:
-    """Roughly 4 characters per token, at least 1 for non-empty text."""
-    return max(1, (len(text) + 3) // 4) if text else 0
-
-
-def prompt_text(body: dict[str, Any]) -> str:
-    """All message text of a Chat request, concatenated (for token estimates)."""
-    out: list[str] = []
-    for msg in body.get("messages") or []:
-        content = msg.get("content")
-        if isinstance(content, str):
-            out.append(content)
-        elif isinstance(content, list):
-            out.extend(str(p.get("text", "")) for p in content if isinstance(p, dict))
-        for call in msg.get("tool_calls") or []:
-            out.append(str((call.get("function") or {}).get("arguments", "")))
-    for tool in body.get("tools") or []:
-        out.append(orjson.dumps(tool).decode())
-    return "\n".join(out)
-
-
-def last_user_text(body: dict[str, Any]) -> str:
-    """Text of the newest user message."""
-    for msg in reversed(body.get("messages") or []):
-        if msg.get("role") == "user":
-            content = msg.get("content")
-            if isinstance(content, str):
-                return content
-            if isinstance(content, list):
-                return "".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
-    return ""
-
-
-def echo_brain(body: dict[str, Any], model: FakeModel) -> Turn:
-    """Answers with the model's name and the last user message; calls the first tool when asked
-    to (the user text contains ``use a tool`` or ``tool_choice`` forces one)."""
-    tools = body.get("tools") or []
-    forced = body.get("tool_choice") not in (None, "auto", "none")
-    user = last_user_text(body)
-    last_role = (body.get("messages") or [{}])[-1].get("role")
-    if tools and last_role != "tool" and (forced or "use a tool" in user.lower()):
-        fn = tools[0].get("function") or {}
-        return Turn(tool_calls=[(str(fn.get("name", "tool")), {"query": user[:40]})])
-    return Turn(text=f"[{model.name}] {user}".strip(), reasoning=model.reasoning)
-
-
-@dataclass(slots=True)
-class FakeModel:
-    """One model the fake server knows.
-
-    Attributes:
-        name: Model id.
-        brain: Decides answers (default :func:`echo_brain`).
-        first_byte_s: Delay before the answer (headers included).
-        per_chunk_s: Delay between stream chunks.
-        reasoning: Reasoning text added by :func:`echo_brain`.
-        context_window: Reported by ``GET /v1/models`` as ``max_model_len``.
-        paced_json: Also pace non-streamed answers by ``per_chunk_s`` per stream piece, so a
-            buffered call takes as long as the stream would (latency benchmarks).
-        reasoning_field: Name of the reasoning field in answers: ``reasoning`` (current vLLM) or
-            ``reasoning_content`` (older vLLM, DeepSeek, SGLang).
-    """
-
-    name: str
-    brain: Brain = echo_brain
-    first_byte_s: float = 0.0
-    per_chunk_s: float = 0.0
-    reasoning: str = ""
-    context_window: int = 131072
-    paced_json: bool = False
-    reasoning_field: str = "reasoning"
+_BODY_FAULTS = frozenset({"stall-mid", "reset-mid", "malformed-sse", "empty-stream"})
 
 
 @dataclass(slots=True)
@@ -221,9 +189,13 @@ class FakeUpstream:
             found = self.models[name] = FakeModel(name)
         return found
 
-    def bodies(self, model: str | None = None) -> list[dict[str, Any]]:
-        """Received request bodies, optionally only those for ``model``."""
-        return [r.body for r in self.received if model is None or r.body.get("model") == model]
+    def bodies(self, model: str | None = None, path: str | None = None) -> list[dict[str, Any]]:
+        """Received request bodies, optionally only those for ``model`` and/or whose path ends with ``path``."""
+        return [
+            r.body
+            for r in self.received
+            if (model is None or r.body.get("model") == model) and (path is None or r.path.endswith(path))
+        ]
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -246,43 +218,62 @@ class FakeUpstream:
         path = scope["path"]
         if scope["method"] == "GET":
             self.gets.append(path)
-        if scope["method"] == "GET" and path.endswith("/models"):
-            data = [
-                {"id": m.name, "object": "model", "owned_by": "fake", "max_model_len": m.context_window}
-                for m in self.models.values()
-            ]
-            await _json(send, 200, {"object": "list", "data": data})
+            await self._get(path, send)
             return
-        if scope["method"] == "GET" and path.endswith("/health"):
-            await _json(send, 200, {"status": "ok"})
-            return
-        if not path.endswith("/chat/completions"):
-            await _json(send, 404, {"error": {"message": f"no route {path}", "type": "NotFoundError", "code": 404}})
+        kind = _endpoint(path)
+        if kind is None:
+            await send_json(send, 404, {"error": {"message": f"no route {path}", "type": "NotFoundError", "code": 404}})
             return
         try:
             request = orjson.loads(body)
         except orjson.JSONDecodeError:
-            await _json(send, 400, {"error": {"message": "bad json", "type": "BadRequestError", "code": 400}})
+            await send_json(send, 400, {"error": {"message": "bad json", "type": "BadRequestError", "code": 400}})
             return
         self.received.append(Received(path, headers, request))
+        if kind in ("count_tokens", "input_tokens", "tokenize"):
+            await self._count(kind, request, send)
+            return
         name = str(request.get("model", ""))
         fault = headers.get("x-fake-fault") or (name if is_fault(name) else None)
         stall = float(headers.get("x-fake-stall-s") or self.stall_s)
-        if fault and await self._fault_before(fault, send, receive, name, stall, headers):
+        if fault and await self._fault_before(kind, fault, send, receive, name, stall, headers):
             return
         model = self.model(name)
         if model.first_byte_s:
             await asyncio.sleep(model.first_byte_s)
-        turn = model.brain(request, model)
-        if request.get("stream"):
-            await self._stream(send, receive, request, model, turn, fault, stall)
-        elif fault in _BODY_FAULTS:
-            await self._broken_body(send, receive, self._completion(request, model, turn), str(fault), name, stall)
+        answer = _Answer(send, receive, model, fault, lambda: self._hold(receive, stall, name))
+        if kind == "messages":
+            await self._anthropic(answer, request)
+        elif kind == "responses":
+            await self._responses(answer, request)
         else:
-            if model.paced_json and model.per_chunk_s:
-                pieces = len(_pieces(turn.text)) + len(_pieces(turn.reasoning)) + len(turn.tool_calls)
-                await asyncio.sleep(model.per_chunk_s * pieces)
-            await _json(send, 200, self._completion(request, model, turn))
+            await self._chat(answer, request)
+
+    async def _get(self, path: str, send: Send) -> None:
+        if path.endswith("/models"):
+            data = [
+                {"id": m.name, "object": "model", "owned_by": "fake", "max_model_len": m.context_window}
+                for m in self.models.values()
+            ]
+            await send_json(send, 200, {"object": "list", "data": data})
+        elif path.endswith("/health"):
+            await send_json(send, 200, {"status": "ok"})
+        else:
+            await send_json(send, 404, {"error": {"message": f"no route {path}", "type": "NotFoundError", "code": 404}})
+
+    async def _count(self, kind: str, request: dict[str, Any], send: Send) -> None:
+        if is_fault(str(request.get("model", ""))):
+            # A server without a token counter (e.g. not vLLM, or an old version).
+            await send_json(send, 404, {"error": {"message": "Not Found", "type": "NotFoundError", "code": 404}})
+            return
+        if kind == "count_tokens":
+            await send_json(send, 200, {"input_tokens": fake_anthropic.count_tokens(request)})
+        elif kind == "input_tokens":
+            n = fake_responses.count_tokens(request)
+            await send_json(send, 200, {"object": "response.input_tokens", "input_tokens": n})
+        else:
+            n = estimate_tokens(prompt_text(request)) + 3 * len(request.get("messages") or [])
+            await send_json(send, 200, {"count": n, "max_model_len": 131072, "tokens": list(range(n))})
 
     async def _hold(self, receive: Receive, seconds: float, name: str) -> bool:
         """Stays silent for ``seconds``; returns ``True`` (and records it) if the client went away."""
@@ -295,157 +286,180 @@ class FakeUpstream:
         self.disconnects.append(name)
         return True
 
-    async def _broken_body(
-        self, send: Send, receive: Receive, payload: dict[str, Any], fault: str, name: str, stall: float
-    ) -> None:
-        """The JSON (non-stream) forms of the mid-answer faults."""
-        body = orjson.dumps(payload)
-        if fault == "empty-stream":
-            await _raw(send, 200, b"", b"application/json")
-            return
-        if fault == "malformed-sse":
-            await _raw(send, 200, body[: len(body) // 2], b"application/json")
-            return
-        headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
-        await send({"type": "http.response.start", "status": 200, "headers": headers})
-        await send({"type": "http.response.body", "body": body[: len(body) // 2], "more_body": True})
-        if fault == "reset-mid":
-            raise ConnectionResetError("fake upstream drops the connection mid-body")
-        if await self._hold(receive, stall, name):
-            return
-        await send({"type": "http.response.body", "body": body[len(body) // 2 :], "more_body": False})
-
     async def _fault_before(
-        self, fault: str, send: Send, receive: Receive, name: str, stall: float, headers: dict[str, str]
+        self,
+        kind: str,
+        fault: str,
+        send: Send,
+        receive: Receive,
+        name: str,
+        stall: float,
+        headers: dict[str, str],
     ) -> bool:
         """Faults that replace the whole answer; returns whether one was sent."""
-        flaky = _FLAKY.fullmatch(fault)
-        if flaky:
+        flakiness = flaky(fault)
+        if flakiness is not None:
             seen = self._flaky.get(name, 0)
             self._flaky[name] = seen + 1
-            if seen >= int(flaky.group(1)):
+            if seen >= flakiness[0]:
                 return False
-            fault = f"fail-{flaky.group(2) or 503}"
-        if fault == "fail-500":
-            await _json(
-                send, 500, {"error": {"message": "internal failure", "type": "InternalServerError", "code": 500}}
-            )
+            fault = f"fail-{flakiness[1]}"
+        table = {
+            "messages": fake_anthropic.FAULT_BODIES,
+            "responses": fake_responses.FAULT_BODIES,
+        }.get(kind, _CHAT_ERRORS)
+        status_fault = fail_status(fault)
+        if fault in ("fail-429", "fail-429-long", "fail-429-reset"):
+            body = table.get("fail-429", _CHAT_ERRORS["fail-429"])[1]
+            if fault == "fail-429-reset":
+                extra = [
+                    (b"x-ratelimit-limit-requests", b"60"),
+                    (b"x-ratelimit-remaining-requests", b"0"),
+                    (b"x-ratelimit-reset-requests", self.ratelimit_reset.encode()),
+                    (b"x-ratelimit-remaining-tokens", b"149000"),
+                    (b"x-ratelimit-reset-tokens", b"6m0s"),
+                ]
+            else:
+                after = "3600" if fault == "fail-429-long" else headers.get("x-fake-retry-after") or self.retry_after
+                extra = [(b"retry-after", after.encode())]
+            await send_json(send, 429, body, extra=extra)
+        elif fault in table or fault in _CHAT_ERRORS:
+            status, payload = table.get(fault) or _CHAT_ERRORS[fault]
+            await send_json(send, status, payload)
         elif fault == "fail-502-html":
-            await _raw(send, 502, b"<html><body><h1>502 Bad Gateway</h1></body></html>", b"text/html")
-        elif fault == "fail-503":
-            await _json(send, 503, {"error": {"message": "overloaded", "type": "ServiceUnavailableError", "code": 503}})
-        elif fault == "fail-429":
-            after = headers.get("x-fake-retry-after") or self.retry_after
-            await _json(send, 429, _RATE_LIMITED, extra=[(b"retry-after", after.encode())])
-        elif fault == "fail-429-long":
-            await _json(send, 429, _RATE_LIMITED, extra=[(b"retry-after", b"3600")])
-        elif fault == "fail-429-reset":
-            extra = [
-                (b"x-ratelimit-limit-requests", b"60"),
-                (b"x-ratelimit-remaining-requests", b"0"),
-                (b"x-ratelimit-reset-requests", self.ratelimit_reset.encode()),
-                (b"x-ratelimit-remaining-tokens", b"149000"),
-                (b"x-ratelimit-reset-tokens", b"6m0s"),
-            ]
-            await _json(send, 429, _RATE_LIMITED, extra=extra)
-        elif fault == "fail-401":
-            await _json(
-                send,
-                401,
-                {"error": {"message": "invalid api key", "type": "authentication_error", "code": "invalid_api_key"}},
-            )
-        elif fault == "fail-403":
-            await _json(
-                send,
-                403,
-                {
-                    "error": {
-                        "message": "your organization may not use this model",
-                        "type": "permission_error",
-                        "code": "model_access_denied",
-                    }
-                },
-            )
-        elif fault == "fail-400":
-            await _json(
-                send,
-                400,
-                {
-                    "error": {
-                        "message": "temperature must be <= 2",
-                        "type": "BadRequestError",
-                        "code": 400,
-                        "param": "temperature",
-                    }
-                },
-            )
-        elif fault == "overflow-400":
-            await _json(
-                send,
-                400,
-                {
-                    "error": {
-                        "message": "This model's maximum context length is 4096 tokens. However, you requested 9000 "
-                        "tokens. Please reduce the length of the messages.",
-                        "type": "BadRequestError",
-                        "code": 400,
-                    }
-                },
-            )
+            await send_raw(send, 502, b"<html><body><h1>502 Bad Gateway</h1></body></html>", b"text/html")
         elif fault == "stall-headers":
             if await self._hold(receive, stall, name):
                 return True
-            await _json(send, 500, {"error": {"message": "late", "type": "InternalServerError", "code": 500}})
+            await send_json(send, 500, {"error": {"message": "late", "type": "InternalServerError", "code": 500}})
         elif fault == "empty-stream":
             await send(
                 {"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/event-stream")]}
             )
             await send({"type": "http.response.body", "body": b"", "more_body": False})
-        elif (status := _FAIL_STATUS.fullmatch(fault)) is not None:
-            code = int(status.group(1))
-            if status.group(2):
+        elif status_fault is not None:
+            code, html = status_fault
+            if html:
                 page = f"<html><body><h1>{code}</h1>blocked by the gateway</body></html>".encode()
-                await _raw(send, code, page, b"text/html")
+                await send_raw(send, code, page, b"text/html")
             else:
-                error = {"error": {"message": f"injected HTTP {code}", "type": "api_error", "code": code}}
-                await _json(send, code, error)
+                await send_json(
+                    send, code, {"error": {"message": f"injected HTTP {code}", "type": "api_error", "code": code}}
+                )
         else:
             return False
         return True
 
-    def _usage(self, request: dict[str, Any], turn: Turn) -> dict[str, Any]:
-        completion = (
-            estimate_tokens(turn.text)
-            + estimate_tokens(turn.reasoning)
-            + sum(estimate_tokens(orjson.dumps(args).decode()) + 5 for _, args in turn.tool_calls)
-        )
-        reasoning = estimate_tokens(turn.reasoning)
-        prompt = estimate_tokens(prompt_text(request))
+    async def _reply_json(self, answer: _Answer, payload: dict[str, Any], turn: Turn) -> None:
+        """A non-streamed answer, with the JSON forms of the mid-answer faults."""
+        if answer.fault in _BODY_FAULTS:
+            await self._broken_body(answer, payload)
+            return
+        delay = answer.model.json_delay(turn)
+        if delay:
+            await asyncio.sleep(delay)
+        await send_json(answer.send, 200, payload)
+
+    async def _broken_body(self, answer: _Answer, payload: dict[str, Any]) -> None:
+        body = orjson.dumps(payload)
+        send = answer.send
+        if answer.fault == "empty-stream":
+            await send_raw(send, 200, b"", b"application/json")
+            return
+        if answer.fault == "malformed-sse":
+            await send_raw(send, 200, body[: len(body) // 2], b"application/json")
+            return
+        headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send({"type": "http.response.body", "body": body[: len(body) // 2], "more_body": True})
+        if answer.fault == "reset-mid":
+            raise ConnectionResetError("fake upstream drops the connection mid-body")
+        if await answer.hold():
+            return
+        await send({"type": "http.response.body", "body": body[len(body) // 2 :], "more_body": False})
+
+    # -- Anthropic Messages and OpenAI Responses ---------------------------------------------
+
+    async def _anthropic(self, answer: _Answer, request: dict[str, Any]) -> None:
+        send, model = answer.send, answer.model
+        try:
+            fake_anthropic.validate(request)
+        except fake_anthropic.Invalid as exc:
+            await send_json(send, 400, fake_anthropic.error_body("invalid_request_error", str(exc)))
+            return
+        turn = model.brain(fake_anthropic.view(request), model)
+        if request.get("stream"):
+            frames = fake_anthropic.frames(request, model, turn, self._ids)
+            # message_start, ping, block start, first delta — then the fault.
+            await send_frames(send, frames, model, answer.fault, fake_anthropic.ERROR_FRAME, at=4, hold=answer.hold)
+        else:
+            await self._reply_json(answer, fake_anthropic.message(request, model, turn, self._ids), turn)
+
+    async def _responses(self, answer: _Answer, request: dict[str, Any]) -> None:
+        send, model = answer.send, answer.model
+        try:
+            fake_responses.validate(request)
+        except fake_responses.Invalid as exc:
+            await send_json(send, exc.status, fake_responses.error_body(str(exc), param=exc.param))
+            return
+        turn = model.brain(fake_responses.view(request), model)
+        if request.get("stream"):
+            frames = fake_responses.frames(request, model, turn, self._ids)
+            # created, in_progress, item added, part added, first delta — then the fault.
+            await send_frames(send, frames, model, answer.fault, fake_responses.error_frame(), at=5, hold=answer.hold)
+        else:
+            await self._reply_json(answer, fake_responses.response(request, model, turn, self._ids), turn)
+
+    # -- Chat Completions ----------------------------------------------------------------------
+
+    async def _chat(self, answer: _Answer, request: dict[str, Any]) -> None:
+        send, model = answer.send, answer.model
+        problem = _vllm_problem(request)
+        if problem is not None:
+            await send_json(send, 400, {"error": {"message": problem, "type": "BadRequestError", "code": 400}})
+            return
+        turn = model.brain(request, model)
+        if request.get("stream"):
+            frames = self._chat_frames(request, model, turn)
+            await send_frames(send, frames, model, answer.fault, _CHAT_ERROR_FRAME, hold=answer.hold)
+        else:
+            await self._reply_json(answer, self._completion(request, model, turn), turn)
+
+    def _usage(self, request: dict[str, Any], turn: Turn, model: FakeModel) -> dict[str, Any]:
+        n = usage_numbers(estimate_tokens(prompt_text(request)), turn, model)
         usage: dict[str, Any] = {
-            "prompt_tokens": prompt,
-            "completion_tokens": completion,
-            "total_tokens": prompt + completion,
+            "prompt_tokens": n["prompt"],
+            "completion_tokens": n["completion"],
+            "total_tokens": n["prompt"] + n["completion"],
         }
-        if reasoning:
-            usage["completion_tokens_details"] = {"reasoning_tokens": reasoning}
+        if n["cache_read"] or n["cache_write"]:
+            usage["prompt_tokens_details"] = {"cached_tokens": n["cache_read"], "cache_write_tokens": n["cache_write"]}
+        if n["reasoning"]:
+            usage["completion_tokens_details"] = {"reasoning_tokens": n["reasoning"]}
         return usage
 
-    def _calls(self, turn: Turn) -> list[dict[str, Any]]:
-        return [
-            {
-                "id": f"call_{next(self._ids)}",
-                "type": "function",
-                "function": {"name": name, "arguments": orjson.dumps(args).decode()},
-            }
-            for name, args in turn.tool_calls
-        ]
+    def _calls(self, turn: Turn, request: dict[str, Any]) -> list[dict[str, Any]]:
+        custom = {(t.get("custom") or {}).get("name") for t in request.get("tools") or [] if t.get("type") == "custom"}
+        out: list[dict[str, Any]] = []
+        for name, args in turn.tool_calls:
+            call_id = f"call_{next(self._ids)}"
+            if isinstance(args, str) and name in custom:
+                out.append({"id": call_id, "type": "custom", "custom": {"name": name, "input": args}})
+            elif isinstance(args, str):
+                # Free-form text for a tool declared as a function: the model fills its one parameter.
+                fn = {"name": name, "arguments": orjson.dumps({"input": args}).decode()}
+                out.append({"id": call_id, "type": "function", "function": fn})
+            else:
+                fn = {"name": name, "arguments": orjson.dumps(args).decode()}
+                out.append({"id": call_id, "type": "function", "function": fn})
+        return out
 
     def _completion(self, request: dict[str, Any], model: FakeModel, turn: Turn) -> dict[str, Any]:
         message: dict[str, Any] = {"role": "assistant", "content": turn.text or None}
         if turn.reasoning:
             message[model.reasoning_field] = turn.reasoning
         if turn.tool_calls:
-            message["tool_calls"] = self._calls(turn)
+            message["tool_calls"] = self._calls(turn, request)
         finish = turn.finish_reason or ("tool_calls" if turn.tool_calls else "stop")
         return {
             "id": f"chatcmpl-fake{next(self._ids)}",
@@ -453,26 +467,10 @@ class FakeUpstream:
             "created": int(time.time()),
             "model": model.name,
             "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-            "usage": self._usage(request, turn),
+            "usage": self._usage(request, turn, model),
         }
 
-    async def _stream(
-        self,
-        send: Send,
-        receive: Receive,
-        request: dict[str, Any],
-        model: FakeModel,
-        turn: Turn,
-        fault: str | None,
-        stall: float,
-    ) -> None:
-        await send(
-            {
-                "type": "http.response.start",
-                "status": 200,
-                "headers": [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache")],
-            }
-        )
+    def _chat_frames(self, request: dict[str, Any], model: FakeModel, turn: Turn) -> list[bytes]:
         cid = f"chatcmpl-fake{next(self._ids)}"
         created = int(time.time())
 
@@ -487,84 +485,81 @@ class FakeUpstream:
             return b"data: " + orjson.dumps(payload) + b"\n\n"
 
         frames: list[bytes] = [chunk({"role": "assistant", "content": ""})]
-        frames += [chunk({model.reasoning_field: piece}) for piece in _pieces(turn.reasoning)]
-        frames += [chunk({"content": piece}) for piece in _pieces(turn.text)]
-        for index, call in enumerate(self._calls(turn)):
+        frames += [chunk({model.reasoning_field: piece}) for piece in pieces(turn.reasoning)]
+        frames += [chunk({"content": piece}) for piece in pieces(turn.text)]
+        for index, call in enumerate(self._calls(turn, request)):
+            if call["type"] == "custom":
+                first = {
+                    "index": index,
+                    "id": call["id"],
+                    "type": "custom",
+                    "custom": {"name": call["custom"]["name"], "input": ""},
+                }
+                frames.append(chunk({"tool_calls": [first]}))
+                frames += [
+                    chunk({"tool_calls": [{"index": index, "custom": {"input": piece}}]})
+                    for piece in pieces(call["custom"]["input"], 12)
+                ]
+                continue
             fn = call["function"]
-            frames.append(
-                chunk(
-                    {
-                        "tool_calls": [
-                            {
-                                "index": index,
-                                "id": call["id"],
-                                "type": "function",
-                                "function": {"name": fn["name"], "arguments": ""},
-                            }
-                        ]
-                    }
-                )
-            )
+            first = {
+                "index": index,
+                "id": call["id"],
+                "type": "function",
+                "function": {"name": fn["name"], "arguments": ""},
+            }
+            frames.append(chunk({"tool_calls": [first]}))
             frames += [
                 chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
-                for piece in _pieces(fn["arguments"], 12)
+                for piece in pieces(fn["arguments"], 12)
             ]
         frames.append(chunk({}, turn.finish_reason or ("tool_calls" if turn.tool_calls else "stop")))
         options = request.get("stream_options") or {}
         if options.get("include_usage"):
-            frames.append(
-                b"data: "
-                + orjson.dumps(
-                    {
-                        "id": cid,
-                        "object": "chat.completion.chunk",
-                        "created": created,
-                        "model": model.name,
-                        "choices": [],
-                        "usage": self._usage(request, turn),
-                    }
-                )
-                + b"\n\n"
-            )
+            final = {
+                "id": cid,
+                "object": "chat.completion.chunk",
+                "created": created,
+                "model": model.name,
+                "choices": [],
+                "usage": self._usage(request, turn, model),
+            }
+            frames.append(b"data: " + orjson.dumps(final) + b"\n\n")
         frames.append(b"data: [DONE]\n\n")
-        for i, data in enumerate(frames):
-            if fault in ("stall-mid", "reset-mid", "malformed-sse") and i == 2:
-                if fault == "stall-mid":
-                    if await self._hold(receive, stall, model.name):
-                        return
-                elif fault == "reset-mid":
-                    raise ConnectionResetError("fake upstream drops the connection mid-stream")
-                else:
-                    await send({"type": "http.response.body", "body": b"data: {not json\n\n", "more_body": True})
-                    await send({"type": "http.response.body", "body": b"", "more_body": False})
-                    return
-            if i and model.per_chunk_s:
-                await asyncio.sleep(model.per_chunk_s)
-            await send({"type": "http.response.body", "body": data, "more_body": True})
-        await send({"type": "http.response.body", "body": b"", "more_body": False})
+        return frames
 
 
-_RATE_LIMITED = {"error": {"message": "rate limited", "type": "rate_limit_error", "code": "rate_limit_exceeded"}}
-_BODY_FAULTS = frozenset({"stall-mid", "reset-mid", "malformed-sse", "empty-stream"})
+_CHAT_ERROR_FRAME = (
+    b"data: "
+    + orjson.dumps({"error": {"message": "engine failed mid-answer", "type": "InternalServerError", "code": 500}})
+    + b"\n\ndata: [DONE]\n\n"
+)
 
 
-def _pieces(text: str, size: int = 0) -> list[str]:
-    """Splits text into stream-sized pieces (words, or fixed-size slices when ``size``)."""
-    if not text:
-        return []
-    if size:
-        return [text[i : i + size] for i in range(0, len(text), size)]
-    words = text.split(" ")
-    return [w + (" " if i < len(words) - 1 else "") for i, w in enumerate(words)]
+def _endpoint(path: str) -> str | None:
+    for suffix, kind in (
+        ("/chat/completions", "chat"),
+        ("/messages/count_tokens", "count_tokens"),
+        ("/messages", "messages"),
+        ("/responses/input_tokens", "input_tokens"),
+        ("/responses", "responses"),
+        ("/tokenize", "tokenize"),
+    ):
+        if path.endswith(suffix):
+            return kind
+    return None
 
 
-async def _json(send: Send, status: int, payload: Any, extra: list[tuple[bytes, bytes]] | None = None) -> None:
-    await _raw(send, status, orjson.dumps(payload), b"application/json", extra)
-
-
-async def _raw(
-    send: Send, status: int, body: bytes, content_type: bytes, extra: list[tuple[bytes, bytes]] | None = None
-) -> None:
-    headers = [(b"content-type", content_type), (b"content-length", str(len(body)).encode()), *(extra or [])]
-    await send({"type": "http.response.start", "status": status, "headers": headers})
-    await send({"type": "http.response.body", "body": body, "more_body": False})
+def _vllm_problem(request: dict[str, Any]) -> str | None:
+    """What vLLM's request validation would reject (``None`` when it accepts the request)."""
+    tools = request.get("tools")
+    if tools is not None:
+        if not tools:
+            return "`tools` must not be an empty array; omit the field instead"
+        if any(t.get("type", "function") != "function" for t in tools):
+            return "only function tools are supported"
+    elif request.get("tool_choice") not in (None, "none"):
+        return "When using `tool_choice`, `tools` must be set."
+    if "stream_options" in request and not request.get("stream"):
+        return "Stream options can only be defined when `stream=True`."
+    return None

@@ -21,16 +21,24 @@ def codec(fmt: WireFormat | str) -> Codec:
     found = _codecs.get(key)
     if found is None:
         if key is WireFormat.OPENAI_CHAT:
-            from switchyard.wire.openai_chat import CODEC
+            from switchyard.wire.openai_chat import CODEC as chat
+
+            found = chat
+        elif key is WireFormat.ANTHROPIC_MESSAGES:
+            from switchyard.wire.anthropic_messages import CODEC as anthropic
+
+            found = anthropic
         else:
-            raise KeyError(f"wire format {key.value!r} is not implemented yet")
-        _codecs[key] = found = CODEC
+            from switchyard.wire.openai_responses import CODEC as responses
+
+            found = responses
+        _codecs[key] = found
     return found
 
 
 def available_formats() -> list[str]:
     """Formats with a codec."""
-    return [WireFormat.OPENAI_CHAT.value]
+    return [f.value for f in WireFormat]
 
 
 __all__ = [

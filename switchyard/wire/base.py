@@ -94,3 +94,8 @@ class Codec(Protocol):
     def decode_error(self, body: Any, status: int) -> ErrorInfo:
         """Reads an upstream error body of this format."""
         ...
+
+    def keepalive(self) -> bytes:
+        """SSE bytes that keep an idle stream open without changing its content (a comment
+        line, or Anthropic's ``ping`` event)."""
+        ...

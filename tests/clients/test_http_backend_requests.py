@@ -41,14 +41,17 @@ async def test_request_line_headers_body_and_timeouts() -> None:
         return httpx.Response(200, json=ANSWER)
 
     be = backend(handler)
-    options = CallOptions(headers={"anthropic-beta": "b1", "Content-Length": "999", "host": "evil"})
+    options = CallOptions(
+        headers={"anthropic-beta": "b1", "x-forward-me": "yes", "Content-Length": "999", "host": "evil"}
+    )
     response = await be.complete(REQUEST, TARGET, options)
     assert response.text == "hi"
     (req,) = seen
     assert req.method == "POST" and str(req.url) == "http://upstream.test/v1/chat/completions"
     assert req.headers["authorization"] == "Bearer sk-test"
     assert req.headers["content-type"] == "application/json"
-    assert req.headers["x-team"] == "a" and req.headers["anthropic-beta"] == "b1"
+    assert req.headers["x-team"] == "a" and req.headers["x-forward-me"] == "yes"
+    assert "anthropic-beta" not in req.headers, "Anthropic's beta flags only go to Anthropic upstreams"
     assert req.headers["host"] == "upstream.test"  # hop-by-hop caller headers are not forwarded
     assert int(req.headers["content-length"]) == len(req.content)
     assert "user-agent" in req.headers

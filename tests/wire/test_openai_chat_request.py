@@ -24,11 +24,22 @@ def test_request_golden(golden: Any) -> None:
     upstream = CODEC.encode_request(request, model=UPSTREAM_MODEL, stream=request.stream)
     golden.check("upstream", upstream)
     # What we send upstream decodes to the same conversation (model aside): nothing silently lost
-    # in one hop except what the diagnostics report (reasoning history).
+    # in one hop except what the diagnostics report (reasoning history) and two deliberate
+    # normalisations for vLLM-style servers: free-form tools travel as one-string-argument
+    # function stand-ins, and system/developer instructions merge into one leading system message.
     again = CODEC.decode_request(upstream)
-    assert again.tools == request.tools
-    assert again.tool_choice == request.tool_choice
-    assert [m.role for m in again.messages] == [m.role for m in request.messages]
+    if not any(t.kind == "custom" for t in request.tools):
+        assert again.tools == request.tools
+        assert again.tool_choice == request.tool_choice
+    else:
+        assert [t.name for t in again.tools] == [t.name for t in request.tools]
+        assert all(t.kind == "function" for t in again.tools)
+    instructions = ("system", "developer")
+    roles = [m.role for m in request.messages if m.role not in instructions]
+    assert [m.role for m in again.messages if m.role not in instructions] == roles
+    assert [m.role for m in again.messages if m.role in instructions] == (
+        ["system"] if any(m.role in instructions for m in request.messages) else []
+    )
     assert again.extra == request.extra
 
 
@@ -65,14 +76,15 @@ def test_unsupported_tool_choice_is_a_400(raw: Any) -> None:
     assert err.value.status == 400 and err.value.param == "tool_choice"
 
 
-def test_named_choice_encodes_in_the_kind_of_its_tool() -> None:
+def test_named_choice_names_the_function_stand_in_of_a_custom_tool() -> None:
     request = ChatRequest(
         messages=[Message.of("user", "x")],
         tools=[ToolDefinition(name="apply_patch", kind="custom"), ToolDefinition(name="lookup")],
         tool_choice=ToolChoice(mode="tool", name="apply_patch"),
     )
     body = CODEC.encode_request(request, model="m", stream=False)
-    assert body["tool_choice"] == {"type": "custom", "custom": {"name": "apply_patch"}}
+    # Chat upstreams (vLLM) get free-form tools as function stand-ins, so the choice names one.
+    assert body["tool_choice"] == {"type": "function", "function": {"name": "apply_patch"}}
     request.tool_choice = ToolChoice(mode="tool", name="lookup")
     body = CODEC.encode_request(request, model="m", stream=False)
     assert body["tool_choice"] == {"type": "function", "function": {"name": "lookup"}}

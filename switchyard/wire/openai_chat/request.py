@@ -21,7 +21,10 @@ from switchyard.protocol.messages import (
 )
 from switchyard.protocol.request import ChatRequest, ReasoningConfig
 from switchyard.protocol.tools import ToolChoice, ToolDefinition
-from switchyard.wire import diagnostics
+from switchyard.wire import custom_tools, diagnostics, reasoning
+from switchyard.wire.extras import extras_for
+
+FORMAT = "openai_chat"
 
 # Fields the IR models explicitly; everything else rides along in ``ChatRequest.extra``.
 _KNOWN = frozenset(
@@ -241,6 +244,7 @@ def decode_request(body: dict[str, Any]) -> ChatRequest:
             user=body.get("user"),
             metadata=body.get("metadata"),
             extra={k: v for k, v in body.items() if k not in _KNOWN},
+            origin=FORMAT,
         )
     except ValidationError as exc:
         err = exc.errors()[0]
@@ -260,7 +264,7 @@ def _encode_image(part: ImagePart) -> dict[str, Any]:
 
 
 def _encode_content(parts: list[TextPart | ImagePart]) -> str | list[dict[str, Any]]:
-    if all(isinstance(p, TextPart) and p.cache_control is None for p in parts):
+    if all(isinstance(p, TextPart) for p in parts):
         return "".join(p.text for p in parts if isinstance(p, TextPart))
     out: list[dict[str, Any]] = []
     for p in parts:
@@ -272,9 +276,9 @@ def _encode_content(parts: list[TextPart | ImagePart]) -> str | list[dict[str, A
 
 
 def _encode_call(call: ToolCallPart) -> dict[str, Any]:
-    if call.kind == "custom":
-        return {"id": call.id, "type": "custom", "custom": {"name": call.name, "input": call.arguments}}
-    return {"id": call.id, "type": "function", "function": {"name": call.name, "arguments": call.arguments}}
+    # Free-form calls travel as calls to their function stand-in (see switchyard.wire.custom_tools).
+    args = custom_tools.wrap(call.arguments) if call.kind == "custom" else call.arguments
+    return {"id": call.id, "type": "function", "function": {"name": call.name, "arguments": args}}
 
 
 def _encode_message(msg: Message, out: list[dict[str, Any]]) -> None:
@@ -323,14 +327,17 @@ def _encode_tool_result(part: ToolResultPart, out: list[dict[str, Any]]) -> None
 
 
 def encode_tool(tool: ToolDefinition) -> dict[str, Any]:
-    """IR tool → Chat Completions tool."""
+    """IR tool → Chat Completions function tool.
+
+    Free-form (``custom``) tools become a function with one string parameter: vLLM and most
+    Chat servers only accept function tools. Calls are unwrapped again on the way back.
+    """
     if tool.kind == "custom":
-        spec: dict[str, Any] = {"name": tool.name}
-        if tool.description:
-            spec["description"] = tool.description
-        if tool.format:
-            spec["format"] = tool.format
-        return {"type": "custom", "custom": spec}
+        diagnostics.report(
+            "openai_chat.custom_tool_as_function",
+            "free-form tool sent as a function with one string parameter; calls are unwrapped to raw text",
+        )
+        tool = custom_tools.as_function(tool)
     fn: dict[str, Any] = {"name": tool.name}
     if tool.description:
         fn["description"] = tool.description
@@ -344,28 +351,60 @@ def encode_tool_choice(choice: ToolChoice, tools: list[ToolDefinition]) -> Any:
     """IR tool choice → Chat Completions ``tool_choice``."""
     if choice.mode != "tool":
         return choice.mode
-    kind = next((t.kind for t in tools if t.name == choice.name), "function")
-    return {"type": kind, kind: {"name": choice.name}}
+    return {"type": "function", "function": {"name": choice.name}}
+
+
+def _merge_system(messages: list[Message]) -> list[Message]:
+    """All system/developer text in one leading ``system`` message, in order.
+
+    vLLM chat templates (and Anthropic) accept system text only at the start; OpenAI treats a
+    leading ``system`` like ``developer``.
+    """
+    system = [m for m in messages if m.role in ("system", "developer")]
+    if not system:
+        return messages
+    rest = [m for m in messages if m.role not in ("system", "developer")]
+    leading = 0
+    while leading < len(messages) and messages[leading].role in ("system", "developer"):
+        leading += 1
+    if leading < len(system):
+        diagnostics.report(
+            "openai_chat.system_merged",
+            "system/developer messages after the conversation start were merged into the leading system message",
+        )
+    text = "\n\n".join(p.text for m in system for p in m.content if isinstance(p, TextPart) and p.text)
+    return [Message.of("system", text), *rest]
+
+
+def _has_cache_markers(request: ChatRequest) -> bool:
+    return any(t.cache_control for t in request.tools) or any(
+        getattr(p, "cache_control", None) for m in request.messages for p in m.content
+    )
 
 
 def encode_request(request: ChatRequest, *, model: str, stream: bool) -> dict[str, Any]:
     """Encodes an IR request as a Chat Completions body for an upstream."""
     messages: list[dict[str, Any]] = []
-    for msg in request.messages:
+    if _has_cache_markers(request):
+        diagnostics.report("openai_chat.cache_control_dropped", "cache_control markers are not sent to Chat upstreams")
+    for msg in _merge_system(request.messages):
         _encode_message(msg, messages)
-    body: dict[str, Any] = dict(request.extra)
+    body: dict[str, Any] = extras_for(request, FORMAT)
     body["model"] = model
     body["messages"] = messages
+    body.pop("tools", None)
+    body.pop("tool_choice", None)
     if request.tools:
         body["tools"] = [encode_tool(t) for t in request.tools]
-        if request.tool_choice is not None:
-            body["tool_choice"] = encode_tool_choice(request.tool_choice, request.tools)
+        # vLLM needs an explicit choice to run its tool parser; "auto" is every API's default.
+        choice = request.tool_choice or ToolChoice(mode="auto")
+        body["tool_choice"] = encode_tool_choice(choice, request.tools)
         if request.parallel_tool_calls is not None:
             body["parallel_tool_calls"] = request.parallel_tool_calls
-    elif request.tool_choice is not None and request.tool_choice.mode == "none":
-        pass  # tool_choice without tools is rejected by vLLM; "none" is the default anyway
+    # tool_choice without tools is rejected by vLLM (and "none" is the default anyway).
     optional = {
-        "max_tokens": request.max_tokens,
+        # The current field: OpenAI's reasoning models reject max_tokens; vLLM reads both.
+        "max_completion_tokens": request.max_tokens,
         "temperature": request.temperature,
         "top_p": request.top_p,
         "stop": request.stop,
@@ -377,8 +416,9 @@ def encode_request(request: ChatRequest, *, model: str, stream: bool) -> dict[st
     for key, value in optional.items():
         if value is not None:
             body[key] = value
-    if request.reasoning is not None and request.reasoning.effort is not None:
-        body["reasoning_effort"] = request.reasoning.effort
+    effort = reasoning.effort_for(request.reasoning) if request.reasoning is not None else None
+    if effort is not None:
+        body["reasoning_effort"] = effort
     if stream:
         body["stream"] = True
         body["stream_options"] = {"include_usage": True}
@@ -386,3 +426,49 @@ def encode_request(request: ChatRequest, *, model: str, stream: bool) -> dict[st
         body.pop("stream_options", None)
         body.pop("stream", None)
     return body
+
+
+def normalize_replay(body: dict[str, Any]) -> dict[str, Any]:
+    """The few fixes a caller's Chat body gets even when it is otherwise forwarded verbatim.
+
+    vLLM rejects or misreads these (and OpenAI accepts the fixed form): ``tools: []`` is dropped
+    (400 on vLLM), ``stream_options`` is dropped from a non-streaming request (400), tools without
+    a ``tool_choice`` get ``"auto"`` (the tool parser runs only then on older vLLM), and
+    system/developer messages are merged, in order, into one leading ``system`` message (chat
+    templates accept system text only at the start). Everything else stays byte-for-byte.
+    """
+    fixed = body
+    if "tools" in body and not body["tools"]:
+        fixed = {k: v for k, v in fixed.items() if k not in ("tools", "tool_choice", "parallel_tool_calls")}
+    if "stream_options" in fixed and not fixed.get("stream"):
+        fixed = {k: v for k, v in fixed.items() if k != "stream_options"}
+    if fixed.get("tools") and "tool_choice" not in fixed:
+        fixed = {**fixed, "tool_choice": "auto"}
+    messages = fixed.get("messages")
+    if isinstance(messages, list) and _needs_system_merge(messages):
+        system = [m for m in messages if isinstance(m, dict) and m.get("role") in ("system", "developer")]
+        texts = [_plain_text(m.get("content")) for m in system]
+        merged = {"role": "system", "content": "\n\n".join(t for t in texts if t)}
+        rest = [m for m in messages if not (isinstance(m, dict) and m.get("role") in ("system", "developer"))]
+        fixed = {**fixed, "messages": [merged, *rest]}
+        diagnostics.report(
+            "openai_chat.system_merged",
+            "system/developer messages after the conversation start were merged into the leading system message",
+        )
+    return fixed
+
+
+def _needs_system_merge(messages: list[Any]) -> bool:
+    roles = [m.get("role") if isinstance(m, dict) else None for m in messages]
+    system = [i for i, r in enumerate(roles) if r in ("system", "developer")]
+    if not system:
+        return False
+    return system != list(range(len(system))) or len(system) > 1 or roles[0] == "developer"
+
+
+def _plain_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n\n".join(str(p.get("text", "")) for p in content if isinstance(p, dict) and p.get("type") == "text")
+    return ""

@@ -11,6 +11,7 @@ from typing import Any
 from switchyard.protocol.errors import ErrorInfo, UpstreamProtocolError
 from switchyard.protocol.messages import ContentPart, ReasoningPart, TextPart, ToolCallPart
 from switchyard.protocol.response import ChatResponse, StopReason, Usage
+from switchyard.wire import diagnostics
 
 FINISH_TO_STOP: dict[str, StopReason] = {
     "stop": "end_turn",
@@ -153,6 +154,11 @@ def encode_response(response: ChatResponse, *, model: str) -> dict[str, Any]:
     reasoning = response.reasoning
     if reasoning:
         message["reasoning"] = reasoning
+    if any(isinstance(p, ReasoningPart) and (p.signature or p.encrypted or p.redacted) for p in response.content):
+        diagnostics.report(
+            "openai_chat.reasoning_signature_dropped",
+            "Chat has no field for reasoning signatures/encrypted reasoning; only the text is returned",
+        )
     if calls:
         message["tool_calls"] = encode_tool_calls(calls)
     return {

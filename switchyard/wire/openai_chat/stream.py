@@ -22,6 +22,7 @@ from switchyard.protocol.stream import (
     ToolCallDelta,
     UsageDelta,
 )
+from switchyard.wire import diagnostics
 from switchyard.wire.openai_chat.response import (
     STOP_TO_FINISH,
     decode_error,
@@ -206,6 +207,11 @@ class ChatStreamEncoder:
         if isinstance(event, TextDelta):
             return prefix + (self._chunk({"content": event.text}) if event.text else b"")
         if isinstance(event, ReasoningDelta):
+            if event.signature or event.encrypted or event.redacted:
+                diagnostics.report(
+                    "openai_chat.reasoning_signature_dropped",
+                    "Chat has no field for reasoning signatures/encrypted reasoning; only the text is streamed",
+                )
             return prefix + (self._chunk({"reasoning": event.text}) if event.text else b"")
         if isinstance(event, ToolCallDelta):
             return prefix + self._chunk({"tool_calls": [self._tool_delta(event)]})

@@ -1,0 +1,61 @@
+"""Anthropic Messages codec (``/v1/messages``).
+
+Layer: ``wire`` — imports ``protocol`` only.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from switchyard.protocol.errors import ErrorInfo
+from switchyard.protocol.request import ChatRequest
+from switchyard.protocol.response import ChatResponse
+from switchyard.wire import guard
+from switchyard.wire.anthropic_messages import request as _request
+from switchyard.wire.anthropic_messages import response as _response
+from switchyard.wire.anthropic_messages import stream as _stream
+from switchyard.wire.anthropic_messages.request import DEFAULT_MAX_TOKENS
+from switchyard.wire.base import WireFormat
+
+
+class AnthropicMessagesCodec:
+    """The :class:`~switchyard.wire.base.Codec` for ``anthropic_messages``."""
+
+    format = WireFormat.ANTHROPIC_MESSAGES
+    path = "/v1/messages"
+    count_tokens_path = "/v1/messages/count_tokens"
+
+    def decode_request(self, body: dict[str, Any]) -> ChatRequest:
+        return guard.caller_body(self.format.value, _request.decode_request, body)
+
+    def encode_request(self, request: ChatRequest, *, model: str, stream: bool) -> dict[str, Any]:
+        return _request.encode_request(request, model=model, stream=stream)
+
+    def decode_response(self, body: dict[str, Any]) -> ChatResponse:
+        return guard.upstream_body(self.format.value, _response.decode_response, body)
+
+    def encode_response(self, response: ChatResponse, *, model: str) -> dict[str, Any]:
+        return _response.encode_response(response, model=model)
+
+    def stream_decoder(self) -> guard.GuardedDecoder:
+        return guard.GuardedDecoder(self.format.value, _stream.AnthropicStreamDecoder())
+
+    def stream_encoder(self, *, model: str, include_usage: bool) -> _stream.AnthropicStreamEncoder:
+        return _stream.AnthropicStreamEncoder(model=model)
+
+    def encode_error(self, error: ErrorInfo) -> dict[str, Any]:
+        return _response.encode_error(error)
+
+    def stream_error(self, error: ErrorInfo) -> bytes:
+        return _stream.stream_error(error)
+
+    def decode_error(self, body: Any, status: int) -> ErrorInfo:
+        return _response.decode_error(body, status)
+
+    def keepalive(self) -> bytes:
+        return _stream.PING
+
+
+CODEC = AnthropicMessagesCodec()
+
+__all__ = ["CODEC", "DEFAULT_MAX_TOKENS", "AnthropicMessagesCodec"]
