@@ -55,9 +55,15 @@ class StreamEncoder(Protocol):
 class Codec(Protocol):
     """Pure encode/decode for one wire format."""
 
-    format: WireFormat
-    path: str
-    """Upstream path below the client's base URL, e.g. ``/chat/completions``."""
+    @property
+    def format(self) -> WireFormat:
+        """The wire format."""
+        ...
+
+    @property
+    def path(self) -> str:
+        """Upstream path below the client's base URL, e.g. ``/chat/completions``."""
+        ...
 
     def decode_request(self, body: dict[str, Any]) -> ChatRequest:
         """Caller JSON → IR. Raises ``InvalidRequestError`` for malformed input."""

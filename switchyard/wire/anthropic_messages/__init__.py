@@ -5,57 +5,27 @@ Layer: ``wire`` — imports ``protocol`` only.
 
 from __future__ import annotations
 
-from typing import Any
-
-from switchyard.protocol.errors import ErrorInfo
-from switchyard.protocol.request import ChatRequest
-from switchyard.protocol.response import ChatResponse
-from switchyard.wire import guard
 from switchyard.wire.anthropic_messages import request as _request
 from switchyard.wire.anthropic_messages import response as _response
 from switchyard.wire.anthropic_messages import stream as _stream
 from switchyard.wire.anthropic_messages.request import DEFAULT_MAX_TOKENS
 from switchyard.wire.base import WireFormat
+from switchyard.wire.module_codec import FormatCodec
 
+CODEC = FormatCodec(
+    format=WireFormat.ANTHROPIC_MESSAGES,
+    path="/v1/messages",
+    request_decoder=_request.decode_request,
+    request_encoder=_request.encode_request,
+    response_decoder=_response.decode_response,
+    response_encoder=_response.encode_response,
+    stream_decoder_factory=_stream.AnthropicStreamDecoder,
+    # Anthropic streams always carry usage (message_start / message_delta).
+    stream_encoder_factory=lambda model, include_usage: _stream.AnthropicStreamEncoder(model=model),
+    error_encoder=_response.encode_error,
+    error_decoder=_response.decode_error,
+    stream_error_encoder=_stream.stream_error,
+    keepalive_bytes=_stream.PING,
+)
 
-class AnthropicMessagesCodec:
-    """The :class:`~switchyard.wire.base.Codec` for ``anthropic_messages``."""
-
-    format = WireFormat.ANTHROPIC_MESSAGES
-    path = "/v1/messages"
-    count_tokens_path = "/v1/messages/count_tokens"
-
-    def decode_request(self, body: dict[str, Any]) -> ChatRequest:
-        return guard.caller_body(self.format.value, _request.decode_request, body)
-
-    def encode_request(self, request: ChatRequest, *, model: str, stream: bool) -> dict[str, Any]:
-        return _request.encode_request(request, model=model, stream=stream)
-
-    def decode_response(self, body: dict[str, Any]) -> ChatResponse:
-        return guard.upstream_body(self.format.value, _response.decode_response, body)
-
-    def encode_response(self, response: ChatResponse, *, model: str) -> dict[str, Any]:
-        return _response.encode_response(response, model=model)
-
-    def stream_decoder(self) -> guard.GuardedDecoder:
-        return guard.GuardedDecoder(self.format.value, _stream.AnthropicStreamDecoder())
-
-    def stream_encoder(self, *, model: str, include_usage: bool) -> _stream.AnthropicStreamEncoder:
-        return _stream.AnthropicStreamEncoder(model=model)
-
-    def encode_error(self, error: ErrorInfo) -> dict[str, Any]:
-        return _response.encode_error(error)
-
-    def stream_error(self, error: ErrorInfo) -> bytes:
-        return _stream.stream_error(error)
-
-    def decode_error(self, body: Any, status: int) -> ErrorInfo:
-        return _response.decode_error(body, status)
-
-    def keepalive(self) -> bytes:
-        return _stream.PING
-
-
-CODEC = AnthropicMessagesCodec()
-
-__all__ = ["CODEC", "DEFAULT_MAX_TOKENS", "AnthropicMessagesCodec"]
+__all__ = ["CODEC", "DEFAULT_MAX_TOKENS"]
