@@ -14,12 +14,21 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from pydantic import ValidationError
+
 from switchyard.protocol.errors import InvalidRequestError, UpstreamProtocolError
 from switchyard.wire.sse import SSEEvent
 
 T = TypeVar("T")
 
 _CONFUSION = (AttributeError, TypeError, ValueError, KeyError, IndexError)
+
+
+def invalid_request(exc: ValidationError) -> InvalidRequestError:
+    """The 400 for a caller body that decoded into an invalid IR value (first problem named)."""
+    err = exc.errors()[0]
+    loc = ".".join(str(p) for p in err["loc"])
+    return InvalidRequestError(f"invalid request: {loc}: {err['msg']}", param=loc)
 
 
 def caller_body(fmt: str, decode: Callable[[dict[str, Any]], T], body: dict[str, Any]) -> T:

@@ -35,7 +35,7 @@ from switchyard.protocol.messages import (
 )
 from switchyard.protocol.request import ChatRequest, ReasoningConfig
 from switchyard.protocol.tools import ToolChoice, ToolDefinition
-from switchyard.wire import custom_tools, diagnostics, reasoning
+from switchyard.wire import custom_tools, diagnostics, guard, reasoning
 from switchyard.wire.extras import extras_for
 from switchyard.wire.ids import anthropic_tool_id
 
@@ -353,9 +353,7 @@ def decode_request(body: dict[str, Any]) -> ChatRequest:
             origin=FORMAT,
         )
     except ValidationError as exc:
-        err = exc.errors()[0]
-        loc = ".".join(str(p) for p in err["loc"])
-        raise _bad(f"invalid request: {loc}: {err['msg']}", loc) from exc
+        raise guard.invalid_request(exc) from exc
 
 
 # -- encoding -------------------------------------------------------------------------------

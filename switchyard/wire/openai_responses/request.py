@@ -36,7 +36,7 @@ from switchyard.protocol.messages import (
 )
 from switchyard.protocol.request import ChatRequest, ReasoningConfig
 from switchyard.protocol.tools import ToolDefinition
-from switchyard.wire import diagnostics, reasoning
+from switchyard.wire import diagnostics, guard, reasoning
 from switchyard.wire.extras import extras_for
 from switchyard.wire.ids import new_id
 from switchyard.wire.openai_chat.request import decode_tool_choice
@@ -287,9 +287,7 @@ def decode_request(body: dict[str, Any]) -> ChatRequest:
             origin=FORMAT,
         )
     except ValidationError as exc:
-        err = exc.errors()[0]
-        loc = ".".join(str(p) for p in err["loc"])
-        raise _bad(f"invalid request: {loc}: {err['msg']}", loc) from exc
+        raise guard.invalid_request(exc) from exc
 
 
 # -- encoding -------------------------------------------------------------------------------
