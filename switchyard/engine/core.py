@@ -657,8 +657,13 @@ class Engine:
                 encoder = codec.stream_encoder(
                     model=events.record.selected_model or request.model, include_usage=request.include_usage
                 )
-                chunks = encode_stream(encoder, events, codec.keepalive(), self.keepalive_s)
-                return Reply(200, self._headers(events.record, stream=True), stream=chunks)
+                return Reply(
+                    200,
+                    self._headers(events.record, stream=True),
+                    stream=encode_stream(encoder, events),
+                    keepalive=codec.keepalive(),
+                    keepalive_s=self.keepalive_s,
+                )
             completion = await self._answer(prep)
         except SwitchyardError as exc:
             return self._error_reply(fmt, exc, prep)

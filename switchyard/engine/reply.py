@@ -18,12 +18,18 @@ class Reply:
         headers: Response headers (lower-case names).
         body: The whole body for JSON answers.
         stream: SSE bytes for streaming answers, one element per event group as it is due.
+        keepalive: Bytes a network server sends when the stream has been silent for
+            ``keepalive_s`` (an Anthropic ``ping`` event, an SSE comment otherwise), so idle
+            connections are not cut while the model thinks; in-process callers ignore them.
+        keepalive_s: Silence before a keep-alive (``None``: never).
     """
 
     status: int
     headers: dict[str, str] = field(default_factory=dict)
     body: bytes = b""
     stream: AsyncIterator[bytes] | None = None
+    keepalive: bytes | None = None
+    keepalive_s: float | None = None
 
     @property
     def is_stream(self) -> bool:

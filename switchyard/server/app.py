@@ -118,27 +118,66 @@ class SwitchyardApp:
         self, reply: Reply, chunks: AsyncIterator[bytes], watch: asyncio.Future[None], send: Send
     ) -> None:
         await send({"type": "http.response.start", "status": reply.status, "headers": _headers(reply)})
+        loop = asyncio.get_running_loop()
+        state = _Writer(last=loop.time())
 
         async def pump() -> None:
             async for chunk in chunks:
                 await send({"type": "http.response.body", "body": chunk, "more_body": True})
+                state.last = loop.time()
+            state.done = True
             await send({"type": "http.response.body", "body": b"", "more_body": False})
 
         pump_task = asyncio.ensure_future(pump())
+        tasks: set[asyncio.Future[None]] = {pump_task, watch}
+        ticker = None
+        if reply.keepalive and reply.keepalive_s:
+            ticker = asyncio.ensure_future(_keepalive(send, state, reply.keepalive, reply.keepalive_s, loop))
         try:
-            await asyncio.wait((pump_task, watch), return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
         finally:
+            state.done = True
+            if ticker is not None:
+                ticker.cancel()
             if not pump_task.done():
                 # The caller went away: stop reading upstream (closing the stream cancels it).
                 pump_task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await pump_task
+            if ticker is not None:
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await ticker
             aclose = getattr(chunks, "aclose", None)
             if aclose is not None:
                 with contextlib.suppress(Exception):
                     await aclose()
         if pump_task.done() and not pump_task.cancelled() and pump_task.exception() is not None:
             logger.error("stream failed: %r", pump_task.exception())
+
+
+class _Writer:
+    """When the stream last wrote, and whether it has ended (shared by the pump and the ticker)."""
+
+    __slots__ = ("done", "last")
+
+    def __init__(self, last: float) -> None:
+        self.last = last
+        self.done = False
+
+
+async def _keepalive(send: Send, state: _Writer, ping: bytes, interval: float, loop: asyncio.AbstractEventLoop) -> None:
+    """Writes ``ping`` whenever the stream has been silent for ``interval`` seconds.
+
+    One timer per silence, not one per event: the pump only stamps ``state.last``. Every write is
+    one whole SSE event, so a ping never lands inside another event.
+    """
+    while not state.done:
+        wait = state.last + interval - loop.time()
+        if wait > 0:
+            await asyncio.sleep(wait)
+            continue
+        await send({"type": "http.response.body", "body": ping, "more_body": True})
+        state.last = loop.time()
 
 
 async def _disconnected(receive: Receive) -> None:

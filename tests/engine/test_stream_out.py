@@ -43,23 +43,20 @@ async def _collect(chunks: AsyncIterator[bytes]) -> list[bytes]:
     return [c async for c in chunks]
 
 
-async def test_pings_only_while_the_upstream_is_silent() -> None:
-    upstream = Upstream([MessageStart(id="r"), TextDelta(text="a"), 0.35, TextDelta(text="b"), MessageStop()])
+async def test_events_are_encoded_as_they_come() -> None:
+    upstream = Upstream([MessageStart(id="r"), TextDelta(text="a"), 0.05, TextDelta(text="b"), MessageStop()])
     encoder = codec("anthropic_messages").stream_encoder(model="m", include_usage=False)
-    out = await _collect(encode_stream(encoder, upstream, b"PING", 0.1))
-    pings = [i for i, c in enumerate(out) if c == b"PING"]
-    assert 2 <= len(pings) <= 4
-    text = b"".join(c for c in out if c != b"PING")
-    assert text.index(b'"a"') < text.index(b'"b"') and text.endswith(
-        b'event: message_stop\ndata: {"type":"message_stop"}\n\n'
-    )
+    out = await _collect(encode_stream(encoder, upstream))
+    text = b"".join(out)
+    assert text.index(b'"a"') < text.index(b'"b"')
+    assert text.endswith(b'event: message_stop\ndata: {"type":"message_stop"}\n\n')
     assert upstream.closed
 
 
 async def test_closing_the_writer_stops_the_upstream_read() -> None:
     upstream = Upstream([MessageStart(id="r"), TextDelta(text="a"), 30.0, TextDelta(text="never")])
     encoder = codec("openai_chat").stream_encoder(model="m", include_usage=False)
-    chunks = encode_stream(encoder, upstream, b": keep-alive\n\n", 0.05)
+    chunks = encode_stream(encoder, upstream)
     first = await chunks.__anext__()
     assert b"assistant" in first
     await asyncio.wait_for(chunks.aclose(), 2)  # the caller went away
@@ -70,12 +67,12 @@ async def test_an_unexpected_upstream_failure_reaches_the_writer() -> None:
     upstream = Upstream([MessageStart(id="r"), TextDelta(text="a"), RuntimeError("bug")])
     encoder = codec("openai_responses").stream_encoder(model="m", include_usage=False)
     with pytest.raises(RuntimeError, match="bug"):
-        await _collect(encode_stream(encoder, upstream, b": keep-alive\n\n", 5.0))
+        await _collect(encode_stream(encoder, upstream))
     assert upstream.closed
 
 
-async def test_without_interval_no_pump_is_used() -> None:
+async def test_the_chat_writer_ends_with_done() -> None:
     upstream = Upstream([MessageStart(id="r"), TextDelta(text="a"), MessageStop()])
     encoder = codec("openai_chat").stream_encoder(model="m", include_usage=False)
-    out = await _collect(encode_stream(encoder, upstream, b"PING", None))
-    assert b"PING" not in out and out[-1] == b"data: [DONE]\n\n"
+    out = await _collect(encode_stream(encoder, upstream))
+    assert out[-1] == b"data: [DONE]\n\n"
