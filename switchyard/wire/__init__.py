@@ -36,9 +36,12 @@ def codec(fmt: WireFormat | str) -> Codec:
     return found
 
 
+_FORMATS = tuple(f.value for f in WireFormat)
+
+
 def available_formats() -> list[str]:
     """Formats with a codec."""
-    return [f.value for f in WireFormat]
+    return list(_FORMATS)
 
 
 __all__ = [
