@@ -8,7 +8,9 @@ the next request walks only the messages after the ones already counted. The win
 never need the cache: they come from the last few messages.
 
 A cached prefix is reused only if the new conversation is at least as long and still holds the
-same first, middle and last message of that prefix (compared by value); anything else — a
+same first, middle and last message of that prefix (compared by a fingerprint of their content:
+role, part kinds and the hashes of their texts, so the cache keeps no conversation alive);
+anything else — a
 compacted or edited history, a side conversation under the same session id — is counted afresh.
 Without a session id the key is the conversation's opening (:func:`conversation_key`).
 The cache lives in the router's process and is bounded (least recently used sessions go first);
@@ -44,12 +46,28 @@ def conversation_key(request: ChatRequest) -> str | None:
     return "conv:" + "|".join(parts)
 
 
+Fingerprint = tuple[object, ...]
+
+
+def fingerprint(msg: Message) -> Fingerprint:
+    """What identifies a message's content, cheaply: its role and, per part, the kind and the
+    hash of its text (``str`` caches its hash, so a message seen before costs almost nothing)."""
+    out: list[object] = [msg.role]
+    for part in msg.content:
+        text = getattr(part, "text", None)
+        if not isinstance(text, str):
+            alt = getattr(part, "arguments", None) or getattr(part, "call_id", None) or part.type
+            text = alt if isinstance(alt, str) else part.type
+        out.append((part.type, len(text), hash(text)))
+    return tuple(out)
+
+
 @dataclass(slots=True, frozen=True)
 class _Entry:
     aggregates: Aggregates
-    first: Message
-    middle: Message
-    last: Message
+    first: Fingerprint
+    middle: Fingerprint
+    last: Fingerprint
 
 
 class PrefixCache:
@@ -76,7 +94,11 @@ class PrefixCache:
         n = entry.aggregates.count
         if n == 0 or len(messages) < n:
             return None
-        if messages[n - 1] != entry.last or messages[0] != entry.first or messages[n // 2] != entry.middle:
+        if (
+            fingerprint(messages[n - 1]) != entry.last
+            or fingerprint(messages[0]) != entry.first
+            or fingerprint(messages[n // 2]) != entry.middle
+        ):
             return None
         return entry.aggregates
 
@@ -85,7 +107,9 @@ class PrefixCache:
         n = aggregates.count
         if n == 0 or n != len(messages):
             return
-        entry = _Entry(aggregates, messages[0], messages[n // 2], messages[n - 1])
+        entry = _Entry(
+            aggregates, fingerprint(messages[0]), fingerprint(messages[n // 2]), fingerprint(messages[n - 1])
+        )
         with self._lock:
             self._entries[key] = entry
             self._entries.move_to_end(key)
