@@ -147,7 +147,13 @@ class Switchyard:
                         self.loaded, routes=self._routes, store=self._store, sinks=self._sinks(), health=self._health
                     )
                 self._engines[loop] = found
+                if found.monitor.background and not self._background_probing():
+                    # health_check.interval_s: one background prober per router, in the first loop.
+                    found.monitor.ensure_running()
         return found
+
+    def _background_probing(self) -> bool:
+        return any(e.monitor.running for e in self._engines.values())
 
     def on_decision(self, callback: DecisionSink) -> None:
         """Calls ``callback(record)`` for every finished request (keep it quick; never raise)."""
@@ -168,6 +174,23 @@ class Switchyard:
         that ever failed. See ``docs/reliability.md``.
         """
         return self._health.stats()
+
+    async def health(self, *, deep: bool = False) -> dict[str, Any]:
+        """The router's health (also served as ``GET /health``).
+
+        Args:
+            deep: Probe every backend's health endpoint now (each within its
+                ``health_check.timeout_s``, all at once) instead of reporting the cached states.
+
+        Returns:
+            ``status`` (``ok`` or ``degraded``), ``routes``, ``backends`` (per ``llm_clients``
+            entry: the last probe's ``state`` — ``up``, ``down``, ``auth_error``, ``unknown``
+            or ``not_probed`` — with status, URL, latency and age) and ``targets`` (per target:
+            breaker state, whether routing may use it, markup leaks, ``problems``). See
+            ``docs/reliability.md``.
+        """
+        report = await self.engine.health_report(deep=deep)
+        return {"status": report["status"], "routes": self.routes, **report}
 
     # -- requests -----------------------------------------------------------------------------
 
@@ -267,10 +290,11 @@ class Switchyard:
 
         Handles ``POST /v1/chat/completions``, ``/v1/messages`` (with or without Anthropic's
         ``?beta=true``), ``/v1/messages/count_tokens`` and ``/v1/responses``, ``GET /v1/models``,
-        ``GET /v1/stats`` and ``GET /health``; anything else is a 404 (in Anthropic's envelope
-        below ``/v1/messages``, else OpenAI's).
+        ``GET /v1/stats`` and ``GET /health`` (``?deep=1`` probes the backends first); anything
+        else is a 404 (in Anthropic's envelope below ``/v1/messages``, else OpenAI's).
         """
-        route = path.split("?", 1)[0].rstrip("/")  # Anthropic's beta calls add ?beta=true
+        route, _, query = path.partition("?")  # Anthropic's beta calls add ?beta=true
+        route = route.rstrip("/")
         sub = route[3:] if route.startswith("/v1/") else route
         if sub == "/messages/count_tokens" and method == "POST":
             return await self.engine.count_tokens(body, headers)
@@ -287,7 +311,9 @@ class Switchyard:
             data = {"object": "list", "data": describe_routes(self.engine)}
             return Reply(200, {"content-type": "application/json"}, body=dumps(data))
         if route in ("/health", "/v1/health") and method in ("GET", "HEAD"):
-            data = {"status": "ok", "routes": self.routes}
+            # Always 200 while the router runs (a liveness check must not restart it because a
+            # backend is down); "status" says whether every backend and target is healthy.
+            data = await self.health(deep=_deep(query))
             return Reply(200, {"content-type": "application/json"}, body=dumps(data))
         envelope = WireFormat.ANTHROPIC_MESSAGES if sub.startswith("/messages") else WireFormat.OPENAI_CHAT
         if fmt is not None or sub in ("/models", "/messages/count_tokens"):
@@ -325,6 +351,15 @@ class Switchyard:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _deep(query: str) -> bool:
+    """Whether a ``/health`` query string asks for probes (``deep=1``, ``deep=true``, ``deep``)."""
+    for item in query.split("&"):
+        key, _, value = item.partition("=")
+        if key == "deep":
+            return value.lower() not in ("0", "false", "no")
+    return False
 
 
 def _error(fmt: WireFormat, status: int, message: str, kind: str) -> Reply:

@@ -15,6 +15,7 @@ import httpx
 import orjson
 
 from switchyard.clients.errors import status_error
+from switchyard.clients.health import Probe, health_url, probe_urls, server_root
 from switchyard.clients.models import ModelListError, parse_model_list, served_window
 from switchyard.protocol.call import CallOptions
 from switchyard.protocol.errors import (
@@ -99,6 +100,7 @@ class HttpBackend:
         base_headers.update(headers or {})
         self._headers = base_headers
         self._drains: set[asyncio.Task[None]] = set()
+        self._no_health_endpoint = False  # learned: the default /health answered 404/405
         self._client = httpx.AsyncClient(
             transport=transport,
             limits=httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections),
@@ -340,9 +342,7 @@ class HttpBackend:
         Raises:
             UpstreamError: The lookup failed (connection, timeout).
         """
-        url = self.base_url + "/models"
-        if self.format is WireFormat.ANTHROPIC_MESSAGES and not self.base_url.endswith("/v1"):
-            url = self.base_url + "/v1/models"
+        url = self._models_url()
         headers = {k: v for k, v in self._headers.items() if k != "content-type"}
         try:
             resp = await self._client.get(url, headers=headers, timeout=httpx.Timeout(timeout_s))
@@ -354,6 +354,26 @@ class HttpBackend:
             return served_window(parse_model_list(resp.content, url), target.model)
         except ModelListError:
             return None
+
+    def _models_url(self) -> str:
+        if self.format is WireFormat.ANTHROPIC_MESSAGES and not self.base_url.endswith("/v1"):
+            return self.base_url + "/v1/models"
+        return self.base_url + "/models"
+
+    async def probe_health(self, path: str | None, timeout_s: float) -> Probe:
+        """One health probe of this upstream (see :mod:`switchyard.clients.health` for the URL
+        chosen and how answers are classified). Never raises for upstream problems."""
+        if path is not None:
+            urls = [health_url(self.base_url, path)]
+        elif self.format is WireFormat.OPENAI_CHAT and not self._no_health_endpoint:
+            urls = [server_root(self.base_url) + "/health", self._models_url()]
+        else:
+            urls = [self._models_url()]
+        headers = {k: v for k, v in self._headers.items() if k != "content-type"}
+        probe, missing = await probe_urls(self._client, urls, headers, timeout_s)
+        if missing and path is None:
+            self._no_health_endpoint = True
+        return probe
 
     # -- token counting ---------------------------------------------------------------------
 

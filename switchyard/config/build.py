@@ -15,7 +15,7 @@ from switchyard.config.load import ConfigError, ConfigIssue, LoadedConfig
 from switchyard.config.schema import LlmClientConfig
 from switchyard.engine.core import Engine, Route, Target
 from switchyard.engine.fallback import Reliability
-from switchyard.engine.health import BreakerPolicy, Health
+from switchyard.engine.health import BreakerPolicy, Health, HealthCheckPolicy
 from switchyard.engine.records import DecisionSink, JsonlSink, log_sink
 from switchyard.protocol.call import ModelBackend
 from switchyard.protocol.features import FeatureError, FeatureExtractor
@@ -58,7 +58,7 @@ def http_backend(name: str, cfg: LlmClientConfig, api_key: str | None) -> ModelB
 
 def reliability(cfg: LlmClientConfig) -> Reliability:
     """The retry and circuit-breaker settings of a client's targets."""
-    r, b = cfg.retry, cfg.circuit_breaker
+    r, b, h = cfg.retry, cfg.circuit_breaker, cfg.health_check
     return Reliability(
         retry=RetryPolicy(
             max_retries=cfg.max_retries,
@@ -70,6 +70,14 @@ def reliability(cfg: LlmClientConfig) -> Reliability:
         ),
         breaker=BreakerPolicy(failures=b.failures, cooldown_s=b.cooldown_s, max_cooldown_s=b.max_cooldown_s),
         discover_context_window=cfg.discover_context_window,
+        health_check=HealthCheckPolicy(
+            enabled=h.enabled and cfg.format != "litellm",
+            path=h.path,
+            interval_s=h.interval_s,
+            timeout_s=h.timeout_s,
+        ),
+        # Only Chat upstreams (vLLM and friends) can leak raw markup; they are flagged by default.
+        markup_leak=cfg.markup_leak or ("flag" if cfg.format == "openai_chat" else "off"),
     )
 
 

@@ -88,6 +88,45 @@ class CircuitBreakerConfig(_Strict):
     max_cooldown_s: PositiveFloat = 600.0
 
 
+class HealthCheckConfig(_Strict):
+    """Probing the upstream's health endpoint (``llm_clients.<name>.health_check``).
+
+    Attributes:
+        enabled: Probe at all; ``false`` reports the backend as ``not_probed`` and never takes
+            it out of routing.
+        path: Health endpoint: a path under the server root (the ``base_url`` without ``/v1``;
+            vLLM serves ``/health`` there) or an absolute URL. Default: ``/health``, falling
+            back to ``/models`` when the server has no such endpoint (Chat upstreams), or
+            ``/models`` (Anthropic and Responses upstreams).
+        interval_s: Probe in the background this often (seconds, at least 1). Default: only on
+            ``GET /health?deep=1``.
+        timeout_s: Longest a probe may take.
+    """
+
+    enabled: bool = True
+    path: str | None = None
+    interval_s: float | None = Field(default=None, ge=1.0)
+    timeout_s: float = Field(default=1.0, gt=0.0, le=30.0)
+
+    @field_validator("path")
+    @classmethod
+    def _path(cls, value: str | None) -> str | None:
+        if value is not None and not value.startswith(("/", "http://", "https://")):
+            raise ValueError(f"must start with '/' (a path under the server root) or be an http(s) URL, got {value!r}")
+        return value
+
+    @field_validator("timeout_s")
+    @classmethod
+    def _timeout_below_interval(cls, value: float, info: ValidationInfo) -> float:
+        interval = info.data.get("interval_s")
+        if interval is not None and value >= interval:
+            raise ValueError(f"must be below interval_s ({interval:g}), got {value:g}")
+        return value
+
+
+MarkupLeakMode = Literal["off", "flag", "fallback"]
+
+
 class LlmClientConfig(_Strict):
     """An upstream API endpoint (``llm_clients.<name>``).
 
@@ -105,6 +144,11 @@ class LlmClientConfig(_Strict):
         discover_context_window: On a context-window overflow, read the window of targets that
             do not set ``context_window`` from the upstream's ``GET /models`` (vLLM's
             ``max_model_len``), once, bounded to 2 s.
+        health_check: Probing the upstream's health endpoint (``GET /health?deep=1``, and in
+            the background with ``interval_s``); a backend found down is skipped by routing.
+        markup_leak: What an answer with ``</think>`` or tool-call XML in its text does (Chat
+            upstreams only; default ``flag``): ``off``, ``flag`` (passed on, target flagged
+            degraded and counted) or ``fallback`` (also a failure: next candidate).
         litellm_params: Extra keyword arguments for ``litellm.acompletion`` (``format: litellm``
             only), e.g. ``aws_region_name`` or ``vertex_project``.
     """
@@ -119,6 +163,8 @@ class LlmClientConfig(_Strict):
     retry: RetryConfig = Field(default_factory=RetryConfig)
     circuit_breaker: CircuitBreakerConfig = Field(default_factory=CircuitBreakerConfig)
     discover_context_window: bool = True
+    health_check: HealthCheckConfig = Field(default_factory=HealthCheckConfig)
+    markup_leak: MarkupLeakMode | None = None
     litellm_params: dict[str, Any] = Field(default_factory=dict, validate_default=True)
 
     @field_validator("base_url")
@@ -137,6 +183,24 @@ class LlmClientConfig(_Strict):
     def _litellm_only(cls, value: dict[str, Any], info: ValidationInfo) -> dict[str, Any]:
         if value and info.data.get("format") != "litellm":
             raise ValueError("only allowed with format 'litellm'")
+        return value
+
+    @field_validator("markup_leak")
+    @classmethod
+    def _chat_only(cls, value: str | None, info: ValidationInfo) -> str | None:
+        fmt = info.data.get("format", "openai_chat")
+        if value not in (None, "off") and fmt != "openai_chat":
+            raise ValueError(
+                f"only Chat-format upstreams (format 'openai_chat', e.g. vLLM) return raw model markup; "
+                f"format {fmt!r} is never checked"
+            )
+        return value
+
+    @field_validator("health_check")
+    @classmethod
+    def _probe_able(cls, value: HealthCheckConfig, info: ValidationInfo) -> HealthCheckConfig:
+        if info.data.get("format") == "litellm" and value.enabled and (value.path or value.interval_s):
+            raise ValueError("'litellm' clients have no health endpoint to probe; set enabled: false or remove it")
         return value
 
     @field_validator("headers")

@@ -20,11 +20,14 @@ from typing import Any
 from switchyard.clients.retry import classify
 from switchyard.engine.fallback import Fallback, Reliability
 from switchyard.engine.health import Health
+from switchyard.engine.markup import MarkupScanner, first_marker, flag_leak, response_marker
+from switchyard.engine.monitor import BackendMonitor
 from switchyard.engine.records import Attempt, DecisionRecord, DecisionSink
 from switchyard.engine.reply import Reply
 from switchyard.engine.session import identify
 from switchyard.engine.stream_out import encode_stream
 from switchyard.engine.timeouts import Budget, budget
+from switchyard.engine.windows import PromptSize
 from switchyard.protocol.call import CallOptions, ModelBackend
 from switchyard.protocol.errors import (
     ErrorInfo,
@@ -43,6 +46,7 @@ from switchyard.protocol.stream import (
     StreamAccumulator,
     StreamError,
     StreamEvent,
+    TextDelta,
     UsageDelta,
     merge_usage,
     response_to_events,
@@ -146,7 +150,11 @@ class EventStream:
     Iterate it for events; ``record`` is complete once the stream is exhausted or closed.
     An upstream failure after the first event ends the stream with a :class:`StreamError` —
     never a clean finish — marks the record (``details["mid_stream_failure"]``) and calls
-    ``on_failure`` (the engine counts it and tells the target's circuit breaker).
+    ``on_failure`` (the engine counts it and tells the target's circuit breaker); ``on_end`` is
+    called once with ``True`` when the stream ended cleanly, ``False`` when the consumer stopped
+    reading first (the breaker hears of a stream's success only at its end). With
+    ``on_markup``, text deltas are checked for leaked reasoning/tool-call markup as they pass
+    (:mod:`switchyard.engine.markup`) and the first find is reported.
     """
 
     def __init__(
@@ -158,6 +166,8 @@ class EventStream:
         finalize: Callable[[DecisionRecord], None],
         t0: float,
         on_failure: Callable[[], None] | None = None,
+        on_markup: Callable[[str], None] | None = None,
+        on_end: Callable[[bool], None] | None = None,
     ) -> None:
         self.record = record
         self.target = target.info.name
@@ -167,6 +177,9 @@ class EventStream:
         self._finalize = finalize
         self._t0 = t0
         self._on_failure = on_failure
+        self._on_markup = on_markup
+        self._on_end = on_end
+        self._scanner = MarkupScanner() if on_markup is not None else None
         self._failed = False
         self._complete = False
         self._usage = Usage()
@@ -209,6 +222,12 @@ class EventStream:
             self._usage = merge_usage(self._usage, event.usage)
         elif isinstance(event, StreamError):
             self._fail(event.error)
+        elif self._scanner is not None and type(event) is TextDelta:
+            marker = self._scanner.feed(event.text)
+            if marker is not None:
+                self._scanner = None  # one report per stream
+                assert self._on_markup is not None
+                self._on_markup(marker)
 
     def _fail(self, error: ErrorInfo) -> None:
         self.record.error = error.message
@@ -232,6 +251,8 @@ class EventStream:
         if not self._complete and not self._failed:
             # The consumer stopped reading (a caller that disconnected, or aclose()).
             self.record.details["closed_early"] = True
+        if self._on_end is not None and not self._failed:
+            self._on_end(self._complete)
         self.record.set_usage(self._usage)
         self.record.cost_usd = self._price.cost(self._usage)
         self.record.duration_ms = (time.perf_counter() - self._t0) * 1000
@@ -290,7 +311,13 @@ class _RouterCall:
             raise RouterError(f"router asked for a model call on unknown target(s) {unknown}")
         cost = self._record.router_cost
         attempts: list[Attempt] = []
-        runner = Fallback(self._engine.targets, self._engine.health, budget=self._budget, attempts=attempts)
+        runner = Fallback(
+            self._engine.targets,
+            self._engine.health,
+            budget=self._budget,
+            attempts=attempts,
+            prompt=PromptSize(request),
+        )
         started = time.perf_counter()
         try:
             target, response = await runner.run(
@@ -352,6 +379,7 @@ class Engine:
                 self._aliases[alias] = route.name
         self._warned_no_session: set[str] = set()
         self.keepalive_s: float | None = KEEPALIVE_S
+        self.monitor = BackendMonitor(self.targets, self.health)
 
     # -- lookup -----------------------------------------------------------------------------
 
@@ -378,6 +406,17 @@ class Engine:
     def stats(self) -> dict[str, Any]:
         """Reliability counters and circuit-breaker states (see :meth:`Health.stats`)."""
         return self.health.stats()
+
+    async def health_report(self, *, deep: bool = False) -> dict[str, Any]:
+        """Backend and target health for ``GET /health`` (see :mod:`switchyard.engine.monitor`).
+
+        Args:
+            deep: Probe every backend's health endpoint now (bounded by each client's
+                ``health_check.timeout_s``, all at once) instead of reporting cached states.
+        """
+        if deep:
+            await self.monitor.probe()
+        return self.monitor.report(self.targets)
 
     # -- routing ----------------------------------------------------------------------------
 
@@ -498,7 +537,7 @@ class Engine:
         prep = await self._prepare(request, _lower(headers), None, None, t0)
         return await self._answer_stream(prep)
 
-    def _fallback(self, prep: _Prepared) -> Fallback:
+    def _fallback(self, prep: _Prepared, *, stream: bool = False) -> Fallback:
         return Fallback(
             self.targets,
             self.health,
@@ -506,7 +545,21 @@ class Engine:
             auth_fallback=prep.route.fallback_on_auth_error,
             attempts=prep.record.attempts,
             skipped=prep.record.skipped,
+            prompt=PromptSize(prep.request),
+            defer_success=stream,
         )
+
+    async def _complete(self, target: Target, prep: _Prepared, options: CallOptions) -> ChatResponse:
+        """One answer call, with the markup check for Chat upstreams that ask for it."""
+        response = await target.backend.complete(prep.request, target.info, options)
+        if target.reliability.markup_leak != "off":
+            marker = response_marker(response)
+            if marker is not None:
+                self._markup_leak(target, marker, prep.record)
+        return response
+
+    def _markup_leak(self, target: Target, marker: str, record: DecisionRecord, *, streamed: bool = False) -> None:
+        flag_leak(self.health, target, marker, record, replaceable=not streamed)
 
     async def _answer(self, prep: _Prepared) -> Completion:
         record = prep.record
@@ -517,9 +570,7 @@ class Engine:
             raise self._exhausted(record, None, prep.t0)
         runner = self._fallback(prep)
         try:
-            target, response = await runner.run(
-                prep.candidates, lambda t, o: t.backend.complete(prep.request, t.info, o), prep.options
-            )
+            target, response = await runner.run(prep.candidates, lambda t, o: self._complete(t, prep, o), prep.options)
         except UpstreamError as exc:
             raise self._exhausted(record, exc, prep.t0, runner) from None
         except asyncio.CancelledError:
@@ -560,12 +611,16 @@ class Engine:
                 first = await _first_content(events)
                 if not first:
                     raise UpstreamError(f"{target.info.name}: upstream stream was empty", target=target.info.name)
+                if target.reliability.markup_leak == "fallback":
+                    marker = first_marker(first)
+                    if marker is not None:
+                        self._markup_leak(target, marker, record)
             except BaseException:
                 await _aclose(events)
                 raise
             return events, first
 
-        runner = self._fallback(prep)
+        runner = self._fallback(prep, stream=True)
         try:
             target, (events, first) = await runner.run(prep.candidates, opened, prep.options)
         except UpstreamError as exc:
@@ -576,11 +631,35 @@ class Engine:
         record.fallbacks_tried = len(runner.tried) - 1
         self._served(record, target)
 
+        name = target.info.name
+        leak_failed: list[bool] = []
+
         def failed_mid_stream() -> None:
             self.health.count("mid_stream_failures")
-            self.health.failed(target.info.name, target.reliability.breaker)
+            self.health.failed(name, target.reliability.breaker)
 
-        return EventStream(first, events, record, target, self._emit, prep.t0, on_failure=failed_mid_stream)
+        def leaked(marker: str) -> None:
+            self._markup_leak(target, marker, record, streamed=True)
+            if target.reliability.markup_leak == "fallback":
+                leak_failed.append(True)  # counted as a failure: the clean end is no success
+
+        def ended(complete: bool) -> None:
+            if complete and not leak_failed:
+                self.health.succeeded(name)
+            elif not complete:
+                self.health.released(name)  # the caller left: says nothing about the upstream
+
+        return EventStream(
+            first,
+            events,
+            record,
+            target,
+            self._emit,
+            prep.t0,
+            on_failure=failed_mid_stream,
+            on_markup=leaked if target.reliability.markup_leak != "off" else None,
+            on_end=ended,
+        )
 
     def _answered_stream(self, prep: _Prepared) -> EventStream:
         completion = self._answered_unemitted(prep)
@@ -597,6 +676,11 @@ class Engine:
         target = self.targets.get(name)
         if target is not None:
             self._served(prep.record, target)
+            if target.reliability.markup_leak != "off":
+                # The router made this call itself: too late to fall back, but worth flagging.
+                marker = response_marker(response)
+                if marker is not None:
+                    self._markup_leak(target, marker, prep.record, streamed=True)
         # The answer call a router made itself is not routing overhead.
         answer_ms = float(prep.record.details.get("answer_elapsed_ms", 0.0))
         prep.record.overhead_ms = (time.perf_counter() - prep.t0) * 1000 - answer_ms
@@ -763,6 +847,7 @@ class Engine:
 
     async def aclose(self) -> None:
         """Closes every backend, and every router that holds connections (``aclose``)."""
+        await self.monitor.aclose()
         closed: set[int] = set()
         for target in self.targets.values():
             if id(target.backend) not in closed:

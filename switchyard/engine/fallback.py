@@ -10,8 +10,11 @@ so attempts never multiply: the worst case is, per candidate, ``max_retries + 1`
 
 For each candidate in order:
 
-1. skip it when its circuit breaker is open, or when an earlier candidate overflowed its context
-   window and this one's window is known and not larger (both written to ``record.skipped``);
+1. skip it when an earlier candidate overflowed its context window and this one's window is known
+   and not larger; when its window is known and the prompt clearly does not fit
+   (:mod:`switchyard.engine.windows`); when a health probe found its backend down
+   (:mod:`switchyard.engine.monitor`); or when its circuit breaker is open (all written to
+   ``record.skipped``);
 2. try it; on failure look the error up in :data:`~switchyard.clients.retry.ERROR_TABLE`:
    retry the same target after the backoff (or the upstream's ``Retry-After`` when it is at most
    ``max_retry_after_s``), or give it up and fall back, or stop and return the error;
@@ -31,11 +34,17 @@ from typing import TYPE_CHECKING, Generic, Protocol, TypeVar, runtime_checkable
 
 from switchyard.clients.errors import overflow_limit
 from switchyard.clients.retry import ErrorClass, RetryPolicy, Rule, judge
-from switchyard.engine.health import BreakerPolicy, Health
+from switchyard.engine.health import BreakerPolicy, Health, HealthCheckPolicy
 from switchyard.engine.records import Attempt, Skipped
 from switchyard.engine.timeouts import Budget
+from switchyard.engine.windows import PromptSize
 from switchyard.protocol.call import CallOptions
-from switchyard.protocol.errors import UpstreamError, UpstreamStatusError, UpstreamTimeoutError
+from switchyard.protocol.errors import (
+    ContextWindowExceededError,
+    UpstreamError,
+    UpstreamStatusError,
+    UpstreamTimeoutError,
+)
 from switchyard.protocol.targets import TargetInfo
 
 if TYPE_CHECKING:
@@ -60,11 +69,18 @@ class Reliability:
         breaker: Its circuit breaker.
         discover_context_window: Ask the upstream's ``GET /models`` for ``max_model_len`` when
             the target has no ``context_window`` and a context-overflow fallback needs it.
+        health_check: How the upstream's health endpoint is probed.
+        markup_leak: What an answer with reasoning/tool-call markup in its text does: ``off``
+            (not checked), ``flag`` (passed on; the target is flagged and counted) or
+            ``fallback`` (also a failure: the next candidate is tried while nothing has reached
+            the caller, and it counts towards the circuit breaker).
     """
 
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     breaker: BreakerPolicy = field(default_factory=BreakerPolicy)
     discover_context_window: bool = True
+    health_check: HealthCheckPolicy = field(default_factory=HealthCheckPolicy)
+    markup_leak: str = "off"
 
 
 @runtime_checkable
@@ -107,6 +123,11 @@ class Fallback:
         auth_fallback: The route's ``fallback_on_auth_error``.
         attempts: Receives every attempt (the decision record's list, or a router call's).
         skipped: Receives every skipped candidate.
+        prompt: The request's prompt size, for the pre-call context-window check (``None``:
+            no check).
+        defer_success: A successful call does not close the target's breaker (nor reset its
+            failure count): the caller reports the outcome later — a stream, whose success is
+            known only at its end, after failures mid-stream could still happen.
         sleep: Awaitable sleep (tests inject a fake).
         rng: Uniform [0, 1) source for jitter.
     """
@@ -120,6 +141,8 @@ class Fallback:
         auth_fallback: bool = False,
         attempts: list[Attempt] | None = None,
         skipped: list[Skipped] | None = None,
+        prompt: PromptSize | None = None,
+        defer_success: bool = False,
         sleep: Callable[[float], Awaitable[object]] = asyncio.sleep,
         rng: Callable[[], float] = random.random,
     ) -> None:
@@ -130,6 +153,9 @@ class Fallback:
         self.attempts: list[Attempt] = [] if attempts is None else attempts
         self.skipped: list[Skipped] = [] if skipped is None else skipped
         self.tried: list[str] = []
+        self.prompt = prompt
+        self.defer_success = defer_success
+        self._unfit: dict[str, int] = {}
         self._last: UpstreamError | None = None
         self._sleep = sleep
         self._rng = rng
@@ -148,8 +174,9 @@ class Fallback:
         Raises:
             UpstreamError: The error that ended the walk: a non-fallback error (other 4xx,
                 401/403 unless the route allows), the last candidate's error, a
-                :class:`DeadlineExceededError`, or a :class:`NoCandidateError` when every
-                candidate was skipped.
+                :class:`DeadlineExceededError`, a :class:`NoCandidateError` when every
+                candidate was skipped, or a 400 ``context_length_exceeded`` when the prompt
+                fits no candidate's known window.
         """
         options = replace(options, deadline=self.budget.deadline, timeout=self.budget.overrides or options.timeout)
         floor = _Floor()
@@ -157,6 +184,8 @@ class Fallback:
         for name in candidates:
             target = self.targets[name]
             if floor.overflowed and await self._too_small(target, floor):
+                continue
+            if self.prompt is not None and self._does_not_fit(target):
                 continue
             outcome = await self._try_target(target, call, options)
             if isinstance(outcome, _Success):
@@ -186,6 +215,11 @@ class Fallback:
     ) -> _Success[T] | _Failure:
         name = target.info.name
         policy = target.reliability
+        held = self.health.held(target.info.client or name)
+        if held is not None:
+            self.skipped.append(Skipped(name, "unhealthy", round(held, 3)))
+            self.health.count("unhealthy_skips")
+            return _Failure(None, _SKIP_RULE)
         failure: _Failure | None = None
         waited = 0.0
         for retry in range(policy.retry.max_retries + 1):
@@ -238,7 +272,8 @@ class Fallback:
                 self.health.released(name)
                 raise
             self.attempts.append(Attempt(name, True, _ms(started), retry=retry, waited_ms=round(waited * 1000, 3)))
-            self.health.succeeded(name)
+            if not self.defer_success:
+                self.health.succeeded(name)
             return _Success(value)
         assert failure is not None
         return failure
@@ -282,15 +317,42 @@ class Fallback:
         return _Failure(err, _DEADLINE_RULE, deadline=True)
 
     def _nothing_tried(self) -> UpstreamError:
+        if self._unfit and len(self._unfit) == len(self.skipped):
+            return self._too_long()
         waits = [s.retry_in_s for s in self.skipped if s.retry_in_s is not None]
         names = ", ".join(s.target for s in self.skipped) or "(none)"
         headers = {"retry-after": str(max(1, math.ceil(min(waits))))} if waits else {}
         return NoCandidateError(
-            f"no target could be tried: {names} skipped (circuit breaker open or context window too small)",
+            f"no target could be tried: {names} skipped "
+            "(backend unhealthy, circuit breaker open or context window too small)",
             headers=headers,
         )
 
     # -- context windows --------------------------------------------------------------------
+
+    def _does_not_fit(self, target: Target) -> bool:
+        """The pre-call check: the target's window is known and the prompt clearly exceeds it."""
+        assert self.prompt is not None
+        info = target.info
+        window = info.context_window or self.health.known_window(info.name, WINDOW_MEMORY_S)
+        if not window or not self.prompt.exceeds(window):
+            return False
+        self.skipped.append(Skipped(info.name, "context_window", window=window, prompt_tokens=self.prompt.tokens()))
+        self.health.count("context_window_skips")
+        self._unfit[info.name] = window
+        return True
+
+    def _too_long(self) -> ContextWindowExceededError:
+        """The 400 for a prompt that fits no candidate, worded like the providers' overflow
+        errors ("prompt is too long", "maximum context length") so agents compact."""
+        assert self.prompt is not None
+        largest = max(self._unfit.values())
+        windows = ", ".join(f"{name}: {tokens}" for name, tokens in self._unfit.items())
+        return ContextWindowExceededError(
+            f"prompt is too long: about {self.prompt.tokens()} tokens (estimated) > {largest} maximum context "
+            f"length of every candidate ({windows})",
+            upstream_status=400,
+        )
 
     async def _window(self, target: Target) -> int | None:
         info = target.info

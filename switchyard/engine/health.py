@@ -1,4 +1,4 @@
-"""Target health: circuit breakers, reliability counters and learned context windows.
+"""Target health: circuit breakers, backend probes, markup leaks, counters and context windows.
 
 Layer: ``engine``. One :class:`Health` is shared by every engine of a
 :class:`~switchyard.api.Switchyard` (one engine per event loop), so it is thread-safe.
@@ -10,6 +10,16 @@ decision record) for ``cooldown_s``. Then it is half-open: exactly one request p
 closes the breaker, failure opens it for another cooldown. A 429 whose ``Retry-After`` is longer
 than the retry policy honours opens the breaker at once for that long (capped by
 ``max_cooldown_s``), so the next requests do not knock on a door that said "come back in an hour".
+
+Two more signals are kept here, both shown by ``GET /health`` and ``GET /v1/stats``:
+
+* **Backend probes** (per ``llm_clients`` entry, see :mod:`switchyard.engine.monitor`): the last
+  answer of the upstream's health endpoint. A backend whose probe failed is *held out of
+  routing* until a later probe says it is up again (or, as a safety net, until its hold expires).
+* **Markup leaks** (per target, see :mod:`switchyard.engine.markup`): a Chat upstream that put
+  ``</think>`` or tool-call XML in ``content``. The target is *flagged degraded* for
+  :data:`MARKUP_FLAG_S` after its last leak; routing is unaffected unless the client asked for
+  ``markup_leak: fallback``.
 """
 
 from __future__ import annotations
@@ -17,8 +27,11 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any, Literal
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from switchyard.clients.health import Probe
 
 State = Literal["closed", "open", "half_open"]
 
@@ -33,8 +46,13 @@ COUNTERS = (
     "context_window_skips",
     "deadline_exceeded",
     "cancelled",
+    "unhealthy_skips",
+    "markup_leaks",
 )
 """Names of the reliability counters (see :meth:`Health.stats`)."""
+
+MARKUP_FLAG_S = 600.0
+"""How long a target stays flagged degraded after its last markup leak."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +73,25 @@ class BreakerPolicy:
     def enabled(self) -> bool:
         """Whether the breaker is on."""
         return self.failures > 0
+
+
+@dataclass(frozen=True, slots=True)
+class HealthCheckPolicy:
+    """``llm_clients.<name>.health_check``: how the upstream's health endpoint is probed.
+
+    Attributes:
+        enabled: Probe at all (``False``: reported ``not_probed``, never taken out of routing).
+        path: Health endpoint under the server root, or an absolute URL; ``None`` chooses by
+            format (see :mod:`switchyard.clients.health`).
+        interval_s: Probe in the background this often; ``None``: only on ``GET /health?deep=1``
+            (and re-probes of a backend found down).
+        timeout_s: Longest a probe may take.
+    """
+
+    enabled: bool = True
+    path: str | None = None
+    interval_s: float | None = None
+    timeout_s: float = 1.0
 
 
 @dataclass(slots=True)
@@ -82,6 +119,22 @@ class _Breaker:
 
 
 @dataclass(slots=True)
+class _Backend:
+    probe: Probe | None = None
+    checked_at: float | None = None
+    down_until: float = 0.0
+    probes: int = 0
+    failed_probes: int = 0
+
+
+@dataclass(slots=True)
+class _Leaks:
+    count: int = 0
+    markers: dict[str, int] = field(default_factory=dict)
+    last_at: float = 0.0
+
+
+@dataclass(slots=True)
 class _Window:
     tokens: int | None
     at: float
@@ -100,6 +153,11 @@ class Health:
         self._breakers: dict[str, _Breaker] = {}
         self._counters: dict[str, int] = dict.fromkeys(COUNTERS, 0)
         self._windows: dict[str, _Window] = {}
+        self._backends: dict[str, _Backend] = {}
+        # Backends held out of routing: client name -> monotonic time the hold ends. Read without
+        # the lock on every attempt (a dict lookup is atomic), so the common case costs ~nothing.
+        self._held: dict[str, float] = {}
+        self._leaks: dict[str, _Leaks] = {}
 
     # -- breakers ---------------------------------------------------------------------------
 
@@ -192,12 +250,15 @@ class Health:
         target), fallbacks (requests served by a later candidate), failed_requests,
         mid_stream_failures (streams ended by an error event after content reached the caller),
         breaker_opened, breaker_skips, context_window_skips, deadline_exceeded, cancelled.
-        ``targets``: per target that ever failed, its breaker state, consecutive failures and how
-        often it opened.
+        unhealthy_skips (candidates skipped because their backend's health probe failed),
+        markup_leaks (answers of Chat upstreams with reasoning or tool-call markup in the text).
+        ``targets``: per target that ever failed or leaked markup, its breaker state, consecutive
+        failures, how often it opened and its markup leaks. ``backends``: per probed
+        ``llm_clients`` entry, its last probe (see :meth:`backend`).
         """
         with self._lock:
             now = self._clock()
-            targets = {
+            targets: dict[str, dict[str, Any]] = {
                 name: {
                     "state": "half_open" if b.state == "open" and now >= b.open_until else b.state,
                     "consecutive_failures": b.consecutive,
@@ -206,7 +267,11 @@ class Health:
                 }
                 for name, b in self._breakers.items()
             }
-            return {"counters": dict(self._counters), "targets": targets}
+            for name, leaks in self._leaks.items():
+                entry = targets.setdefault(name, {"state": "closed", "consecutive_failures": 0, "opened": 0})
+                entry["markup_leaks"] = self._leak_view(leaks, now)
+            backends = {name: self._backend_view(b, now) for name, b in self._backends.items()}
+            return {"counters": dict(self._counters), "targets": targets, "backends": backends}
 
     # -- context windows ----------------------------------------------------------------------
 
@@ -219,7 +284,109 @@ class Health:
                 return False, None
             return True, found.tokens
 
+    def known_window(self, target: str, max_age_s: float) -> int | None:
+        """A learned context window, without waiting on the lock (the pre-call fit check runs
+        on every candidate of every request); ``None`` when none is remembered."""
+        found = self._windows.get(target)
+        if found is None or self._clock() - found.at > max_age_s:
+            return None
+        return found.tokens
+
     def learn_window(self, target: str, tokens: int | None) -> None:
         """Remembers a target's context window (``None``: looked up, not found)."""
         with self._lock:
             self._windows[target] = _Window(tokens, self._clock())
+
+    # -- backend probes -------------------------------------------------------------------------
+
+    def record_probe(self, client: str, probe: Probe, *, hold_s: float) -> bool:
+        """Stores a health probe of ``client``; returns whether its up/down state changed.
+
+        A ``down`` probe holds the backend out of routing for ``hold_s`` (a later probe renews
+        or lifts the hold); any other outcome lifts it.
+        """
+        with self._lock:
+            b = self._backends.setdefault(client, _Backend())
+            before = b.probe.state if b.probe is not None else None
+            now = self._clock()
+            b.probe, b.checked_at = probe, now
+            b.probes += 1
+            if probe.state == "down":
+                b.failed_probes += 1
+                b.down_until = now + hold_s
+                self._held[client] = b.down_until
+            else:
+                b.down_until = 0.0
+                self._held.pop(client, None)
+            return before != probe.state and (before == "down" or probe.state == "down")
+
+    def held(self, client: str) -> float | None:
+        """Seconds ``client`` stays out of routing after a failed probe, or ``None``."""
+        until = self._held.get(client)
+        if until is None:
+            return None
+        left = until - self._clock()
+        if left > 0:
+            return left
+        self._held.pop(client, None)
+        return None
+
+    def last_probe(self, client: str) -> tuple[Probe | None, float | None]:
+        """The last probe of ``client`` and its monotonic time (``(None, None)`` if never)."""
+        with self._lock:
+            b = self._backends.get(client)
+            return (None, None) if b is None else (b.probe, b.checked_at)
+
+    def backend(self, client: str) -> dict[str, Any]:
+        """The last probe of ``client``, JSON-ready: ``state`` (``up``, ``down``, ``auth_error``,
+        ``not_probed``, or ``unknown`` before the first probe), ``status``, ``url``,
+        ``latency_ms``, ``error``, ``checked_s_ago``, ``held_out_for_s``, ``probes``,
+        ``failed_probes``."""
+        with self._lock:
+            return self._backend_view(self._backends.get(client) or _Backend(), self._clock())
+
+    @staticmethod
+    def _backend_view(b: _Backend, now: float) -> dict[str, Any]:
+        p = b.probe
+        return {
+            "state": p.state if p is not None else "unknown",
+            "status": p.status if p is not None else None,
+            "url": p.url if p is not None else None,
+            "latency_ms": p.latency_ms if p is not None else None,
+            "error": p.error if p is not None else None,
+            "checked_s_ago": None if b.checked_at is None else round(now - b.checked_at, 3),
+            "held_out_for_s": round(max(0.0, b.down_until - now), 3),
+            "probes": b.probes,
+            "failed_probes": b.failed_probes,
+        }
+
+    # -- markup leaks ---------------------------------------------------------------------------
+
+    def markup_leak(self, target: str, marker: str) -> bool:
+        """Counts a markup leak of ``target``; returns ``True`` the first time this target leaks
+        this marker (the caller logs it once)."""
+        with self._lock:
+            leaks = self._leaks.setdefault(target, _Leaks())
+            first = marker not in leaks.markers
+            leaks.count += 1
+            leaks.markers[marker] = leaks.markers.get(marker, 0) + 1
+            leaks.last_at = self._clock()
+            self._counters["markup_leaks"] += 1
+            return first
+
+    def leaks(self, target: str) -> dict[str, Any] | None:
+        """``target``'s markup leaks (``count``, ``markers``, ``last_s_ago``, ``flagged``), or
+        ``None`` when it never leaked."""
+        with self._lock:
+            leaks = self._leaks.get(target)
+            return None if leaks is None else self._leak_view(leaks, self._clock())
+
+    @staticmethod
+    def _leak_view(leaks: _Leaks, now: float) -> dict[str, Any]:
+        ago = now - leaks.last_at
+        return {
+            "count": leaks.count,
+            "markers": dict(leaks.markers),
+            "last_s_ago": round(ago, 3),
+            "flagged": ago < MARKUP_FLAG_S,
+        }

@@ -51,14 +51,20 @@ class Skipped:
 
     Attributes:
         target: The target.
-        reason: ``circuit_open`` (its breaker is open or a probe is in flight) or
-            ``context_window`` (its window is not larger than one that already overflowed).
-        retry_in_s: For ``circuit_open``: seconds until it may be probed again.
+        reason: ``circuit_open`` (its breaker is open or a probe is in flight),
+            ``unhealthy`` (a health probe found its backend down) or ``context_window`` (its
+            window is not larger than one that already overflowed, or the prompt clearly does
+            not fit it).
+        retry_in_s: For ``circuit_open`` and ``unhealthy``: seconds until it may be tried again.
+        window: For ``context_window`` skips before any call: the target's context window.
+        prompt_tokens: For those skips: the prompt's estimated tokens.
     """
 
     target: str
     reason: str
     retry_in_s: float | None = None
+    window: int | None = None
+    prompt_tokens: int | None = None
 
 
 @dataclass(slots=True)

@@ -53,6 +53,9 @@ class SwitchyardApp:
         while True:
             message = await receive()
             if message["type"] == "lifespan.startup":
+                # Builds this loop's engine now, which starts background health probes
+                # (health_check.interval_s) at boot rather than at the first request.
+                _ = self.switchyard.engine
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
                 with contextlib.suppress(Exception):

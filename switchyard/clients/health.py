@@ -1,0 +1,107 @@
+"""Upstream health probes: one bounded ``GET`` of a health endpoint, classified.
+
+Layer: ``clients`` — HTTP through ``httpx``; the engine's monitor (:mod:`switchyard.engine.monitor`)
+decides when to probe and what a result means for routing.
+
+Which URL is probed (see ``docs/reliability.md``):
+
+* ``health_check.path`` when configured: a path under the server root (the ``base_url`` without
+  a trailing ``/v1``, where vLLM serves ``/health``), or an absolute URL;
+* otherwise, for Chat upstreams, ``GET {root}/health`` (vLLM, SGLang, llama.cpp, TGI answer it),
+  and when that endpoint does not exist (404/405), ``GET {base_url}/models`` — remembered, so
+  later probes go there directly; for Anthropic and Responses upstreams ``GET …/models``
+  (hosted APIs have no health endpoint).
+
+A 2xx answer is ``up``; 401/403 is ``auth_error`` (the upstream is up, the key is not; the
+request path returns that error with the provider's message, so the backend is not taken out);
+anything else — another status, a refused connection, a timeout — is ``down``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+import httpx
+
+ProbeState = Literal["up", "down", "auth_error", "not_probed"]
+
+
+@dataclass(frozen=True, slots=True)
+class Probe:
+    """The outcome of one health probe.
+
+    Attributes:
+        state: ``up``, ``down``, ``auth_error`` or ``not_probed`` (nothing to probe).
+        status: The HTTP status, when one came back.
+        url: The URL probed.
+        latency_ms: How long the probe took.
+        error: Why it is not ``up``.
+    """
+
+    state: ProbeState
+    status: int | None = None
+    url: str | None = None
+    latency_ms: float | None = None
+    error: str | None = None
+
+
+def server_root(base_url: str) -> str:
+    """The server root of an API base URL: ``http://h:8000/v1`` → ``http://h:8000``."""
+    return base_url.rstrip("/").removesuffix("/v1")
+
+
+def health_url(base_url: str, path: str) -> str:
+    """Resolves a configured ``health_check.path`` against an API base URL."""
+    if path.startswith(("http://", "https://")):
+        return path
+    return server_root(base_url) + path
+
+
+async def probe_urls(
+    client: httpx.AsyncClient,
+    urls: Sequence[str],
+    headers: Mapping[str, str],
+    timeout_s: float,
+) -> tuple[Probe, bool]:
+    """Probes ``urls`` in order, moving on only when one does not exist (404/405).
+
+    Returns:
+        The probe, and whether the first URL was missing (so the caller can skip it next time).
+    """
+    missing_first = False
+    started = time.perf_counter()
+    probe = Probe("not_probed")
+    for i, url in enumerate(urls):
+        started = time.perf_counter()
+        try:
+            resp = await client.get(url, headers=dict(headers), timeout=httpx.Timeout(timeout_s))
+        except httpx.TimeoutException:
+            return Probe("down", url=url, latency_ms=_ms(started), error=f"no answer within {timeout_s:g}s"), False
+        except httpx.HTTPError as exc:
+            return Probe("down", url=url, latency_ms=_ms(started), error=f"{type(exc).__name__}: {exc}"), False
+        status = resp.status_code
+        if status in (404, 405) and i + 1 < len(urls):
+            missing_first = missing_first or i == 0
+            continue
+        probe = classify(status, url, _ms(started))
+        break
+    return probe, missing_first
+
+
+def classify(status: int, url: str, latency_ms: float | None = None) -> Probe:
+    """A probe from the HTTP status of a health endpoint."""
+    if 200 <= status < 300:
+        return Probe("up", status, url, latency_ms)
+    if status in (401, 403):
+        return Probe("auth_error", status, url, latency_ms, f"HTTP {status}: the API key was refused")
+    return Probe("down", status, url, latency_ms, f"HTTP {status}")
+
+
+def _ms(started: float) -> float:
+    return round((time.perf_counter() - started) * 1000, 3)
+
+
+__all__ = ["Probe", "ProbeState", "classify", "health_url", "probe_urls", "server_root"]

@@ -1,0 +1,88 @@
+"""Does the prompt fit a target's context window? A cheap, conservative pre-call check.
+
+Layer: ``engine`` — imports ``protocol`` and ``wire.tokens`` (the documented estimate).
+
+Before calling a target whose context window is known — configured, read from the upstream's
+``/v1/models`` at start-up (``probe_context_window``), or learned from an earlier overflow or
+lookup — the engine asks :meth:`PromptSize.exceeds`. The work is staged so ordinary requests pay
+almost nothing:
+
+1. no known window: no work at all;
+2. the characters of the message text plus the tool definitions (names, descriptions and the
+   parameter schemas' JSON), counted once per request: when ``chars / 4`` is at most half the
+   window the prompt fits — the common case ends here;
+3. otherwise :func:`switchyard.wire.tokens.estimate_input_tokens` (text, tool calls and
+   results, tool definitions, per-message and per-image allowances), also once per request.
+
+The target is skipped only when even a generous error in the estimate cannot save it:
+``estimate * (1 - FIT_MARGIN) > window``. Four characters per token overestimates prose a
+little and underestimates code and non-Latin text, so a prompt within that band is sent, and a
+real overflow is then handled by the context-window fallback. ``max_tokens`` is not added: the
+prompt is what must fit, and an upstream that also counts the completion budget still answers
+with an overflow the fallback understands.
+"""
+
+from __future__ import annotations
+
+import orjson
+
+from switchyard.protocol.messages import ReasoningPart, TextPart, ToolCallPart, ToolResultPart
+from switchyard.protocol.request import ChatRequest
+
+FIT_MARGIN = 0.2
+"""Share of the estimate forgiven before a prompt is judged too long (estimation error)."""
+
+QUICK_SHARE = 0.5
+"""A prompt of at most this share of the window (by ``chars / 4``) fits without an estimate."""
+
+_CHARS_PER_TOKEN = 4
+
+
+class PromptSize:
+    """The size of one request's prompt, computed lazily and at most once.
+
+    Args:
+        request: The request as it will be sent.
+    """
+
+    __slots__ = ("_chars", "_request", "_tokens")
+
+    def __init__(self, request: ChatRequest) -> None:
+        self._request = request
+        self._chars: int | None = None
+        self._tokens: int | None = None
+
+    def chars(self) -> int:
+        """Characters of message text (text, reasoning, tool-call names and arguments, tool
+        results) and of the tool definitions."""
+        if self._chars is None:
+            n = 0
+            for msg in self._request.messages:
+                for part in msg.content:
+                    if isinstance(part, TextPart | ReasoningPart | ToolResultPart):
+                        n += len(part.text)
+                    elif isinstance(part, ToolCallPart):
+                        n += len(part.name) + len(part.arguments)
+            for tool in self._request.tools:
+                n += len(tool.name) + len(tool.description or "")
+                if tool.parameters:
+                    n += len(orjson.dumps(tool.parameters))
+            self._chars = n
+        return self._chars
+
+    def tokens(self) -> int:
+        """The documented prompt-token estimate (:func:`~switchyard.wire.tokens.estimate_input_tokens`)."""
+        if self._tokens is None:
+            from switchyard.wire.tokens import estimate_input_tokens
+
+            self._tokens = estimate_input_tokens(self._request)
+        return self._tokens
+
+    def exceeds(self, window: int) -> bool:
+        """Whether the prompt clearly does not fit ``window`` tokens (see the module docstring)."""
+        if self.chars() / _CHARS_PER_TOKEN <= QUICK_SHARE * window:
+            return False
+        return self.tokens() * (1 - FIT_MARGIN) > window
+
+
+__all__ = ["FIT_MARGIN", "QUICK_SHARE", "PromptSize"]
