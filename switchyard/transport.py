@@ -67,7 +67,7 @@ def _classes(family: str) -> tuple[type[Any], type[Any]]:
 
         async def handle_async_request(self, request: Any) -> Any:
             body = await request.aread()
-            reply = await self.switchyard.dispatch(request.method, request.url.path, body, request.headers)
+            reply = await self.switchyard.dispatch(request.method, _target(request.url), body, request.headers)
             return response(reply, _AsyncStream(reply.stream) if reply.stream is not None else None)
 
     class SyncEngineTransport(mod.BaseTransport):  # type: ignore[name-defined,misc]
@@ -79,11 +79,18 @@ def _classes(family: str) -> tuple[type[Any], type[Any]]:
         def handle_request(self, request: Any) -> Any:
             body = request.read()
             headers = dict(request.headers)
-            reply = self.switchyard.run_sync(self.switchyard.dispatch(request.method, request.url.path, body, headers))
+            path = _target(request.url)
+            reply = self.switchyard.run_sync(self.switchyard.dispatch(request.method, path, body, headers))
             stream = _SyncStream(self.switchyard, reply.stream) if reply.stream is not None else None
             return response(reply, stream)
 
     return AsyncEngineTransport, SyncEngineTransport
+
+
+def _target(url: Any) -> str:
+    """Path and query of an ``httpx``/``httpx2`` URL (``GET /health?deep=1`` needs the query)."""
+    query = url.query
+    return f"{url.path}?{query.decode('ascii', 'replace')}" if query else str(url.path)
 
 
 def async_transport(sy: Switchyard, family: str = "httpx2") -> Any:

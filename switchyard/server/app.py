@@ -101,7 +101,11 @@ class SwitchyardApp:
         self, scope: Scope, body: bytes, headers: dict[str, str], watch: asyncio.Future[None]
     ) -> Reply | None:
         """The reply, or ``None`` when the caller disconnected first (the work is cancelled)."""
-        work = asyncio.ensure_future(self.switchyard.dispatch(scope["method"], scope["path"], body, headers))
+        path = scope["path"]
+        query = scope.get("query_string") or b""
+        if query:
+            path = f"{path}?{query.decode('latin-1')}"
+        work = asyncio.ensure_future(self.switchyard.dispatch(scope["method"], path, body, headers))
         await asyncio.wait((work, watch), return_when=asyncio.FIRST_COMPLETED)
         if not work.done():
             work.cancel()
