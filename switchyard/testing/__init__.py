@@ -8,7 +8,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from switchyard.testing.fake_upstream import FAULTS, FakeModel, FakeUpstream, Turn, echo_brain
+from switchyard.testing.fake_upstream import FAULTS, FakeModel, FakeUpstream, Turn, echo_brain, leaky_brain
 from switchyard.testing.scripted import ScriptedCall
 
 
@@ -32,4 +32,4 @@ def serve_fake(upstream: FakeUpstream, port: int = 0) -> Any:
     return AppThread(upstream, port=port).start()
 
 
-__all__ = ["FAULTS", "FakeModel", "FakeUpstream", "ScriptedCall", "Turn", "echo_brain", "serve_fake"]
+__all__ = ["FAULTS", "FakeModel", "FakeUpstream", "ScriptedCall", "Turn", "echo_brain", "leaky_brain", "serve_fake"]

@@ -174,6 +174,27 @@ def echo_brain(body: dict[str, Any], model: FakeModel) -> Turn:
     return Turn(text=f"[{model.name}] {user}".strip(), reasoning=model.reasoning)
 
 
+def leaky_brain(kind: str = "reasoning") -> Brain:
+    """A model served by a vLLM without its parsers: the raw markup arrives in the text.
+
+    Args:
+        kind: ``reasoning`` — the thoughts and ``</think>`` precede the answer in ``content``
+            (no ``--reasoning-parser``); ``tool_call`` — the Nemotron tool-call XML is the
+            ``content`` and no ``tool_calls`` are returned (no ``--tool-call-parser``).
+    """
+    if kind not in ("reasoning", "tool_call"):
+        raise ValueError(f"kind must be 'reasoning' or 'tool_call', got {kind!r}")
+
+    def brain(body: dict[str, Any], model: FakeModel) -> Turn:
+        user = last_user_text(body)
+        if kind == "tool_call":
+            xml = f"<tool_call>\n<function=lookup>\n<parameter=query>\n{user}\n</parameter>\n</function>\n</tool_call>"
+            return Turn(text=xml)
+        return Turn(text=f"The user wrote {user!r}. A short answer will do.\n</think>\n\n[{model.name}] {user}")
+
+    return brain
+
+
 @dataclass(slots=True)
 class FakeModel:
     """One model the fake server knows.

@@ -10,7 +10,10 @@ latencies and injected faults, and request validation modelled on the real provi
   named-event SSE, ``tool_use``, signed ``thinking``); see :mod:`switchyard.testing.fake_anthropic`.
 * ``POST /v1/responses`` and ``/v1/responses/input_tokens`` — OpenAI Responses (JSON and SSE,
   function and custom tool calls, reasoning items); see :mod:`switchyard.testing.fake_responses`.
-* ``POST /tokenize`` — vLLM's token counter; ``GET /v1/models``; ``GET /health``.
+* ``POST /tokenize`` — vLLM's token counter; ``GET /v1/models`` (each model's ``max_model_len``
+  is its :attr:`FakeModel.context_window`); ``GET /health`` at the server root, answering
+  :attr:`FakeUpstream.health_status` after :attr:`FakeUpstream.health_delay_s` (a vLLM whose
+  engine died answers 503).
 
 The same brains answer on every endpoint (they see a Chat-shaped view of each request).
 Faults are chosen per request by the model name (``fail-500``) or by the ``x-fake-fault``
@@ -46,6 +49,7 @@ from switchyard.testing.fake_common import (
     flaky,
     is_fault,
     last_user_text,
+    leaky_brain,
     pieces,
     prompt_text,
     refused_url,
@@ -66,6 +70,7 @@ __all__ = [
     "estimate_tokens",
     "is_fault",
     "last_user_text",
+    "leaky_brain",
     "prompt_text",
     "refused_url",
 ]
@@ -149,6 +154,8 @@ class FakeUpstream:
         ratelimit_reset: The ``x-ratelimit-reset-requests`` value of ``fail-429-reset``.
 
     Attributes:
+        health_status: What ``GET /health`` answers (settable while serving).
+        health_delay_s: How long ``GET /health`` waits before answering.
         received: Every request body, in arrival order (for assertions).
         gets: Paths of every GET request, in arrival order.
         disconnects: Model names of requests whose client went away during a stall.
@@ -169,6 +176,8 @@ class FakeUpstream:
         self.stall_s = stall_s
         self.retry_after = retry_after
         self.ratelimit_reset = ratelimit_reset
+        self.health_status = 200
+        self.health_delay_s = 0.0
         self._flaky: dict[str, int] = {}
         self._ids = itertools.count(1)
 
@@ -218,7 +227,7 @@ class FakeUpstream:
         path = scope["path"]
         if scope["method"] == "GET":
             self.gets.append(path)
-            await self._get(path, send)
+            await self._get(path, send, receive)
             return
         kind = _endpoint(path)
         if kind is None:
@@ -249,7 +258,7 @@ class FakeUpstream:
         else:
             await self._chat(answer, request)
 
-    async def _get(self, path: str, send: Send) -> None:
+    async def _get(self, path: str, send: Send, receive: Receive) -> None:
         if path.endswith("/models"):
             data = [
                 {"id": m.name, "object": "model", "owned_by": "fake", "max_model_len": m.context_window}
@@ -257,7 +266,18 @@ class FakeUpstream:
             ]
             await send_json(send, 200, {"object": "list", "data": data})
         elif path.endswith("/health"):
-            await send_json(send, 200, {"status": "ok"})
+            if self.health_delay_s:
+                try:
+                    async with asyncio.timeout(self.health_delay_s):
+                        while (await receive())["type"] != "http.disconnect":
+                            pass
+                    return  # the prober gave up and went away
+                except TimeoutError:
+                    pass
+            if self.health_status == 200:
+                await send_raw(send, 200, b"", b"application/json")  # vLLM: 200, empty body
+            else:
+                await send_json(send, self.health_status, {"error": "engine is dead"})
         else:
             await send_json(send, 404, {"error": {"message": f"no route {path}", "type": "NotFoundError", "code": 404}})
 
