@@ -96,3 +96,78 @@ def running(models: list[FakeModel] | None = None) -> Iterator[Stack]:
     finally:
         fake.stop()
         os.environ.pop(API_KEY_ENV, None)
+
+
+class VllmStack(Stack):
+    """A proxy over a vLLM-like fake (its own ``/health``) and a frontier fake, for items 56-58.
+
+    Routes: ``leaky`` (reasoning markup in content, ``markup_leak: flag``), ``leaky-strict``
+    (tool-call markup, ``markup_leak: fallback`` → ``frontier``), ``agent`` (``efficient`` on
+    vLLM → ``frontier``), ``long`` (``small``: ``max_model_len`` 4096 read from ``/v1/models`` at
+    start-up → ``frontier``) and ``long-only`` (``small`` alone).
+    """
+
+    def __init__(self, fake: Any, frontier: Any, proxy: ServerThread, records: list[Any]) -> None:
+        super().__init__(fake, proxy)
+        self.frontier: FakeUpstream = frontier.app
+        self.records = records
+
+    def health(self, deep: bool = False) -> dict[str, Any]:
+        resp = self.http.get("/health", params={"deep": "1"} if deep else None)
+        assert resp.status_code == 200
+        data: dict[str, Any] = resp.json()
+        return data
+
+
+@contextmanager
+def running_vllm() -> Iterator[VllmStack]:
+    """Starts the fakes and the proxy of :class:`VllmStack`."""
+    from switchyard.testing import leaky_brain
+
+    vllm = serve_fake(
+        FakeUpstream(
+            [
+                FakeModel("nemotron"),
+                FakeModel("nemotron-noparser", brain=leaky_brain("reasoning")),
+                FakeModel("nemotron-notools", brain=leaky_brain("tool_call")),
+                FakeModel("nemotron-4k", context_window=4096),
+            ]
+        )
+    )
+    frontier = serve_fake(FakeUpstream([FakeModel("frontier")]))
+    vllm_base = f"http://127.0.0.1:{vllm.port}/v1"
+    config = {
+        "llm_clients": {
+            "vllm": {"base_url": vllm_base, "max_retries": 0, "health_check": {"timeout_s": 0.5}},
+            "vllm_strict": {"base_url": vllm_base, "max_retries": 0, "markup_leak": "fallback"},
+            "frontier": {"base_url": f"http://127.0.0.1:{frontier.port}/v1", "max_retries": 0},
+        },
+        "targets": {
+            "efficient": {"client": "vllm", "model": "nemotron"},
+            "leaky": {"client": "vllm", "model": "nemotron-noparser"},
+            "leaky_strict": {"client": "vllm_strict", "model": "nemotron-notools"},
+            "small": {"client": "vllm", "model": "nemotron-4k", "probe_context_window": True},
+            "frontier": {"client": "frontier", "model": "frontier", "context_window": 200000},
+        },
+        "routes": {
+            "leaky": {"type": "passthrough", "target": "leaky"},
+            "leaky-strict": {"type": "passthrough", "target": "leaky_strict", "fallbacks": ["frontier"]},
+            "agent": {"type": "passthrough", "target": "efficient", "fallbacks": ["frontier"]},
+            "long": {"type": "passthrough", "target": "small", "fallbacks": ["frontier"]},
+            "long-only": {"type": "passthrough", "target": "small"},
+        },
+    }
+    records: list[Any] = []
+    sy = Switchyard.from_config(config)
+    sy.on_decision(records.append)
+    try:
+        with ServerThread(sy) as proxy:
+            stack = VllmStack(vllm, frontier, proxy, records)
+            try:
+                yield stack
+            finally:
+                stack.close()
+    finally:
+        sy.close()
+        vllm.stop()
+        frontier.stop()

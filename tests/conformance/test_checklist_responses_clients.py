@@ -4,7 +4,8 @@ upstream handling and the client smoke tests.
 Items that need a running vLLM, or a third-party agent binary (hermes-agent, Claude Code,
 Codex, LangChain), cannot run here: the agents' *wire behaviour* is reproduced with the real
 SDKs instead (request shapes, headers, tool loops), and pure-vLLM items are skipped with the
-reason. Items about routing policy or health (57, 58, 68) belong to other components.
+reason. Items 56-58 (markup leaks, backend health, max_model_len) run against a vLLM-like fake
+with its own ``/health`` and ``/v1/models``.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import anthropic
 import httpx
 import openai
 import pytest
-from checklist_support import FORMATS, MODELS, Stack, config, route
+from checklist_support import FORMATS, MODELS, Stack, VllmStack, config, route, running_vllm
 
 import switchyard
 from switchyard.testing import FakeModel, Turn, streams
@@ -236,19 +237,75 @@ def test_item55_nemotron_xml_tool_calls_arrive_structured() -> None:
     """Needs a vLLM server with the Lightning model; the router only sees parsed tool calls."""
 
 
-@pytest.mark.skip(reason="item 56 (markup leak health flag) is health monitoring, not translation; not built here")
-def test_item56_markup_in_content_flags_the_route() -> None:
-    """Left to the vLLM/health work."""
+@pytest.fixture(scope="module")
+def vllm() -> Iterator[VllmStack]:
+    with running_vllm() as s:
+        yield s
 
 
-@pytest.mark.skip(reason="item 57 (/health per backend) belongs to the reliability/health work")
-def test_item57_health_reports_backends() -> None:
-    """Not part of translation."""
+def test_item56_markup_in_content_flags_the_route(vllm: VllmStack) -> None:
+    """Decision (docs/reliability.md): by default the answer the caller asked for is still
+    returned, and the target is flagged degraded (GET /health, /v1/stats, one log line);
+    ``markup_leak: fallback`` treats it as a failure, so the markup is never passed on."""
+    flagged = vllm.openai.chat.completions.create(model="leaky", messages=[{"role": "user", "content": "hi"}])
+    assert "</think>" in (flagged.choices[0].message.content or "")
+    report = vllm.health()
+    assert report["status"] == "degraded" and "markup_leak" in report["targets"]["leaky"]["problems"]
+    stats = vllm.http.get("/v1/stats").json()["reliability"]
+    assert stats["targets"]["leaky"]["markup_leaks"]["markers"] == {"</think>": 1}
+    # Strict client, any caller format: the leaking answer is replaced by the next candidate's.
+    tools = [{"name": "lookup", "input_schema": {"type": "object"}}]
+    answer = vllm.anthropic.messages.create(
+        model="leaky-strict", max_tokens=100, messages=[{"role": "user", "content": "use a tool"}], tools=tools
+    )
+    assert "<tool_call>" not in json.dumps([b.model_dump() for b in answer.content])
+    assert [a.target for a in vllm.records[-1].attempts] == ["leaky_strict", "frontier"]
+    assert "markup_leak" in vllm.health()["targets"]["leaky_strict"]["problems"]
 
 
-@pytest.mark.skip(reason="item 58 (max_model_len gate) belongs to the vLLM/context-window work")
-def test_item58_prompt_longer_than_max_model_len_is_rerouted() -> None:
-    """Not part of translation."""
+def test_item57_health_reports_backends(vllm: VllmStack) -> None:
+    report = vllm.health(deep=True)
+    backend = report["backends"]["vllm"]
+    assert (backend["state"], backend["status"]) == ("up", 200) and backend["url"].endswith("/health")
+    assert report["targets"]["efficient"]["breaker"] == "closed"
+    vllm.upstream.health_status = 503
+    try:
+        report = vllm.health(deep=True)
+        assert report["backends"]["vllm"]["state"] == "down" and report["backends"]["vllm"]["status"] == 503
+        served = vllm.upstream.count("nemotron")
+        raw = vllm.openai.chat.completions.with_raw_response.create(
+            model="agent", messages=[{"role": "user", "content": "hi"}]
+        )
+        assert raw.headers["x-switchyard-selected-model"] == "frontier"
+        assert vllm.upstream.count("nemotron") == served  # taken out of routing
+        assert [(s.target, s.reason) for s in vllm.records[-1].skipped] == [("efficient", "unhealthy")]
+    finally:
+        vllm.upstream.health_status = 200
+    assert vllm.health(deep=True)["backends"]["vllm"]["state"] == "up"
+    raw = vllm.openai.chat.completions.with_raw_response.create(
+        model="agent", messages=[{"role": "user", "content": "hi"}]
+    )
+    assert raw.headers["x-switchyard-selected-model"] == "efficient"
+
+
+def test_item58_prompt_longer_than_max_model_len_is_rerouted(vllm: VllmStack) -> None:
+    long_text = "token " * 5000  # ~7.5k tokens by the documented estimate; max_model_len is 4096
+    raw = vllm.openai.chat.completions.with_raw_response.create(
+        model="long", messages=[{"role": "user", "content": long_text}]
+    )
+    assert raw.headers["x-switchyard-selected-model"] == "frontier"
+    assert vllm.upstream.count("nemotron-4k") == 0  # rejected before calling vLLM
+    skipped = vllm.records[-1].skipped
+    assert [(s.target, s.reason, s.window) for s in skipped] == [("small", "context_window", 4096)]
+    with pytest.raises(anthropic.BadRequestError) as err:
+        vllm.anthropic.messages.create(
+            model="long-only", max_tokens=100, messages=[{"role": "user", "content": long_text}]
+        )
+    assert err.value.status_code == 400 and "prompt is too long" in err.value.message
+    with pytest.raises(openai.BadRequestError) as chat_err:
+        vllm.openai.chat.completions.create(model="long-only", messages=[{"role": "user", "content": long_text}])
+    assert chat_err.value.code == "context_length_exceeded"
+    assert vllm.upstream.count("nemotron-4k") == 0
 
 
 def test_item59_reasoning_preference_reaches_chat_upstreams(stack: Stack) -> None:
