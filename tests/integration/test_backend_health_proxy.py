@@ -3,6 +3,7 @@ probes that take a backend out of routing, and the pre-call context-window check
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -240,3 +241,31 @@ def test_no_larger_target_is_a_400_context_length_exceeded(stack: Stack) -> None
     assert "prompt is too long" in err.value.message
     assert err.value.response.headers["x-should-retry"] == "false"
     assert stack.vllm.count("lightning-4k") == before
+
+
+async def test_library_api_health_and_background_probes() -> None:
+    vllm = serve_fake(FakeUpstream([FakeModel("lightning")]))
+    config = {
+        "llm_clients": {"vllm": client(vllm.port, health_check={"interval_s": 1, "timeout_s": 0.5})},
+        "targets": {"efficient": {"client": "vllm", "model": "lightning"}},
+        "routes": {"agent": {"type": "passthrough", "target": "efficient"}},
+    }
+    sy = Switchyard.from_config(config)
+    try:
+        report = await sy.health()  # first use in this loop: the background prober starts
+        assert report["status"] == "ok" and report["routes"] == ["agent"]
+        for _ in range(100):
+            if "/health" in vllm.app.gets:
+                break
+            await asyncio.sleep(0.03)
+        assert (await sy.health())["backends"]["vllm"]["state"] == "up"
+        vllm.app.health_status = 500
+        deep = await sy.health(deep=True)
+        assert deep["status"] == "degraded" and deep["targets"]["efficient"]["available"] is False
+        assert sy.stats()["backends"]["vllm"]["failed_probes"] == 1
+        engine = sy.engine
+        await sy.aclose()
+        assert not engine.monitor.running
+    finally:
+        sy.close()
+        vllm.stop()
