@@ -142,6 +142,7 @@ class _Prepared:
     t0: float
     headers: Mapping[str, str] = field(default_factory=dict)
     budget: Budget = field(default_factory=Budget)
+    body_bytes: int | None = None  # the caller's body size, when the request is that body unchanged
 
 
 class EventStream:
@@ -545,7 +546,7 @@ class Engine:
             auth_fallback=prep.route.fallback_on_auth_error,
             attempts=prep.record.attempts,
             skipped=prep.record.skipped,
-            prompt=PromptSize(prep.request),
+            prompt=PromptSize(prep.request, prep.body_bytes),
             defer_success=stream,
         )
 
@@ -736,6 +737,8 @@ class Engine:
             raw = load_object(body)
             request = codec.decode_request(raw)
             prep = await self._prepare(request, hdrs, fmt, raw, t0)
+            if prep.decision.request is None:
+                prep.body_bytes = len(body)
             if request.stream:
                 events = await self._answer_stream(prep)
                 encoder = codec.stream_encoder(

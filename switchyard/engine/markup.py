@@ -66,10 +66,16 @@ class MarkupLeakError(UpstreamProtocolError):
 def find_marker(text: str) -> str | None:
     """The first marker of :data:`MARKERS` that ``text`` contains, or ``None``."""
     if "<" not in text:
-        return None
-    for marker in MARKERS:
-        if marker in text:
-            return marker
+        return None  # most answers: one fast scan
+    if "think>" in text:  # one scan for both reasoning markers
+        if "</think>" in text:
+            return "</think>"
+        if "<think>" in text:
+            return "<think>"
+    if "<tool_call>" in text:
+        return "<tool_call>"
+    if "<function=" in text:
+        return "<function="
     return None
 
 
@@ -138,15 +144,20 @@ class MarkupScanner:
 
     def feed(self, text: str) -> str | None:
         """Checks the next delta; returns the marker when this delta completed one."""
-        joined = self._tail + text if self._tail else text
-        self._tail = joined[-_KEEP:]
-        if "<" not in joined:
-            return None
-        found = find_marker(joined)
+        if self._tail:
+            text = self._tail + text
+            self._tail = ""
+        elif "<" not in text:
+            return None  # the common case: nothing to look at, nothing to carry over
+        found = find_marker(text)
         if found is not None:
             self.found = found
-            self._tail = ""  # report each marker once
-        return found
+            return found
+        # Carry over a possible start of a marker: from the last "<" near the end.
+        cut = text.rfind("<", max(0, len(text) - _KEEP))
+        if cut >= 0:
+            self._tail = text[cut:]
+        return None
 
 
 __all__ = [

@@ -8,10 +8,13 @@ lookup — the engine asks :meth:`PromptSize.exceeds`. The work is staged so ord
 almost nothing:
 
 1. no known window: no work at all;
-2. the characters of the message text plus the tool definitions (names, descriptions and the
+2. for a caller's body forwarded as decoded (the proxy path, no router rewrote the request),
+   its length in bytes bounds every character of text and tool definitions from above: when
+   ``bytes / 4`` is at most half the window the prompt fits, at the cost of a division;
+3. the characters of the message text plus the tool definitions (names, descriptions and the
    parameter schemas' JSON), counted once per request: when ``chars / 4`` is at most half the
    window the prompt fits — the common case ends here;
-3. otherwise :func:`switchyard.wire.tokens.estimate_input_tokens` (text, tool calls and
+4. otherwise :func:`switchyard.wire.tokens.estimate_input_tokens` (text, tool calls and
    results, tool definitions, per-message and per-image allowances), also once per request.
 
 The target is skipped only when even a generous error in the estimate cannot save it:
@@ -43,12 +46,15 @@ class PromptSize:
 
     Args:
         request: The request as it will be sent.
+        body_bytes: Length of the caller's body when ``request`` was decoded from it unchanged
+            (an upper bound of its characters); ``None`` otherwise.
     """
 
-    __slots__ = ("_chars", "_request", "_tokens")
+    __slots__ = ("_body_bytes", "_chars", "_request", "_tokens")
 
-    def __init__(self, request: ChatRequest) -> None:
+    def __init__(self, request: ChatRequest, body_bytes: int | None = None) -> None:
         self._request = request
+        self._body_bytes = body_bytes
         self._chars: int | None = None
         self._tokens: int | None = None
 
@@ -59,10 +65,11 @@ class PromptSize:
             n = 0
             for msg in self._request.messages:
                 for part in msg.content:
-                    if isinstance(part, TextPart | ReasoningPart | ToolResultPart):
-                        n += len(part.text)
-                    elif isinstance(part, ToolCallPart):
-                        n += len(part.name) + len(part.arguments)
+                    kind = type(part)  # exact types: cheaper than isinstance on a union
+                    if kind is TextPart or kind is ReasoningPart or kind is ToolResultPart:
+                        n += len(part.text)  # type: ignore[union-attr]
+                    elif kind is ToolCallPart:
+                        n += len(part.name) + len(part.arguments)  # type: ignore[union-attr]
             for tool in self._request.tools:
                 n += len(tool.name) + len(tool.description or "")
                 if tool.parameters:
@@ -80,7 +87,10 @@ class PromptSize:
 
     def exceeds(self, window: int) -> bool:
         """Whether the prompt clearly does not fit ``window`` tokens (see the module docstring)."""
-        if self.chars() / _CHARS_PER_TOKEN <= QUICK_SHARE * window:
+        limit = QUICK_SHARE * window
+        if self._body_bytes is not None and self._body_bytes / _CHARS_PER_TOKEN <= limit:
+            return False
+        if self.chars() / _CHARS_PER_TOKEN <= limit:
             return False
         return self.tokens() * (1 - FIT_MARGIN) > window
 

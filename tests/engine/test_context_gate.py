@@ -148,3 +148,12 @@ async def test_mixed_skips_are_a_503_not_a_400() -> None:
     with pytest.raises(UpstreamError) as err:
         await runner.run(["small", "big"], lambda t, o: t.backend.complete(), CallOptions())  # type: ignore[attr-defined]
     assert isinstance(err.value, NoCandidateError) and err.value.status == 503
+
+
+def test_the_callers_body_size_answers_first() -> None:
+    class NoCounting(PromptSize):
+        def chars(self) -> int:
+            raise AssertionError("the body size was enough")
+
+    assert not NoCounting(prompt(1000), body_bytes=1100).exceeds(4096)
+    assert PromptSize(prompt(40_000), body_bytes=40_100).exceeds(4096)  # too big to decide: counted
