@@ -185,6 +185,16 @@ class LlmClientConfig(_Strict):
             raise ValueError("only allowed with format 'litellm'")
         return value
 
+    @field_validator("markup_leak", mode="before")
+    @classmethod
+    def _yaml_off(cls, value: Any) -> Any:
+        # YAML 1.1 reads a bare ``off`` as false (and ``on`` as true).
+        if value is False:
+            return "off"
+        if value is True:
+            return "flag"
+        return value
+
     @field_validator("markup_leak")
     @classmethod
     def _chat_only(cls, value: str | None, info: ValidationInfo) -> str | None:

@@ -326,10 +326,9 @@ class Health:
         if until is None:
             return None
         left = until - self._clock()
-        if left > 0:
-            return left
-        self._held.pop(client, None)
-        return None
+        # An expired entry stays until the next probe replaces it: removing it here, without
+        # the lock, could drop a hold another thread has just renewed.
+        return left if left > 0 else None
 
     def last_probe(self, client: str) -> tuple[Probe | None, float | None]:
         """The last probe of ``client`` and its monotonic time (``(None, None)`` if never)."""

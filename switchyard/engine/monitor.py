@@ -99,6 +99,7 @@ class BackendMonitor:
                 found = self._clients[key] = _Client(key, target.backend, rel.health_check, rel.breaker.cooldown_s)
             found.targets.append(name)
         self._task: asyncio.Task[None] | None = None
+        self._everything: asyncio.Future[None] | None = None
         self._wake = asyncio.Event()
 
     @property
@@ -114,7 +115,20 @@ class BackendMonitor:
     # -- probing --------------------------------------------------------------------------------
 
     async def probe(self, clients: Iterable[str] | None = None) -> None:
-        """Probes the named clients (default: all probe-able ones) concurrently; never raises."""
+        """Probes the named clients (default: all probe-able ones) concurrently; never raises.
+
+        Probing everything while such a probe is already running joins it instead, so a burst
+        of ``GET /health?deep=1`` sends each upstream one probe, not one per caller.
+        """
+        if clients is None:
+            running = self._everything
+            if running is None or running.done():
+                running = self._everything = asyncio.ensure_future(self._probe(None))
+            await asyncio.shield(running)
+            return
+        await self._probe(clients)
+
+    async def _probe(self, clients: Iterable[str] | None) -> None:
         names = set(self._clients) if clients is None else set(clients)
         chosen = [c for n, c in self._clients.items() if n in names and c.probeable]
         if chosen:
@@ -197,12 +211,13 @@ class BackendMonitor:
                     await self._wake.wait()
 
     async def aclose(self) -> None:
-        """Stops the background prober."""
-        task, self._task = self._task, None
-        if task is not None and not task.done():
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+        """Stops the background prober and any probe in flight."""
+        for task in (self._task, self._everything):
+            if task is not None and not task.done():
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
+        self._task = self._everything = None
 
     # -- the report -----------------------------------------------------------------------------
 

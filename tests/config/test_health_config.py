@@ -95,6 +95,11 @@ def test_settings_reach_the_targets(tmp_path: Path) -> None:
     assert engine.monitor.background
 
 
+def test_bare_yaml_off_means_off(tmp_path: Path) -> None:
+    rel = build_engine(load_config(write(tmp_path, "    markup_leak: off"))).targets["a"].reliability
+    assert rel.markup_leak == "off"
+
+
 def test_disabled_probes(tmp_path: Path) -> None:
     cfg: dict[str, Any] = {
         "llm_clients": {"x": {"format": "litellm", "health_check": {"enabled": False}}},

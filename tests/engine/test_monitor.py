@@ -200,3 +200,14 @@ async def test_report_and_stats() -> None:
     assert report["targets"]["capable"]["available"] is True
     assert health.stats()["backends"]["vllm"]["failed_probes"] == 1
     await monitor.aclose()
+
+
+async def test_a_burst_of_deep_checks_sends_one_probe() -> None:
+    vllm = Upstream("up", delay=0.1)
+    ts = targets(target("a", "vllm", vllm))
+    monitor = BackendMonitor(ts, Health())
+    await asyncio.gather(*(monitor.probe() for _ in range(5)))
+    assert vllm.probes == 1
+    await monitor.probe()
+    assert vllm.probes == 2  # a later check probes again
+    await monitor.aclose()
