@@ -26,6 +26,7 @@ demo: $(STAMP)
 
 lint: $(STAMP)
 	$(BIN)/ruff check switchyard tests benchmarks examples
+	$(BIN)/ruff format --check switchyard tests benchmarks examples
 
 typecheck: $(STAMP)
 	$(BIN)/mypy

@@ -58,9 +58,7 @@ def test_calibrate_writes_base_threshold_from_a_decision_log(tmp_path: Path) -> 
     log = tmp_path / "decisions.jsonl"
     scores = [i / 100 for i in range(100)]
     log.write_text(
-        "".join(
-            json.dumps({"route": "agent", "score": s, "selected": "small", "status": 200}) + "\n" for s in scores
-        )
+        "".join(json.dumps({"route": "agent", "score": s, "selected": "small", "status": 200}) + "\n" for s in scores)
     )
     out = tmp_path / "calibrated.yaml"
     argv = ["calibrate", "-c", str(config), "--route", "agent", "--decision-log", str(log)]
