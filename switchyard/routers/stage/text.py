@@ -151,9 +151,11 @@ def _error_table(lower: str, has_error: bool, hits: list[int] | None) -> tuple[f
         if at < 0:
             continue
         # Several needles under one anchor: in a long text, look only around its hits.
-        anchor_hits = _hits(lower, anchor, at) if len(entries) > 1 else None
+        anchor_hits = _hits(lower, anchor, at) if len(entries) > 1 and len(lower) >= _HITS_FROM else None
         for name, level, needle, offset in entries:
-            if name not in fired and _keyed(lower, anchor_hits, needle, offset):
+            if name not in fired and (
+                needle in lower if anchor_hits is None else _keyed(lower, anchor_hits, needle, offset)
+            ):
                 fired.append(name)
                 if level > severity:
                     severity = level
@@ -240,7 +242,7 @@ def _analyse(text: str, tool_errors: bool, failing_tests: bool) -> ResultInfo:
     lower = text.lower()
     first = lower.find(_KEY)
     has_error = first >= 0
-    hits = _error_hits(lower, first) if has_error else None
+    hits = _error_hits(lower, first) if has_error and len(lower) >= _HITS_FROM else None
     level, names, counted = _severity(lower, has_error, hits, tool_errors, failing_tests)
     info = ResultInfo(text, level, names, counted)
     if level == 0:
