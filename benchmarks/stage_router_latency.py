@@ -33,7 +33,7 @@ from switchyard.protocol.messages import TextPart, ToolResultPart
 from switchyard.protocol.request import ChatRequest
 from switchyard.protocol.session import SessionInfo
 from switchyard.routers.base import BuildContext, RouteContext
-from switchyard.routers.stage import StageRouterSpec, shell, text
+from switchyard.routers.stage import StageRouterSpec, scorer, shell, text
 from switchyard.routers.stage.prefix import PrefixCache
 from switchyard.state.memory import MemoryStore
 from switchyard.wire import codec
@@ -58,6 +58,7 @@ async def _no_call(targets: Any, request: ChatRequest) -> Any:
 def _clear_caches(router: Any) -> None:
     text._analyse_cached.cache_clear()
     shell._classify_arguments_cached.cache_clear()
+    scorer._pick.cache_clear()
     router._prefixes = PrefixCache()
 
 
@@ -159,6 +160,8 @@ def main() -> int:
                     f"{conv:<30} {name:<22} {mode:<11} {_pct(wall, 0.5):8.1f} {_pct(wall, 0.99):8.1f} "
                     f"{_pct(cpu, 0.5):8.1f} {_pct(cpu, 0.99):8.1f}"
                 )
+    # The VM's speed drifts while the rows run (other jobs share it): the reference again, to compare.
+    print(f"CPU speed reference after the rows: 1M empty loop iterations take {_loop_ms():.1f} ms of CPU")
     print(f"worst p99: cpu {worst_cpu:.1f} µs, wall {worst_wall:.1f} µs; budget {BUDGET_US:.0f} µs")
     print(
         "command: .venv/bin/python benchmarks/stage_router_latency.py "

@@ -41,18 +41,31 @@ class MemoryStore:
             del self._data[key]
             return None
         self._data.move_to_end(key)
-        return copy.deepcopy(value)
+        return _copy(value)
 
     async def set(self, key: str, value: dict[str, Any], *, ttl_s: float | None = None) -> None:
         ttl = ttl_s if ttl_s is not None else self._ttl
         expires = None if ttl is None else time.monotonic() + ttl
-        self._data[key] = (expires, copy.deepcopy(value))
+        self._data[key] = (expires, _copy(value))
         self._data.move_to_end(key)
         while len(self._data) > self._max:
             self._data.popitem(last=False)
 
     async def delete(self, key: str) -> None:
         self._data.pop(key, None)
+
+
+_SCALARS = (str, int, float, bool, type(None))
+
+
+def _copy(value: dict[str, Any]) -> dict[str, Any]:
+    """A copy the caller cannot change the stored value through: a flat dict of scalars (the
+    common per-session state, read and written on every turn) is copied in one step, anything
+    nested deeply."""
+    for item in value.values():
+        if not isinstance(item, _SCALARS):
+            return copy.deepcopy(value)
+    return dict(value)
 
 
 class NamespacedStore:

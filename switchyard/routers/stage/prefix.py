@@ -10,9 +10,11 @@ never need the cache: they come from the last few messages.
 A cached prefix is reused only if the new conversation is at least as long and still holds the
 same first, middle and last message of that prefix (compared by a fingerprint of their content:
 role, part kinds and the hashes of their texts, so the cache keeps no conversation alive);
-anything else — a
-compacted or edited history, a side conversation under the same session id — is counted afresh.
-Without a session id the key is the conversation's opening (:func:`conversation_key`).
+anything else — a compacted or edited history, a side conversation under the same session id —
+is counted afresh. Without a session id the key is the conversation's opening
+(:func:`conversation_key`). Fingerprints computed for one request are shared between the key,
+the check and the store (``known``), and the middle message is picked so that it stays the same
+for several turns in a row, so a turn usually fingerprints four messages.
 The cache lives in the router's process and is bounded (least recently used sessions go first);
 losing it only costs one full walk.
 """
@@ -21,53 +23,78 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Hashable, Sequence
 
-from switchyard.protocol.messages import Message
+from switchyard.protocol.messages import ContentPart, Message, ReasoningPart, TextPart, ToolCallPart, ToolResultPart
 from switchyard.protocol.request import ChatRequest
 from switchyard.routers.stage.signals import Aggregates
 
+Known = dict[int, int]
+"""Fingerprints already computed for one conversation, by message index."""
 
-def conversation_key(request: ChatRequest) -> str | None:
-    """A cache key for a conversation without a session id: its opening messages, abridged.
+
+def conversation_key(request: ChatRequest, known: Known | None = None) -> int | None:
+    """A cache key for a conversation without a session id: its first two messages.
 
     Different conversations may share it (the same task started twice); the validation in
     :meth:`PrefixCache.lookup` then sends them down the full walk, so sharing costs time, never
     correctness.
+
+    Args:
+        request: The request.
+        known: Fingerprints of ``request.messages`` already computed; filled in.
     """
-    head = request.messages[:2]
-    if not head:
+    messages = request.messages
+    if not messages:
         return None
-    parts = []
-    for msg in head:
-        text = msg.text
-        parts.append(f"{msg.role}:{len(text)}:{text[:64]}")
-    return "conv:" + "|".join(parts)
+    second = _fingerprint_at(messages, 1, known) if len(messages) > 1 else None
+    return hash(("conversation", _fingerprint_at(messages, 0, known), second))
 
 
-Fingerprint = tuple[object, ...]
+def fingerprint(msg: Message) -> int:
+    """What identifies a message's content, cheaply: a hash of its role and of each part's kind
+    and text (``str`` caches its hash, so a message seen before costs almost nothing; a tool
+    result contributes the hashes of its parts rather than of their joined text, which would be
+    built afresh every time). An ``int``, so a remembered session gives the garbage collector
+    nothing to track."""
+    content = msg.content
+    if len(content) == 1:
+        return hash((msg.role, _part_hash(content[0])))
+    return hash((msg.role, *[_part_hash(part) for part in content]))
 
 
-def fingerprint(msg: Message) -> Fingerprint:
-    """What identifies a message's content, cheaply: its role and, per part, the kind and the
-    hash of its text (``str`` caches its hash, so a message seen before costs almost nothing)."""
-    out: list[object] = [msg.role]
-    for part in msg.content:
-        text = getattr(part, "text", None)
-        if not isinstance(text, str):
-            alt = getattr(part, "arguments", None) or getattr(part, "call_id", None) or part.type
-            text = alt if isinstance(alt, str) else part.type
-        out.append((part.type, len(text), hash(text)))
-    return tuple(out)
+def _part_hash(part: ContentPart) -> int:
+    kind = type(part)
+    if type(part) is TextPart or type(part) is ReasoningPart:
+        return hash((kind, part.text))
+    if type(part) is ToolCallPart:
+        return hash((kind, part.name, part.arguments))
+    if type(part) is ToolResultPart:
+        inner = part.content
+        if len(inner) == 1 and type(inner[0]) is TextPart:
+            return hash((kind, inner[0].text))
+        return hash((kind, *[hash(c.text) if isinstance(c, TextPart) else hash(c.url or c.data) for c in inner]))
+    return hash((kind, getattr(part, "url", None) or getattr(part, "data", None)))
 
 
-@dataclass(slots=True, frozen=True)
-class _Entry:
-    aggregates: Aggregates
-    first: Fingerprint
-    middle: Fingerprint
-    last: Fingerprint
+def _fingerprint_at(messages: Sequence[Message], index: int, known: Known | None) -> int:
+    if known is None:
+        return fingerprint(messages[index])
+    value = known.get(index)
+    if value is None:
+        value = known[index] = fingerprint(messages[index])
+    return value
+
+
+def _middle(n: int) -> int:
+    """The middle message checked for a prefix of ``n``: rounded down to a multiple of 8 in a
+    longer conversation, so the next turn's store can reuse the fingerprint its check computed."""
+    half = n // 2
+    return half if n < 32 else half & ~7
+
+
+_Entry = tuple[Aggregates, int, int, int]
+"""The aggregates and the fingerprints of the first, middle and last message they cover."""
 
 
 class PrefixCache:
@@ -78,37 +105,56 @@ class PrefixCache:
     """
 
     def __init__(self, max_sessions: int = 4096) -> None:
-        self._entries: OrderedDict[str, _Entry] = OrderedDict()
+        self._entries: OrderedDict[Hashable, _Entry] = OrderedDict()
         self._max = max_sessions
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
         return len(self._entries)
 
-    def lookup(self, key: str, messages: Sequence[Message]) -> Aggregates | None:
-        """The cached aggregates of a prefix of ``messages``, or ``None``."""
+    def lookup(self, key: Hashable, messages: Sequence[Message], known: Known | None = None) -> Aggregates | None:
+        """The cached aggregates of a prefix of ``messages``, or ``None``.
+
+        Args:
+            key: The session key (or :func:`conversation_key`).
+            messages: The conversation.
+            known: Fingerprints of ``messages`` already computed; filled in.
+        """
         with self._lock:
             entry = self._entries.get(key)
         if entry is None:
             return None
-        n = entry.aggregates.count
+        aggregates, first, middle, last = entry
+        n = aggregates.covered
         if n == 0 or len(messages) < n:
             return None
         if (
-            fingerprint(messages[n - 1]) != entry.last
-            or fingerprint(messages[0]) != entry.first
-            or fingerprint(messages[n // 2]) != entry.middle
+            _fingerprint_at(messages, n - 1, known) != last
+            or _fingerprint_at(messages, 0, known) != first
+            or _fingerprint_at(messages, _middle(n), known) != middle
         ):
             return None
-        return entry.aggregates
+        return aggregates
 
-    def store(self, key: str, messages: Sequence[Message], aggregates: Aggregates) -> None:
-        """Remembers ``aggregates`` (which cover all of ``messages``) for ``key``."""
-        n = aggregates.count
+    def store(
+        self, key: Hashable, messages: Sequence[Message], aggregates: Aggregates, known: Known | None = None
+    ) -> None:
+        """Remembers ``aggregates`` (which cover all of ``messages``) for ``key``.
+
+        Args:
+            key: The session key (or :func:`conversation_key`).
+            messages: The conversation.
+            aggregates: Its aggregates.
+            known: Fingerprints of ``messages`` already computed.
+        """
+        n = aggregates.covered
         if n == 0 or n != len(messages):
             return
-        entry = _Entry(
-            aggregates, fingerprint(messages[0]), fingerprint(messages[n // 2]), fingerprint(messages[n - 1])
+        entry = (
+            aggregates,
+            _fingerprint_at(messages, 0, known),
+            _fingerprint_at(messages, _middle(n), known),
+            _fingerprint_at(messages, n - 1, known),
         )
         with self._lock:
             self._entries[key] = entry

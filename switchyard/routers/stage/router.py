@@ -12,7 +12,7 @@ The caller's request is never mutated: a rewrite is returned as ``Decision.reque
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -21,9 +21,17 @@ from switchyard.protocol.messages import Message, TextPart
 from switchyard.protocol.request import ChatRequest
 from switchyard.routers.base import Decision, RouteContext
 from switchyard.routers.stage.classifier import TierVerdict, TurnClassifier
-from switchyard.routers.stage.prefix import PrefixCache, conversation_key
+from switchyard.routers.stage.prefix import Known, PrefixCache, conversation_key
 from switchyard.routers.stage.scorer import Picker, Tier, Verdict, pick
-from switchyard.routers.stage.signals import DEFAULT_PROFILE, NVIDIA_PROFILE, Profile, Signals, extract_from
+from switchyard.routers.stage.signals import (
+    DEFAULT_PROFILE,
+    NVIDIA_PROFILE,
+    Profile,
+    Readings,
+    Signals,
+    details_of,
+    read_from,
+)
 from switchyard.routers.stage.tables import ToolKind
 
 logger = logging.getLogger("switchyard.routers.stage")
@@ -141,6 +149,12 @@ class StageRouter:
         self._prefixes = PrefixCache()
         self._targets = {"capable": config.capable, "efficient": config.efficient}
         self._default: Tier = "capable" if config.picker == "capable_first" else "efficient"
+        self._stateful = config.stateful
+        self._may_rewrite = (
+            config.notes is not None
+            or config.capable_system_prompt is not None
+            or config.efficient_system_prompt is not None
+        )
 
     def signals(self, request: ChatRequest, session_key: str | None = None) -> Signals:
         """The signals this router reads off ``request``.
@@ -150,19 +164,20 @@ class StageRouter:
             session_key: With a session, the whole-conversation counts continue from the
                 session's previous request (see :mod:`switchyard.routers.stage.prefix`).
         """
-        prefix = self._prefixes.lookup(session_key, request.messages) if session_key else None
-        sig, agg = extract_from(
-            request.messages,
-            prefix,
-            window=self.config.window,
-            semantics=self._semantics,
-            profile=self.behaviour.profile,
-        )
-        if session_key:
-            self._prefixes.store(session_key, request.messages, agg)
-        return sig
+        return Signals(*self._read(request, session_key, {}))
 
-    def verdict(self, signals: Signals) -> Verdict:
+    def _read(self, request: ChatRequest, key: Hashable | None, known: Known) -> Readings:
+        messages = request.messages
+        cached = key is not None and key != ""
+        prefix = self._prefixes.lookup(key, messages, known) if cached else None
+        readings, agg = read_from(
+            messages, prefix, window=self.config.window, semantics=self._semantics, profile=self.behaviour.profile
+        )
+        if cached:
+            self._prefixes.store(key, messages, agg, known)
+        return readings
+
+    def verdict(self, signals: Signals | Readings) -> Verdict:
         """What the signal cascade alone decides for ``signals``."""
         return pick(
             signals,
@@ -174,17 +189,21 @@ class StageRouter:
         )
 
     async def route(self, request: ChatRequest, ctx: RouteContext, call: ModelCall) -> Decision:
-        sig = self.signals(request, ctx.session.key or conversation_key(request))
-        verdict = self.verdict(sig)
+        known: Known = {}  # message fingerprints, shared by the cache key, check and store
+        readings = self._read(request, ctx.session.key or conversation_key(request, known), known)
+        verdict = self.verdict(readings)
         details: dict[str, Any] = {
-            "signals": sig.as_details(),
+            "signals": details_of(readings),
             "scorer_score": verdict.score,
             "threshold": self.config.threshold,
             "picker": self.config.picker,
         }
-        outcome = await self._resolve(request, sig, verdict, ctx, call, details)
-        previous = await self._remember(outcome, ctx, details) if self.config.stateful else None
-        rewritten = self._rewrite(request, outcome, previous, ctx)
+        if verdict.tier is not None:
+            outcome = _Outcome(verdict.tier, verdict.source, verdict.confidence, verdict.p_capable, verdict.reason)
+        else:
+            outcome = await self._resolve_ambiguous(request, Signals(*readings), verdict, ctx, call, details)
+        previous = await self._remember(outcome, ctx, details) if self._stateful else None
+        rewritten = self._rewrite(request, outcome, previous, ctx) if self._may_rewrite else None
         chosen = self._targets[outcome.tier]
         other = self._targets["efficient" if outcome.tier == "capable" else "capable"]
         details["tier"] = outcome.tier
@@ -198,7 +217,7 @@ class StageRouter:
             details=details,
         )
 
-    async def _resolve(
+    async def _resolve_ambiguous(
         self,
         request: ChatRequest,
         sig: Signals,
@@ -207,8 +226,6 @@ class StageRouter:
         call: ModelCall,
         details: dict[str, Any],
     ) -> _Outcome:
-        if verdict.tier is not None:
-            return _Outcome(verdict.tier, verdict.source, verdict.confidence, verdict.p_capable, verdict.reason)
         judged = await self._consult(request, sig, ctx, call, details)
         if judged is not None:
             p = judged.p_capable if judged.p_capable is not None else verdict.p_capable

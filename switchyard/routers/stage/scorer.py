@@ -22,10 +22,11 @@ from __future__ import annotations
 import math
 import struct
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Literal
 
 from switchyard.routers.stage import tables as t
-from switchyard.routers.stage.signals import Signals
+from switchyard.routers.stage.signals import Readings, Signals
 
 Tier = Literal["capable", "efficient"]
 Picker = Literal["efficient_first", "capable_first"]
@@ -96,15 +97,18 @@ class Verdict:
         return (self.score + 1.0) / 2.0
 
 
-def dimensions(sig: Signals, *, f32: bool = False) -> Dimensions:
+def dimensions(sig: Signals | Readings, *, f32: bool = False) -> Dimensions:
     """Projects signals onto the scorer's dimensions."""
-    investigating = sig.recent_reads + sig.recent_plans
-    production = sig.recent_production
-    stalled = sig.turn_depth >= STALL_DEPTH and production == 0
+    return _dimensions(
+        sig.severity, sig.turn_depth >= STALL_DEPTH, sig.recent_production, sig.recent_reads + sig.recent_plans, f32
+    )
+
+
+def _dimensions(severity: float, deep: bool, production: int, investigating: int, f32: bool) -> Dimensions:
+    stalled = deep and production == 0
     ops = production + investigating
-    severity = _SEVERITY_F32.get(sig.severity, sig.severity) if f32 else sig.severity
     return Dimensions(
-        severity=severity,
+        severity=_SEVERITY_F32.get(severity, severity) if f32 else severity,
         spinning=1.0 if stalled and not investigating else 0.0,
         exploring=1.0 if stalled and investigating else 0.0,
         production=production / ops if ops else 0.0,
@@ -118,7 +122,7 @@ def score(dims: Dimensions) -> float:
 
 
 def pick(
-    sig: Signals,
+    sig: Signals | Readings,
     *,
     picker: Picker,
     threshold: float,
@@ -132,7 +136,7 @@ def pick(
     the recent window.
 
     Args:
-        sig: The turn's signals.
+        sig: The turn's signals (or their :class:`~switchyard.routers.stage.signals.Readings`).
         picker: Which tier an undecided turn defaults to (affects the ceiling fix only).
         threshold: Confidence the scorer must exceed to decide on its own.
         tests_shortcut: Drop to efficient when tests just passed after code changes and the
@@ -141,15 +145,50 @@ def pick(
             the efficient ceiling, so the threshold is reachable from both sides.
         f32: Reproduce NVIDIA's 32-bit severities.
     """
-    dims = dimensions(sig, f32=f32)
+    # Everything the cascade reads, reduced: the same key always gives the same verdict, and a
+    # session sees few distinct keys, so verdicts are kept instead of formatted again each turn.
+    return _pick(
+        sig.severity,
+        sig.errors,
+        sig.repeated_failure,
+        sig.tests_passed,
+        sig.compacted,
+        sig.turn_depth >= STALL_DEPTH,
+        sig.recent_writes + sig.recent_edits,
+        sig.recent_reads + sig.recent_plans,
+        picker,
+        threshold,
+        tests_shortcut,
+        ceiling_fix,
+        f32,
+    )
+
+
+@lru_cache(maxsize=4096)
+def _pick(
+    severity: float,
+    errors: tuple[str, ...],
+    repeated: bool,
+    tests_passed: bool,
+    compacted: bool,
+    deep: bool,
+    production: int,
+    investigating: int,
+    picker: Picker,
+    threshold: float,
+    tests_shortcut: bool,
+    ceiling_fix: bool,
+    f32: bool,
+) -> Verdict:
+    dims = _dimensions(severity, deep, production, investigating, f32)
     s = score(dims)
-    if sig.compacted:
+    if compacted:
         return Verdict("capable", "override", s, 1.0, "context was compacted")
-    if sig.severity >= t.CRITICAL:
-        return Verdict("capable", "override", s, 1.0, f"critical error ({', '.join(sig.errors)})")
-    if sig.repeated_failure:
-        return Verdict("capable", "override", s, 1.0, f"the same failure again ({', '.join(sig.errors)})")
-    if tests_shortcut and sig.tests_passed and sig.recent_production and sig.severity <= 0:
+    if severity >= t.CRITICAL:
+        return Verdict("capable", "override", s, 1.0, f"critical error ({', '.join(errors)})")
+    if repeated:
+        return Verdict("capable", "override", s, 1.0, f"the same failure again ({', '.join(errors)})")
+    if tests_shortcut and tests_passed and production and severity <= 0:
         return Verdict("efficient", "tests_passed", s, 1.0, "tests passed after code changes, no recent errors")
     confidence = abs(s)
     if s < 0 and ceiling_fix and picker == "capable_first":

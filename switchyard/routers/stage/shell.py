@@ -10,6 +10,7 @@ Redirection and in-place edits win over the read-like look of a command (``cat >
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from functools import lru_cache
 
@@ -64,21 +65,37 @@ def command_of(arguments: str) -> str | None:
     return None
 
 
+def _any_of(needles: tuple[str, ...]) -> re.Pattern[str]:
+    """One compiled search for "any of these substrings" (cheaper than one search each)."""
+    return re.compile("|".join(re.escape(n) for n in needles))
+
+
+_WRITES = _any_of(t.SHELL_WRITE_SUBSTRINGS)
+_PYTHON_WRITES = _any_of(t.PYTHON_WRITE_SUBSTRINGS)
+_NODE_WRITES = _any_of(t.NODE_WRITE_SUBSTRINGS)
+_EDITS = _any_of(t.SHELL_EDIT_SUBSTRINGS)
+_READS = _any_of(t.SHELL_READ_SUBSTRINGS)
+_SPECIAL = ("\n", ";", "|", "&", "'", '"', "\\")
+"""Characters that make :func:`_segments` cut or quote; a command without them is one segment."""
+
+
 def classify_command(cmd: str) -> ToolKind:
     """The kind of a lower-cased command line: ``WRITE``, ``EDIT``, ``READ`` or ``OTHER``."""
-    pieces = list(_segments(cmd))
+    if any(c in cmd for c in _SPECIAL):
+        pieces = list(_segments(cmd))
+    else:
+        whole = cmd.strip()
+        pieces = [whole] if whole else []
     segments = [_words(s) for s in pieces]
-    if any(s in cmd for s in t.SHELL_WRITE_SUBSTRINGS) or any(_writes(w) for w in segments):
+    if _WRITES.search(cmd) or any(_writes(w) for w in segments):
         return ToolKind.WRITE
-    if "python" in cmd and any(s in cmd for s in t.PYTHON_WRITE_SUBSTRINGS):
+    if "python" in cmd and _PYTHON_WRITES.search(cmd):
         return ToolKind.WRITE
-    if any(w and _program(w[0]) == "node" for w in segments) and any(s in cmd for s in t.NODE_WRITE_SUBSTRINGS):
+    if _NODE_WRITES.search(cmd) and any(w and _program(w[0]) == "node" for w in segments):
         return ToolKind.WRITE
-    if any(s in cmd for s in t.SHELL_EDIT_SUBSTRINGS) or any(_edits(w) for w in segments):
+    if _EDITS.search(cmd) or any(_edits(w) for w in segments):
         return ToolKind.EDIT
-    if any(s in cmd for s in t.SHELL_READ_SUBSTRINGS) or any(
-        _reads(p, w) for p, w in zip(pieces, segments, strict=True)
-    ):
+    if _READS.search(cmd) or any(_reads(p, w) for p, w in zip(pieces, segments, strict=True)):
         return ToolKind.READ
     return ToolKind.OTHER
 
@@ -160,10 +177,13 @@ def _edits(words: list[str]) -> bool:
     if program == "black":
         return "--check" not in args
     # A formatter behind a runner (``npx prettier --write``, ``uv run ruff format``).
-    if any(_program(w) == "prettier" for w in args) and "--write" in args:
+    # The cheap list checks first: most commands have none of these words.
+    if "--write" in args and any(_program(w) == "prettier" for w in args):
         return True
-    if any(_program(w) == "ruff" for w in args):
-        return ("format" in args and "--check" not in args) or ("check" in args and "--fix" in args)
+    if (("format" in args and "--check" not in args) or ("check" in args and "--fix" in args)) and any(
+        _program(w) == "ruff" for w in args
+    ):
+        return True
     return False
 
 

@@ -13,14 +13,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from switchyard.protocol.messages import Message, TextPart, ToolCallPart, ToolResultPart
 from switchyard.routers.stage import tables as t
 from switchyard.routers.stage.shell import classify_arguments
 from switchyard.routers.stage.tables import ToolKind
-from switchyard.routers.stage.text import analyse_result, failure_fingerprint
+from switchyard.routers.stage.text import ResultInfo, analyse_result, failure_fingerprint
 
-_INSTRUCTION_ROLES = frozenset(("system", "developer"))
 _MARKER_LEN = len(t.COMPACTION_MARKER)
 
 
@@ -98,40 +98,71 @@ class Signals:
 
     def as_details(self) -> dict[str, object]:
         """The signals as a flat dict for the decision record."""
-        return {
-            "severity": self.severity,
-            "errors": list(self.errors),
-            "repeated_failure": self.repeated_failure,
-            "tests_passed": self.tests_passed,
-            "compacted": self.compacted,
-            "turn_depth": self.turn_depth,
-            "recent_writes": self.recent_writes,
-            "recent_edits": self.recent_edits,
-            "recent_reads": self.recent_reads,
-            "recent_plans": self.recent_plans,
-            "tool_calls": self.tool_calls,
-            "tool_results": self.tool_results,
-        }
+        return details_of(self)
 
 
-@dataclass(slots=True, frozen=True)
-class Aggregates:
-    """Whole-conversation counts over the first ``count`` messages (they only ever grow, so a
+class Readings(NamedTuple):
+    """The values of :class:`Signals`, same names, same order, as the per-turn path builds them:
+    a tuple costs a fraction of the frozen dataclass, which is only made when a caller (the
+    classifier, :meth:`StageRouter.signals`) wants one (``Signals(*readings)``)."""
+
+    severity: float
+    errors: tuple[str, ...]
+    repeated_failure: bool
+    tests_passed: bool
+    compacted: bool
+    turn_depth: int
+    recent_writes: int
+    recent_edits: int
+    recent_reads: int
+    recent_plans: int
+    tool_calls: int
+    tool_results: int
+
+    @property
+    def recent_production(self) -> int:
+        """Writes plus edits in the window."""
+        return self.recent_writes + self.recent_edits
+
+
+def details_of(sig: Signals | Readings) -> dict[str, object]:
+    """Signals (or their readings) as a flat dict for the decision record."""
+    return {
+        "severity": sig.severity,
+        "errors": list(sig.errors),
+        "repeated_failure": sig.repeated_failure,
+        "tests_passed": sig.tests_passed,
+        "compacted": sig.compacted,
+        "turn_depth": sig.turn_depth,
+        "recent_writes": sig.recent_writes,
+        "recent_edits": sig.recent_edits,
+        "recent_reads": sig.recent_reads,
+        "recent_plans": sig.recent_plans,
+        "tool_calls": sig.tool_calls,
+        "tool_results": sig.tool_results,
+    }
+
+
+class Aggregates(NamedTuple):
+    """Whole-conversation counts over the first ``covered`` messages (they only ever grow, so a
     session's next request can start from them).
 
     Attributes:
-        count: Messages covered.
+        covered: Messages covered.
         depth: Turn depth so far.
         compacted: A compaction marker was seen.
         tool_calls: Tool calls so far.
         tool_results: Tool results so far.
     """
 
-    count: int = 0
+    covered: int = 0
     depth: int = 0
     compacted: bool = False
     tool_calls: int = 0
     tool_results: int = 0
+
+
+_NOTHING_YET = Aggregates()
 
 
 def extract(
@@ -162,79 +193,106 @@ def extract_from(
     profile: Profile = DEFAULT_PROFILE,
 ) -> tuple[Signals, Aggregates]:
     """Like :func:`extract`, continuing the whole-conversation counts from ``prefix`` (the
-    aggregates of ``messages[:prefix.count]``, known to be unchanged); also returns the new ones.
+    aggregates of ``messages[:prefix.covered]``, known to be unchanged); also returns the new ones.
     """
+    readings, agg = read_from(messages, prefix, window=window, semantics=semantics, profile=profile)
+    return Signals(*readings), agg
+
+
+def read_from(
+    messages: Sequence[Message],
+    prefix: Aggregates | None,
+    *,
+    window: int = 3,
+    semantics: Mapping[str, ToolKind] | None = None,
+    profile: Profile = DEFAULT_PROFILE,
+) -> tuple[Readings, Aggregates]:
+    """:func:`extract_from` with the signals as :class:`Readings` (the router's per-turn path)."""
     calls, results = _tail(messages, max(1, window))
-    agg = _aggregate(messages, profile, prefix or Aggregates())
+    agg = _aggregate(messages, profile, prefix or _NOTHING_YET)
     severity, errors, repeated, passed = _read_results(results, profile)
     writes = edits = reads = plans = 0
+    search_tools = profile.search_tools
     for call in calls:
-        kind = classify_call(call, semantics, search_tools=profile.search_tools)
-        if kind is ToolKind.WRITE:
-            writes += 1
+        kind = classify_call(call, semantics, search_tools=search_tools)
+        if kind is ToolKind.READ:
+            reads += 1
         elif kind is ToolKind.EDIT:
             edits += 1
-        elif kind is ToolKind.READ:
-            reads += 1
+        elif kind is ToolKind.WRITE:
+            writes += 1
         elif kind is ToolKind.PLAN:
             plans += 1
-    signals = Signals(
-        severity=severity,
-        errors=errors,
-        repeated_failure=repeated,
-        tests_passed=passed,
-        compacted=agg.compacted,
-        turn_depth=agg.depth,
-        recent_writes=writes,
-        recent_edits=edits,
-        recent_reads=reads,
-        recent_plans=plans,
-        tool_calls=agg.tool_calls,
-        tool_results=agg.tool_results,
+    _, depth, compacted, n_calls, n_results = agg
+    readings = Readings(
+        severity, errors, repeated, passed, compacted, depth, writes, edits, reads, plans, n_calls, n_results
     )
-    return signals, agg
+    return readings, agg
 
 
 def _tail(messages: Sequence[Message], window: int) -> tuple[list[ToolCallPart], list[ToolResultPart]]:
     """The newest ``window`` tool calls and non-empty (or failed) tool results, newest first."""
     calls: list[ToolCallPart] = []
     results: list[ToolResultPart] = []
-    i = len(messages)
-    while i and (len(calls) < window or len(results) < window):
-        i -= 1
-        msg = messages[i]
-        if msg.role in _INSTRUCTION_ROLES:
+    need_calls = need_results = window
+    for msg in reversed(messages):
+        role = msg.role
+        if role == "system" or role == "developer":
             continue
-        for part in reversed(msg.content):
+        content = msg.content
+        for part in content if len(content) == 1 else reversed(content):
             if type(part) is ToolResultPart:
-                if len(results) < window and (part.is_error or _has_text(part)):
+                if need_results and (part.is_error or _has_text(part)):
                     results.append(part)
-            elif type(part) is ToolCallPart and len(calls) < window:
+                    need_results -= 1
+            elif need_calls and type(part) is ToolCallPart:
                 calls.append(part)
+                need_calls -= 1
+        if not (need_calls or need_results):
+            break
     return calls, results
 
 
 def _aggregate(messages: Sequence[Message], profile: Profile, start: Aggregates) -> Aggregates:
     """Turn depth, compaction and totals over the whole conversation, from ``start`` on."""
-    depth, compacted, n_calls, n_results = start.depth, start.compacted, start.tool_calls, start.tool_results
+    _, depth, compacted, n_calls, n_results = start
     chat_depth = profile.chat_equivalent_depth
     assistant_text = not profile.compaction_in_user_text_only
-    for i in range(start.count, len(messages)):
+    for i in range(start.covered, len(messages)):
         msg = messages[i]
         role = msg.role
         if role == "system" or role == "developer":
             continue
+        content = msg.content
+        if len(content) < 2:
+            # Most messages hold one part (or none): one unit of depth in either counting.
+            depth += 1
+            if content:
+                part = content[0]
+                cls = type(part)
+                if cls is ToolResultPart:
+                    n_results += 1
+                elif cls is ToolCallPart:
+                    n_calls += 1
+                elif (
+                    type(part) is TextPart
+                    and not compacted
+                    and (assistant_text or role == "user")
+                    and _has_marker(part.text)
+                ):
+                    compacted = True
+            continue
         scan = not compacted and (assistant_text or role == "user")
         in_msg = others = 0
-        for part in msg.content:
-            cls = part.__class__
+        for part in content:
+            cls = type(part)
             if cls is ToolResultPart:
                 in_msg += 1
             else:
                 others += 1
                 if cls is ToolCallPart:
                     n_calls += 1
-                elif scan and cls is TextPart and _has_marker(part.text):  # type: ignore[union-attr]
+                elif scan and type(part) is TextPart and _has_marker(part.text):
                     compacted = True
                     scan = False
         n_results += in_msg
@@ -246,31 +304,48 @@ def _read_results(results: list[ToolResultPart], profile: Profile) -> tuple[floa
     """``(severity, error names, repeated failure, tests passed)`` of the recent results."""
     severity = 0.0
     errors: list[str] = []
-    seen: set[str] = set()
-    repeated = False
+    hard: list[tuple[ResultInfo, str, tuple[str, ...] | None]] = []
     latest_pass = latest_failure = -1
-    for k, result in enumerate(reversed(results)):
+    tool_errors, failing_tests = profile.tool_errors, profile.failing_tests
+    k = 0
+    for result in reversed(results):
         content = result.content
-        if len(content) == 1 and type(content[0]) is TextPart:
-            text = content[0].text
+        only = content[0] if len(content) == 1 else None
+        if isinstance(only, TextPart):
+            text = only.text
         else:
-            text = "\n".join(c.text for c in content if type(c) is TextPart)
-        info = analyse_result(text, profile.tool_errors, profile.failing_tests)
-        level, names, fingerprint = info.level, info.names, info.fingerprint
-        if result.is_error and level < t.HARD:
+            text = "\n".join(c.text for c in content if isinstance(c, TextPart))
+        info = analyse_result(text, tool_errors, failing_tests)
+        level, names = info.level, info.names
+        if level >= t.HARD:
+            hard.append((info, text, None))
+        elif result.is_error:
             level, names = t.HARD, (*names, "tool_error_flag")
-            fingerprint = failure_fingerprint(text.lower(), names)
-        severity = max(severity, level)
-        if fingerprint is not None:
-            repeated = repeated or fingerprint in seen
-            seen.add(fingerprint)
-        errors.extend(n for n in names if n not in errors)
+            hard.append((info, text, names))
+        if level > severity:
+            severity = level
+        for name in names:
+            if name not in errors:
+                errors.append(name)
         if level > 0:
             latest_failure = k
-        if info.clean_pass:
+        elif info.clean_pass:
+            # Only a result without a failure can be a pass newer than the latest failure.
             latest_pass = k
+        k += 1
+    # The same hard failure twice in the window; fingerprints are only needed for two or more.
+    repeated = len(hard) > 1 and len({_fingerprint_of(*entry) for entry in hard}) < len(hard)
     # A test run passed after the latest failure in the window.
     return severity, tuple(errors), repeated, latest_pass > latest_failure
+
+
+def _fingerprint_of(info: ResultInfo, text: str, flagged: tuple[str, ...] | None) -> str:
+    """The failure fingerprint of a hard result (``flagged``: the names of one the tool flagged)."""
+    if flagged is not None:
+        return failure_fingerprint(text.lower(), flagged)
+    fingerprint = info.fingerprint
+    assert fingerprint is not None  # a hard level always has one
+    return fingerprint
 
 
 def classify_call(
@@ -298,8 +373,8 @@ def _has_text(result: ToolResultPart) -> bool:
     content = result.content
     if len(content) == 1:
         only = content[0]
-        return type(only) is TextPart and bool(only.text)
-    return any(type(c) is TextPart and c.text for c in content)
+        return isinstance(only, TextPart) and only.text != ""
+    return any(isinstance(c, TextPart) and c.text for c in content)
 
 
 def _has_marker(text: str) -> bool:
