@@ -39,6 +39,10 @@ from switchyard.state.memory import MemoryStore
 from switchyard.wire import codec
 
 BUDGET_US = 100.0
+BUDGET_VARIANTS = ("default", "compat: nvidia")
+"""The rows the budget applies to: a running agent loop (not the first sight of a conversation)
+with the router as shipped and in NVIDIA-compatible mode. The other rows (cold, 4 kB tool results,
+hold + notes + prompt) are printed for information; docs/stage-router.md discusses them."""
 
 VARIANTS: dict[str, dict[str, Any]] = {
     "default": {},
@@ -140,6 +144,7 @@ def main() -> int:
     print(head)
     print("-" * len(head))
     worst_cpu = worst_wall = 0.0
+    budget_rows: list[tuple[str, float]] = []
     for label, pad in (("as generated", 0), ("tool results >= 4 kB", 4000)):
         body = {"model": "bench", "messages": long_session(args.messages, result_chars=pad)}
         request = codec("openai_chat").decode_request(body)
@@ -156,18 +161,26 @@ def main() -> int:
                 wall, cpu = asyncio.run(_time_route(router, request, args.iterations, mode))
                 worst_cpu = max(worst_cpu, _pct(cpu, 0.99))
                 worst_wall = max(worst_wall, _pct(wall, 0.99))
+                if pad == 0 and mode != "cold" and name in BUDGET_VARIANTS:
+                    budget_rows.append((f"{name}, {mode}", _pct(cpu, 0.99)))
                 print(
                     f"{conv:<30} {name:<22} {mode:<11} {_pct(wall, 0.5):8.1f} {_pct(wall, 0.99):8.1f} "
                     f"{_pct(cpu, 0.5):8.1f} {_pct(cpu, 0.99):8.1f}"
                 )
     # The VM's speed drifts while the rows run (other jobs share it): the reference again, to compare.
     print(f"CPU speed reference after the rows: 1M empty loop iterations take {_loop_ms():.1f} ms of CPU")
-    print(f"worst p99: cpu {worst_cpu:.1f} µs, wall {worst_wall:.1f} µs; budget {BUDGET_US:.0f} µs")
+    print(f"worst p99 of any row: cpu {worst_cpu:.1f} µs, wall {worst_wall:.1f} µs")
+    over = [(row, p99) for row, p99 in budget_rows if p99 > BUDGET_US]
+    verdict = "met" if not over else "NOT met (" + ", ".join(f"{r}: {p:.0f} µs" for r, p in over) + ")"
+    print(
+        f"budget: p99 <= {BUDGET_US:.0f} µs CPU for the steady state of the 200-message conversation "
+        f"({', '.join(BUDGET_VARIANTS)}; session and no-session): {verdict}"
+    )
     print(
         "command: .venv/bin/python benchmarks/stage_router_latency.py "
         f"--messages {args.messages} --iterations {args.iterations}"
     )
-    return 0 if worst_cpu <= BUDGET_US else 1
+    return 0 if not over else 1
 
 
 if __name__ == "__main__":
