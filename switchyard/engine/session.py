@@ -51,8 +51,9 @@ def identify(headers: Mapping[str, str], request: ChatRequest, *, hash_fallback:
     """Resolves who is calling.
 
     Order: ``x-switchyard-session-id``, ``x-claude-code-session-id``, ``x-session-id``, Codex turn
-    metadata (``session_id``), ``session-id``; then the body's ``metadata.session_id`` and
-    ``user``; then, when ``hash_fallback`` is on, a hash of the first user message.
+    metadata (``session_id``), ``session-id``; then the body's ``metadata.session_id``,
+    ``prompt_cache_key`` (OpenAI's per-conversation cache key, which Codex sends) and ``user``;
+    then, when ``hash_fallback`` is on, a hash of the first user message.
 
     Args:
         headers: Caller headers with lower-case names.
@@ -68,6 +69,9 @@ def identify(headers: Mapping[str, str], request: ChatRequest, *, hash_fallback:
     meta = request.metadata or {}
     if session is None and isinstance(meta.get("session_id"), str) and meta["session_id"]:
         session, source = meta["session_id"], "metadata.session_id"
+    cache_key = request.extra.get("prompt_cache_key")
+    if session is None and isinstance(cache_key, str) and cache_key:
+        session, source = cache_key, "prompt_cache_key"
     if session is None and request.user:
         session, source = request.user, "user"
     if session is None and hash_fallback:

@@ -22,7 +22,9 @@ import pytest
 from checklist_support import FORMATS, MODELS, Stack, VllmStack, config, route, running_vllm
 
 import switchyard
-from switchyard.testing import FakeModel, Turn, streams
+from switchyard.api import Switchyard
+from switchyard.server.runner import ServerThread
+from switchyard.testing import FakeModel, FakeUpstream, Turn, serve_fake, streams
 from switchyard.wire import reasoning
 
 RESPONSES_TOOLS = [
@@ -537,9 +539,69 @@ def test_item67_langchain_bind_tools_stream() -> None:
     """Covered at the wire level by the Chat streaming items."""
 
 
-@pytest.mark.skip(reason="item 68 (sticky routing per conversation) is router policy, not translation")
-def test_item68_routing_is_sticky_per_conversation() -> None:
-    """Belongs to the stateful routers."""
+def _sticky_stack() -> Any:
+    """A capability-judged route with ``user_turn`` affinity over a fake upstream with a judge."""
+    from switchyard.testing.judges import capability_brain
+
+    fake = serve_fake(
+        FakeUpstream(
+            [FakeModel("m-weak"), FakeModel("m-strong"), FakeModel("m-judge", brain=capability_brain(lambda v: 0.9))]
+        )
+    )
+    base = f"http://127.0.0.1:{fake.port}/v1"
+    config = {
+        "llm_clients": {"up": {"format": "openai_chat", "base_url": base}},
+        "targets": {
+            "weak": {"client": "up", "model": "m-weak"},
+            "strong": {"client": "up", "model": "m-strong"},
+            "judge": {"client": "up", "model": "m-judge"},
+        },
+        "routes": {
+            "sticky": {
+                "type": "llm_classifier",
+                "classifier_target": "judge",
+                "strong_target": "strong",
+                "weak_target": "weak",
+                "base_threshold": 0.5,
+                "classify_trigger": "user_turn",
+                "message_hash_fallback": True,
+            }
+        },
+    }
+    return fake, Switchyard.from_config(config)
+
+
+@pytest.mark.parametrize("key", ["x-claude-code-session-id", "prompt_cache_key", "first-message hash"])
+def test_item68_routing_is_sticky_per_conversation(key: str) -> None:
+    """Within an open tool loop the decision is reused (no judge call), keyed by the agent's
+    session header, the body's ``prompt_cache_key``, or — with neither — the leading messages."""
+    fake, sy = _sticky_stack()
+    try:
+        with ServerThread(sy) as proxy, openai.OpenAI(base_url=proxy.base_url, api_key="x", max_retries=0) as client:
+            headers = {"x-claude-code-session-id": "cc-1"} if key == "x-claude-code-session-id" else {}
+            body = {"prompt_cache_key": "codex-conv-1"} if key == "prompt_cache_key" else {}
+            tools = [{"type": "function", "function": {"name": "lookup", "parameters": {"type": "object"}}}]
+            messages: list[dict[str, Any]] = [{"role": "user", "content": "Rename the helper, use a tool"}]
+            first = client.chat.completions.with_raw_response.create(
+                model="sticky", messages=messages, tools=tools, extra_headers=headers, extra_body=body
+            )
+            assert first.headers["x-switchyard-decision-source"] == "llm-classifier"
+            call = first.parse().choices[0].message.tool_calls[0]  # type: ignore[index]
+            judged = len(fake.app.bodies("m-judge"))
+            for i in range(3):  # the tool loop goes on
+                messages += [
+                    {"role": "assistant", "content": None, "tool_calls": [call.model_dump()]},
+                    {"role": "tool", "tool_call_id": call.id, "content": f"result {i}"},
+                ]
+                nxt = client.chat.completions.with_raw_response.create(
+                    model="sticky", messages=messages, tools=tools, extra_headers=headers, extra_body=body
+                )
+                assert nxt.headers["x-switchyard-decision-source"] == "affinity"
+                assert nxt.headers["x-switchyard-selected-model"] == first.headers["x-switchyard-selected-model"]
+            assert len(fake.app.bodies("m-judge")) == judged, "no judge call inside the open tool loop"
+    finally:
+        sy.close()
+        fake.stop()
 
 
 def test_raw_http_clients_see_anthropic_envelope_on_unknown_messages_paths(stack: Stack) -> None:

@@ -83,3 +83,12 @@ def test_agent_identity_and_key() -> None:
 def test_turn_index_counts_assistant_turns() -> None:
     assert identify({}, REQUEST).turn_index == 1
     assert identify({}, ChatRequest(messages=[Message.of("user", "x")])).turn_index == 0
+
+
+def test_prompt_cache_key_is_a_conversation_key_after_metadata_and_before_user() -> None:
+    body = ChatRequest(messages=[Message.of("user", "x")], user="u-1", extra={"prompt_cache_key": "pck"})
+    info = identify({}, body)
+    assert (info.session_id, info.source) == ("pck", "prompt_cache_key")
+    with_meta = body.model_copy(update={"metadata": {"session_id": "m"}})
+    assert identify({}, with_meta).session_id == "m"
+    assert identify({"x-session-id": "h"}, body).session_id == "h"
