@@ -190,7 +190,15 @@ class Switchyard:
             ``docs/reliability.md``.
         """
         report = await self.engine.health_report(deep=deep)
-        return {"status": report["status"], "routes": self.routes, **report}
+        state = self.state_status()
+        status = "degraded" if state.get("degraded") else report["status"]
+        return {"status": status, "routes": self.routes, **report, "state": state}
+
+    def state_status(self) -> dict[str, Any]:
+        """The session-state backend: ``backend`` and, for Redis, ``degraded`` (serving from this
+        process's own copy because Redis is unreachable) with outage counters."""
+        status = getattr(self._store, "status", None)
+        return status() if callable(status) else {"backend": "memory", "degraded": False}
 
     # -- requests -----------------------------------------------------------------------------
 
@@ -328,6 +336,9 @@ class Switchyard:
         engine = self._engines.pop(loop, None)
         if engine is not None:
             await engine.aclose()
+        closer = getattr(self._store, "aclose", None)
+        if closer is not None:
+            await closer()
 
     def close(self) -> None:
         """Closes everything, including the private loop thread."""
@@ -335,6 +346,9 @@ class Switchyard:
         if thread is not None:
             if thread.loop in self._engines:
                 thread.run(self._engines.pop(thread.loop).aclose())
+            closer = getattr(self._store, "aclose", None)
+            if closer is not None:
+                thread.run(closer())
             thread.stop()
         if self._jsonl is not None:
             self._jsonl.close()

@@ -142,9 +142,25 @@ def build_store(loaded: LoadedConfig) -> StateStore:
         from switchyard.state.memory import MemoryStore
 
         return MemoryStore(max_entries=state.max_entries, default_ttl_s=state.ttl_s)
-    raise ConfigError(
-        [ConfigIssue("state.backend", "the 'redis' backend is not available in this version")], loaded.source
-    )
+    try:
+        from switchyard.state.redis_store import RedisStore
+
+        assert state.url is not None  # the schema requires it for this backend
+        return RedisStore(
+            state.url,
+            prefix=state.prefix,
+            default_ttl_s=state.ttl_s,
+            timeout_s=state.timeout_s,
+            retry_interval_s=state.retry_interval_s,
+            max_entries=state.max_entries,
+        )
+    except ImportError as exc:
+        raise ConfigError(
+            [ConfigIssue("state.backend", "backend 'redis' needs redis-py: pip install 'switchyard-router[redis]'")],
+            loaded.source,
+        ) from exc
+    except ValueError as exc:  # redis-py rejects a malformed URL
+        raise ConfigError([ConfigIssue("state.url", str(exc))], loaded.source) from exc
 
 
 def build_engine(

@@ -254,13 +254,21 @@ class StateConfig(_Strict):
         backend: ``memory`` (one process) or ``redis`` (shared by replicas).
         url: Redis URL for the ``redis`` backend.
         ttl_s: Idle lifetime of a session's state.
-        max_entries: Bound on sessions kept by the ``memory`` backend.
+        max_entries: Bound on sessions kept by the ``memory`` backend (and by the ``redis``
+            backend's per-process copy used while Redis is unreachable).
+        prefix: Namespace of every Redis key (``<prefix><route>:<session>:<slot>``).
+        timeout_s: Longest wait for one Redis operation before the request goes on with this
+            process's own copy of the state (degraded mode, see docs/deployment.md).
+        retry_interval_s: While degraded, how often Redis is pinged to resume.
     """
 
     backend: Literal["memory", "redis"] = "memory"
     url: str | None = None
     ttl_s: PositiveFloat = 3600.0
     max_entries: PositiveInt = 100_000
+    prefix: str = "switchyard:"
+    timeout_s: PositiveFloat = 0.25
+    retry_interval_s: PositiveFloat = 2.0
 
 
 class SessionConfig(_Strict):

@@ -40,7 +40,7 @@ from switchyard.protocol.errors import (
 )
 from switchyard.protocol.request import ChatRequest
 from switchyard.protocol.response import ChatResponse, Usage
-from switchyard.protocol.session import SessionInfo, StateStore
+from switchyard.protocol.session import SessionInfo, StateStore, Updater
 from switchyard.protocol.stream import (
     MessageStart,
     StreamAccumulator,
@@ -878,6 +878,9 @@ class _KeyedStore:
 
     async def delete(self, key: str) -> None:
         await self._inner.delete(f"{self._key}:{key}")
+
+    async def update(self, key: str, fn: Updater, *, ttl_s: float | None = None) -> dict[str, Any] | None:
+        return await self._inner.update(f"{self._key}:{key}", fn, ttl_s=ttl_s)
 
 
 class _NoBackend:
