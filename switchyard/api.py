@@ -192,7 +192,7 @@ class Switchyard:
         report = await self.engine.health_report(deep=deep)
         state = self.state_status()
         status = "degraded" if state.get("degraded") else report["status"]
-        return {"status": status, "routes": self.routes, **report, "state": state}
+        return {**report, "status": status, "routes": self.routes, "state": state}
 
     def state_status(self) -> dict[str, Any]:
         """The session-state backend: ``backend`` and, for Redis, ``degraded`` (serving from this
