@@ -43,10 +43,10 @@ class Replica:
         self.url = f"http://127.0.0.1:{self.port}"
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
         self.log = workdir / f"{name}.log"
+        args = [sys.executable, "-m", "switchyard", "serve", "-c", str(config), "--port", str(self.port)]
         with self.log.open("wb") as log:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "switchyard", "serve", "-c", str(config), "--port", str(self.port)]
-                + ["--log-level", "warning"],
+                [*args, "--log-level", "warning"],
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 env=env,
