@@ -28,6 +28,7 @@ from switchyard.config.build import (
 from switchyard.config.build import target_infos as _target_infos
 from switchyard.config.discovery import probe_context_windows
 from switchyard.config.load import LoadedConfig, load_config
+from switchyard.engine.accounting import UsdLedger
 from switchyard.engine.core import Completion, Engine, EventStream, Route
 from switchyard.engine.health import Health
 from switchyard.engine.records import DecisionRecord, DecisionSink, JsonlSink
@@ -94,6 +95,8 @@ class Switchyard:
     def __init__(self, loaded: LoadedConfig, *, decision_log: str | None = None) -> None:
         self.loaded = loaded
         self._callbacks: list[DecisionSink] = []
+        self.ledger = UsdLedger()
+        """Live USD totals per route and per session (``GET /v1/stats`` → ``usd``)."""
         self._jsonl: JsonlSink | None = decision_log_sink(loaded, decision_log)
         self._store: StateStore = build_store(loaded)
         # Served context windows (probe_context_window targets) before routers see TargetInfo.
@@ -123,7 +126,7 @@ class Switchyard:
     # -- engines ----------------------------------------------------------------------------
 
     def _sinks(self) -> list[DecisionSink]:
-        sinks: list[DecisionSink] = [self._dispatch_record]
+        sinks: list[DecisionSink] = [self.ledger, self._dispatch_record]
         if self._jsonl is not None:
             sinks.append(self._jsonl)
         return sinks
@@ -314,7 +317,8 @@ class Switchyard:
                 )
             return await self.engine.handle(fmt, body, headers)
         if sub == "/stats" and method == "GET":
-            return Reply(200, {"content-type": "application/json"}, body=dumps({"reliability": self.stats()}))
+            stats = {"reliability": self.stats(), "usd": self.ledger.snapshot(), "state": self.state_status()}
+            return Reply(200, {"content-type": "application/json"}, body=dumps(stats))
         if sub == "/models" and method == "GET":
             data = {"object": "list", "data": describe_routes(self.engine)}
             return Reply(200, {"content-type": "application/json"}, body=dumps(data))

@@ -13,6 +13,7 @@ from typing import Any
 from switchyard.clients.retry import RetryPolicy
 from switchyard.config.load import ConfigError, ConfigIssue, LoadedConfig
 from switchyard.config.schema import LlmClientConfig
+from switchyard.engine.accounting import Pricing, RouteTiers
 from switchyard.engine.core import Engine, Route, Target
 from switchyard.engine.fallback import Reliability
 from switchyard.engine.health import BreakerPolicy, Health, HealthCheckPolicy
@@ -135,6 +136,34 @@ def build_routes(loaded: LoadedConfig, infos: Mapping[str, TargetInfo]) -> dict[
     return routes
 
 
+def build_pricing(loaded: LoadedConfig) -> Pricing:
+    """The record enricher for USD accounting (tiers, feature cost, always-capable baseline)."""
+    cfg = loaded.config
+    tiers: dict[str, RouteTiers] = {}
+    for name, spec in loaded.routes.items():
+        found = spec.tiers()
+        if found is not None:
+            capable, efficient = found["capable"], found["efficient"]
+        else:  # routes that name their tiers ``capable``/``efficient`` (stage_router) but declare none
+            capable, efficient = (
+                _target_field(spec, "capable", cfg.targets),
+                _target_field(spec, "efficient", cfg.targets),
+            )
+        tiers[name] = RouteTiers(capable=cfg.accounting.baseline.get(name, capable), efficient=efficient)
+    price = cfg.accounting.feature_extraction
+    return Pricing(
+        tiers=tiers,
+        prices={name: t.price for name, t in cfg.targets.items()},
+        feature_usd_per_call=price.usd_per_call,
+        feature_usd_per_second=price.usd_per_second,
+    )
+
+
+def _target_field(spec: object, field: str, targets: Mapping[str, object]) -> str | None:
+    value = getattr(spec, field, None)
+    return value if isinstance(value, str) and value in targets else None
+
+
 def build_store(loaded: LoadedConfig) -> StateStore:
     """The session store the config asks for."""
     state = loaded.config.state
@@ -234,7 +263,7 @@ def build_engine(
         built,
         targets,
         store=store if store is not None else build_store(loaded),
-        sinks=[log_sink, *sinks],
+        sinks=[build_pricing(loaded), log_sink, *sinks],
         default_route=cfg.default_route,
         hash_session_fallback=cfg.session.hash_first_message,
         health=health,

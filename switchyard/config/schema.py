@@ -271,6 +271,31 @@ class StateConfig(_Strict):
     retry_interval_s: PositiveFloat = 2.0
 
 
+class FeaturePriceConfig(_Strict):
+    """What a learned router's feature extraction (probe, kNN) costs.
+
+    Attributes:
+        usd_per_call: Per extraction (an embeddings API's price for one request …).
+        usd_per_second: Per second of extraction time (the feature server's hourly cost / 3600).
+    """
+
+    usd_per_call: NonNegativeFloat = 0.0
+    usd_per_second: NonNegativeFloat = 0.0
+
+
+class AccountingConfig(_Strict):
+    """Live USD accounting (``/v1/stats``, metrics, ``switchyard stats``).
+
+    Attributes:
+        feature_extraction: Price of feature extraction (judge calls are priced by their target).
+        baseline: Per route, the target whose price is the "always this model" baseline for
+            savings; routes with two tiers default to their capable target.
+    """
+
+    feature_extraction: FeaturePriceConfig = Field(default_factory=FeaturePriceConfig)
+    baseline: dict[str, str] = Field(default_factory=dict)
+
+
 class SessionConfig(_Strict):
     """How sessions are identified beyond the headers.
 
@@ -292,4 +317,5 @@ class SwitchyardConfig(_Strict):
     default_route: str | None = None
     state: StateConfig = Field(default_factory=StateConfig)
     session: SessionConfig = Field(default_factory=SessionConfig)
+    accounting: AccountingConfig = Field(default_factory=AccountingConfig)
     decision_log: str | None = None
