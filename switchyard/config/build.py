@@ -142,6 +142,8 @@ def build_pricing(loaded: LoadedConfig) -> Pricing:
     tiers: dict[str, RouteTiers] = {}
     for name, spec in loaded.routes.items():
         found = spec.tiers()
+        capable: str | None
+        efficient: str | None
         if found is not None:
             capable, efficient = found["capable"], found["efficient"]
         else:  # routes that name their tiers ``capable``/``efficient`` (stage_router) but declare none
