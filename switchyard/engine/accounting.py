@@ -177,3 +177,51 @@ class UsdLedger:
 
 def _usd(value: float) -> float:
     return 0.0 if math.isclose(value, 0.0, abs_tol=5e-10) else round(value, 9)
+
+
+def record_from_log(obj: Mapping[str, Any]) -> DecisionRecord:
+    """The accounting fields of one decision-log line (a :meth:`DecisionRecord.to_json` object).
+
+    Fields missing from older logs keep their defaults; wrongly typed ones raise ``ValueError``
+    naming the field.
+    """
+
+    def number(name: str, source: Mapping[str, Any] = obj) -> float:
+        value = source.get(name, 0) or 0
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ValueError(f"{name!r} must be a number, got {value!r}")
+        return float(value)
+
+    def text(name: str) -> str | None:
+        value = obj.get(name)
+        if value is not None and not isinstance(value, str):
+            raise ValueError(f"{name!r} must be a string, got {value!r}")
+        return value
+
+    route = text("route")
+    if route is None:
+        raise ValueError("'route' is missing")
+    router_cost = obj.get("router_cost") or {}
+    if not isinstance(router_cost, Mapping):
+        raise ValueError(f"'router_cost' must be an object, got {router_cost!r}")
+    details = obj.get("details") or {}
+    baseline = obj.get("baseline_cost_usd")
+    record = DecisionRecord(
+        request_id=text("request_id") or "",
+        route=route,
+        router=text("router") or "",
+        session_id=text("session_id"),
+        source=text("source") or "",
+        selected=text("selected"),
+        status=int(number("status")) if "status" in obj else 200,
+        cost_usd=number("cost_usd"),
+        feature_cost_usd=number("feature_cost_usd"),
+        baseline_cost_usd=None if baseline is None else number("baseline_cost_usd"),
+        tier=text("tier"),
+        details=dict(details) if isinstance(details, Mapping) else {},
+    )
+    for key in ("input_tokens", "output_tokens", "cache_read_tokens", "cache_creation_tokens"):
+        setattr(record, key, int(number(key)))
+    record.router_cost.calls = int(number("calls", router_cost))
+    record.router_cost.cost_usd = number("cost_usd", router_cost)
+    return record
