@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 from switchyard.config.build import (
     build_engine,
     build_routes,
+    build_span_sink,
     build_store,
     decision_log_sink,
     describe_routes,
@@ -97,6 +98,7 @@ class Switchyard:
         self._callbacks: list[DecisionSink] = []
         self.ledger = UsdLedger()
         """Live USD totals per route and per session (``GET /v1/stats`` → ``usd``)."""
+        self._spans = build_span_sink(loaded)
         self._jsonl: JsonlSink | None = decision_log_sink(loaded, decision_log)
         self._store: StateStore = build_store(loaded)
         # Served context windows (probe_context_window targets) before routers see TargetInfo.
@@ -127,6 +129,8 @@ class Switchyard:
 
     def _sinks(self) -> list[DecisionSink]:
         sinks: list[DecisionSink] = [self.ledger, self._dispatch_record]
+        if self._spans is not None:
+            sinks.append(self._spans)
         if self._jsonl is not None:
             sinks.append(self._jsonl)
         return sinks

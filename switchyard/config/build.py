@@ -161,6 +161,34 @@ def build_pricing(loaded: LoadedConfig) -> Pricing:
     )
 
 
+def build_span_sink(loaded: LoadedConfig) -> DecisionSink | None:
+    """The OpenTelemetry span sink when ``telemetry.otel`` is on (``None`` otherwise).
+
+    Raises:
+        ConfigError: ``telemetry.otel`` is on but opentelemetry-api is not installed.
+    """
+    cfg = loaded.config
+    if not cfg.telemetry.otel:
+        return None
+    from urllib.parse import urlsplit
+
+    from switchyard.engine.telemetry import SpanSink, TargetMeta, provider_name
+
+    meta: dict[str, TargetMeta] = {}
+    for name, target in cfg.targets.items():
+        client = cfg.llm_clients.get(target.client)
+        fmt = client.format if client is not None else "unknown"
+        host = urlsplit(client.base_url).hostname if client is not None and client.base_url else None
+        meta[name] = TargetMeta(model=target.model, provider=provider_name(fmt), address=host)
+    try:
+        return SpanSink(meta)
+    except ImportError as exc:
+        raise ConfigError(
+            [ConfigIssue("telemetry.otel", "needs OpenTelemetry: pip install 'switchyard-router[otel]'")],
+            loaded.source,
+        ) from exc
+
+
 def _target_field(spec: object, field: str, targets: Mapping[str, object]) -> str | None:
     value = getattr(spec, field, None)
     return value if isinstance(value, str) and value in targets else None

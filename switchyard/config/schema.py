@@ -296,6 +296,17 @@ class AccountingConfig(_Strict):
     baseline: dict[str, str] = Field(default_factory=dict)
 
 
+class TelemetryConfig(_Strict):
+    """Tracing.
+
+    Attributes:
+        otel: Emit OpenTelemetry spans (GenAI semantic conventions) for every request to the
+            global tracer provider; needs the ``otel`` extra. See docs/deployment.md.
+    """
+
+    otel: bool = False
+
+
 class SessionConfig(_Strict):
     """How sessions are identified beyond the headers.
 
@@ -318,4 +329,5 @@ class SwitchyardConfig(_Strict):
     state: StateConfig = Field(default_factory=StateConfig)
     session: SessionConfig = Field(default_factory=SessionConfig)
     accounting: AccountingConfig = Field(default_factory=AccountingConfig)
+    telemetry: TelemetryConfig = Field(default_factory=TelemetryConfig)
     decision_log: str | None = None

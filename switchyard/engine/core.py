@@ -330,6 +330,7 @@ class _RouterCall:
             cost.calls += len(attempts) or 1
             cost.failures += sum(not a.ok for a in attempts) if attempts else 1
             cost.elapsed_ms += (time.perf_counter() - started) * 1000
+            self._record.router_attempts.extend(attempts)  # per-call detail for traces
         elapsed = attempts[-1].elapsed_ms if attempts else (time.perf_counter() - started) * 1000
         usd = target.info.price.cost(response.usage)
         cost.input_tokens += response.usage.input_tokens

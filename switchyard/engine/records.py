@@ -117,6 +117,7 @@ class DecisionRecord:
     reasoning_tokens: int = 0
     cost_usd: float = 0.0
     router_cost: RouterCost = field(default_factory=RouterCost)
+    router_attempts: list[Attempt] = field(default_factory=list)
     feature_cost_usd: float = 0.0
     baseline_cost_usd: float | None = None
     tier: str | None = None
