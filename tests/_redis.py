@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import time
@@ -80,6 +81,16 @@ class RedisServer:
         except OSError:
             return False
 
+    def pause(self) -> None:
+        """Freezes the server (SIGSTOP): connections stay open and nothing answers — a hung Redis."""
+        if self.proc is not None:
+            self.proc.send_signal(signal.SIGSTOP)
+
+    def resume(self) -> None:
+        """Lets a paused server run again (SIGCONT)."""
+        if self.proc is not None:
+            self.proc.send_signal(signal.SIGCONT)
+
     def kill(self) -> None:
         """Kills the server at once (SIGKILL: no goodbye to connected clients); its data is lost."""
         if self.proc is not None:
@@ -90,6 +101,7 @@ class RedisServer:
     def stop(self) -> None:
         """Stops the server (if running)."""
         if self.proc is not None:
+            self.resume()
             self.proc.terminate()
             try:
                 self.proc.wait(timeout=10)

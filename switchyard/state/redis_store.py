@@ -20,8 +20,9 @@ slow or answers an error, the store switches to this process's own copy of the s
 is healthy, so a replica continues from its last view of each session) and says so in
 :meth:`status` (``/health``) and in metrics. The request goes on — a state backend never fails
 a model call. While degraded, a background task pings Redis every ``state.retry_interval_s``;
-when it answers, keys written meanwhile are written back where Redis has no value (``SET NX``:
-a value another replica wrote in the meantime wins) and the store resumes using Redis.
+when it answers, keys changed meanwhile are written back where Redis holds nothing or still
+what this process last saw there (compare-and-set under ``WATCH``: a value another replica wrote
+in the meantime wins) and the store resumes using Redis.
 """
 
 from __future__ import annotations
@@ -91,7 +92,7 @@ class RedisStore:
             weakref.WeakKeyDictionary()
         )
         self._reconnect: asyncio.Task[None] | None = None
-        self._dirty: set[str] = set()
+        self._dirty: dict[str, dict[str, Any] | None] = {}
         self.degraded_since: float | None = None
         self.last_error: str | None = None
         self.outages = 0
@@ -136,27 +137,32 @@ class RedisStore:
         return await self.local.get(key)
 
     async def set(self, key: str, value: dict[str, Any], *, ttl_s: float | None = None) -> None:
-        await self.local.set(key, value, ttl_s=ttl_s)
         client = self._client()
         if client is not None:
             try:
                 await asyncio.wait_for(
                     client.set(self.prefix + key, orjson.dumps(value), px=self._px(ttl_s)), self.timeout_s
                 )
-                return
             except Exception as exc:
                 self._degrade(exc)
-        self._mark_dirty(key)
+            else:
+                await self.local.set(key, value, ttl_s=ttl_s)
+                return
+        await self._mark_dirty(key)
+        await self.local.set(key, value, ttl_s=ttl_s)
 
     async def delete(self, key: str) -> None:
-        await self.local.delete(key)
-        self._dirty.discard(key)
         client = self._client()
         if client is not None:
             try:
                 await asyncio.wait_for(client.delete(self.prefix + key), self.timeout_s)
             except Exception as exc:
                 self._degrade(exc)
+            else:
+                await self.local.delete(key)
+                return
+        await self._mark_dirty(key)
+        await self.local.delete(key)
 
     async def update(self, key: str, fn: Updater, *, ttl_s: float | None = None) -> dict[str, Any] | None:
         async with self._lock(key):
@@ -172,9 +178,8 @@ class RedisStore:
                     else:
                         await self.local.set(key, new, ttl_s=ttl_s)
                     return new
-            new = await self.local.update(key, fn, ttl_s=ttl_s)
-            self._mark_dirty(key)
-            return new
+            await self._mark_dirty(key)
+            return await self.local.update(key, fn, ttl_s=ttl_s)
 
     async def aclose(self) -> None:
         """Closes the current loop's client (and stops a reconnect task of this loop)."""
@@ -270,9 +275,11 @@ class RedisStore:
         with contextlib.suppress(RuntimeError):
             self._ensure_reconnect(asyncio.get_running_loop())
 
-    def _mark_dirty(self, key: str) -> None:
-        if len(self._dirty) < _MAX_DIRTY:
-            self._dirty.add(key)
+    async def _mark_dirty(self, key: str) -> None:
+        """Remembers, before its first change while degraded, the value ``key`` had in Redis as
+        far as this process knows (its copy mirrors Redis while Redis is healthy)."""
+        if key not in self._dirty and len(self._dirty) < _MAX_DIRTY:
+            self._dirty[key] = await self.local.get(key)
 
     def _ensure_reconnect(self, loop: asyncio.AbstractEventLoop) -> None:
         task = self._reconnect
@@ -306,18 +313,34 @@ class RedisStore:
             self.degraded_since = None
 
     async def _write_back(self, client: Redis) -> None:
-        """Writes keys changed while degraded where Redis has none (a replica's newer value wins)."""
-        dirty, self._dirty = self._dirty, set()
+        """Writes back the keys changed while degraded — each only where Redis holds nothing or
+        still what this process last saw there (compare-and-set), so a value another replica
+        wrote during the outage wins, while a restarted, empty Redis gets this state back."""
+        from redis.exceptions import WatchError
+
+        dirty, self._dirty = self._dirty, {}
         try:
             for key in list(dirty):
+                name = self.prefix + key
                 value = await self.local.get(key)
-                if value is not None:
-                    await asyncio.wait_for(
-                        client.set(self.prefix + key, orjson.dumps(value), px=self._px(None), nx=True), self.timeout_s
-                    )
-                dirty.discard(key)
+                async with client.pipeline(transaction=True) as pipe:
+                    await asyncio.wait_for(pipe.watch(name), self.timeout_s)
+                    current = _decode(await asyncio.wait_for(pipe.get(name), self.timeout_s))
+                    # Redis empty (restarted, or the key expired) or unchanged since we saw it.
+                    if (current is None or current == dirty[key]) and current != value:
+                        pipe.multi()  # type: ignore[no-untyped-call]
+                        if value is None:
+                            pipe.delete(name)
+                        else:
+                            pipe.set(name, orjson.dumps(value), px=self._px(None))
+                        with contextlib.suppress(WatchError):  # written meanwhile: that value wins
+                            await asyncio.wait_for(pipe.execute(), self.timeout_s)
+                    elif current is not None and current != value:
+                        await self.local.set(key, current)  # another replica's value wins here too
+                del dirty[key]
         finally:
-            self._dirty |= dirty
+            for key, base in dirty.items():
+                self._dirty.setdefault(key, base)
 
 
 def _decode(raw: Any) -> dict[str, Any] | None:

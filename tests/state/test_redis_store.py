@@ -112,6 +112,31 @@ async def test_outage_degrades_within_the_bounded_wait_and_resumes(server: Redis
     await store.aclose()
 
 
+async def test_a_hung_redis_costs_one_bounded_wait_then_nothing(server: RedisServer) -> None:
+    store = RedisStore(server.url, timeout_s=0.2, retry_interval_s=0.1)
+    await store.set("k", {"n": 1})
+    server.pause()
+    try:
+        started = time.monotonic()
+        assert await store.update("k", bump) == {"n": 2}
+        assert 0.15 < time.monotonic() - started < 0.6  # the bounded wait, then the local copy
+        assert store.degraded and "Timeout" in str(store.status()["last_error"])
+        started = time.monotonic()
+        assert await store.get("k") == {"n": 2}
+        assert time.monotonic() - started < 0.05  # degraded: Redis is not waited for again
+    finally:
+        server.resume()
+    deadline = time.monotonic() + 5
+    while store.degraded and time.monotonic() < deadline:
+        await asyncio.sleep(0.05)
+    assert not store.degraded
+    # Redis still held what this process saw before the hang, so the change made meanwhile
+    # was written back (compare-and-set) and later updates build on it.
+    assert raw(server).get("switchyard:k") == '{"n":2}'
+    assert await store.update("k", bump) == {"n": 3}
+    await store.aclose()
+
+
 async def test_write_back_never_overwrites_a_newer_value(server: RedisServer) -> None:
     store = RedisStore(server.url, timeout_s=0.3, retry_interval_s=0.1)
     server.kill()
