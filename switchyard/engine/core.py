@@ -445,6 +445,8 @@ class Engine:
             agent_id=session.agent_id,
             turn_index=session.turn_index,
         )
+        if traceparent := headers.get("traceparent"):  # W3C trace context: spans join the caller's trace
+            record.details["traceparent"] = traceparent
         decision = await self._decide(route, request, session, headers, record, limits)
         candidates = route.order(decision.candidates)
         record.candidates = candidates

@@ -24,7 +24,8 @@ engine. Per request:
 Durations are the measured ones. Start times inside the request are laid out from them (calls
 in order, backoff waits between attempts), since the record keeps durations, not timestamps; a
 trace viewer shows the right lengths and order, while sub-millisecond gaps are approximate.
-Spans are emitted when the request ends (for streams: when the stream ends).
+Spans are emitted when the request ends (for streams: when the stream ends). A caller's W3C
+``traceparent`` header makes the request span a child of the caller's span.
 
 Attribute names follow https://opentelemetry.io/docs/specs/semconv/gen-ai/gen-ai-spans/ (span
 name ``{gen_ai.operation.name} {gen_ai.request.model}``; CLIENT kind for calls to a model).
@@ -82,7 +83,11 @@ class SpanSink:
         start = _ns(record.ts)
         end = start + _ns_ms(record.duration_ms)
         root = self._tracer.start_span(
-            f"chat {record.route}", kind=SpanKind.SERVER, start_time=start, attributes=_request_attributes(record)
+            f"chat {record.route}",
+            context=_caller_context(record),
+            kind=SpanKind.SERVER,
+            start_time=start,
+            attributes=_request_attributes(record),
         )
         if record.status >= 400:
             root.set_attribute("error.type", str(record.status))
@@ -161,6 +166,16 @@ class SpanSink:
         end = start + _ns_ms(attempt.elapsed_ms)
         span.end(end_time=end)
         return end
+
+
+def _caller_context(record: DecisionRecord) -> Context | None:
+    """The caller's trace (its W3C ``traceparent`` header), so the request span joins it."""
+    traceparent = record.details.get("traceparent")
+    if not isinstance(traceparent, str):
+        return None
+    from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+
+    return TraceContextTextMapPropagator().extract({"traceparent": traceparent})
 
 
 def _request_attributes(record: DecisionRecord) -> dict[str, Any]:

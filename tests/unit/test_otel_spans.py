@@ -35,9 +35,11 @@ def with_spans(config: dict[str, Any], exporter: InMemorySpanExporter) -> Switch
     return sy
 
 
-def ask(sy: Switchyard, route: str, session: str = "s-1") -> int:
+def ask(sy: Switchyard, route: str, session: str = "s-1", **headers: str) -> int:
     body = orjson.dumps({"model": route, "messages": [{"role": "user", "content": "Fix the bug."}]})
-    reply = sy.run_sync(sy.dispatch("POST", "/v1/chat/completions", body, {"x-switchyard-session-id": session}))
+    reply = sy.run_sync(
+        sy.dispatch("POST", "/v1/chat/completions", body, {"x-switchyard-session-id": session, **headers})
+    )
     return reply.status
 
 
@@ -117,3 +119,14 @@ def test_spans_need_the_extra_only_when_asked(upstream: Any, monkeypatch: pytest
     config["telemetry"] = {"otel": True}
     with pytest.raises(ConfigError, match=r"telemetry\.otel.*switchyard-router\[otel\]"):
         Switchyard.from_config(config)
+
+
+def test_the_request_span_joins_the_callers_trace(upstream: Any, exporter: InMemorySpanExporter) -> None:
+    sy = with_spans(skeleton_config(upstream.port), exporter)
+    trace_id, parent_id = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
+    assert ask(sy, "fast", traceparent=f"00-{trace_id}-{parent_id}-01") == 200
+    sy.close()
+    spans = list(exporter.get_finished_spans())
+    root = next(s for s in spans if s.name == "chat fast")
+    assert root.parent is not None and format(root.parent.span_id, "016x") == parent_id
+    assert all(format(s.context.trace_id, "032x") == trace_id for s in spans if s.context is not None)
