@@ -23,6 +23,7 @@ import yaml
 from _configs import skeleton_config
 from _convo import Step, bash, render, tool
 from _redis import RedisServer, free_port
+from prometheus_client.parser import text_string_to_metric_families
 
 from switchyard.testing import FakeModel, FakeUpstream, serve_fake
 from switchyard.testing.judges import capability_brain, escalation_brain
@@ -64,6 +65,14 @@ class Replica:
 
     def health(self) -> dict[str, Any]:
         return dict(httpx.get(f"{self.url}/health", timeout=5).json())
+
+    def degraded_metric(self) -> float:
+        text = httpx.get(f"{self.url}/metrics", timeout=5).text
+        for family in text_string_to_metric_families(text):
+            for sample in family.samples:
+                if sample.name == "switchyard_state_backend_degraded" and sample.labels == {"backend": "redis"}:
+                    return float(sample.value)
+        raise AssertionError("switchyard_state_backend_degraded{backend='redis'} is missing")
 
     def stop(self) -> None:
         self.proc.terminate()
@@ -205,6 +214,7 @@ def test_redis_killed_mid_run_loses_no_request_and_state_resumes(stack: Any) -> 
         for n in range(10):
             chat((a, b)[n % 2], "race", "outage", conversation(1, "Keep going."))
         assert a.health()["state"]["degraded"] is True and a.health()["status"] == "degraded"
+        assert a.degraded_metric() == 1.0
         # A session latched on A during the outage ...
         chat(a, "watched", "during", conversation(0, "ESCALATE-ME"))
         assert said(chat(a, "watched", "during", conversation(1, "ESCALATE-ME"))) == ("escalation", "capable")
@@ -217,6 +227,7 @@ def test_redis_killed_mid_run_loses_no_request_and_state_resumes(stack: Any) -> 
         time.sleep(0.1)
     assert not a.health()["state"]["degraded"] and not b.health()["state"]["degraded"]
     assert a.health()["state"]["outages"] == 1
+    assert a.degraded_metric() == 0.0
     # State resumed: what A changed during the outage was written back, so B sees the latch ...
     assert said(chat(b, "watched", "during", conversation(2, "ESCALATE-ME"))) == ("latched", "capable")
     # ... and new shared state works across replicas again.
