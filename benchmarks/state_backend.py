@@ -4,7 +4,7 @@ Starts its own redis-server on a free port (the binary must be on PATH), then ti
 operations an escalation turn makes (one ``get`` and one atomic ``update``) against
 :class:`~switchyard.state.memory.MemoryStore` and :class:`~switchyard.state.redis_store.RedisStore`
 on 127.0.0.1, sequentially and with many sessions at once, plus the cost of turning one decision
-record into Prometheus samples.
+record into Prometheus samples and into the USD totals.
 
 Run:  PYTHONPATH=$PWD python benchmarks/state_backend.py [--turns 5000]
 Numbers in docs/deployment.md (sizing) came from this command.
@@ -22,8 +22,10 @@ import tempfile
 import time
 from typing import Any
 
+from switchyard.engine.accounting import Pricing, RouteTiers, UsdLedger
 from switchyard.engine.records import Attempt, DecisionRecord
 from switchyard.protocol.session import StateStore
+from switchyard.protocol.targets import Price
 from switchyard.server.metrics import Metrics
 from switchyard.state.memory import MemoryStore
 from switchyard.state.redis_store import RedisStore
@@ -92,6 +94,16 @@ def _metrics(records: int) -> None:
         metrics.observe(record)
         samples.append((time.perf_counter() - t0) * 1e6)
     print(_row("Metrics.observe (one record)", samples))
+    pricing = Pricing(tiers={"agent": RouteTiers("capable", "efficient")}, prices={"capable": Price(input_per_mtok=15)})
+    ledger = UsdLedger()
+    samples = []
+    for n in range(records):
+        record.session_id = f"s{n % 1000}"
+        t0 = time.perf_counter()
+        pricing(record)
+        ledger(record)
+        samples.append((time.perf_counter() - t0) * 1e6)
+    print(_row("Pricing + UsdLedger (one record)", samples))
 
 
 def main() -> None:
