@@ -24,7 +24,7 @@ from switchyard.protocol.features import FeatureExtractor, FeaturesConfig
 from switchyard.protocol.request import ChatRequest
 from switchyard.routers.base import BuildContext, Decision, RouteContext, RouterSpec, Tiers
 from switchyard.routers.learned.checkpoint import Checkpoint, CheckpointError, load
-from switchyard.routers.learned.policy import TaskCache, UtilityPolicy
+from switchyard.routers.learned.policy import Choice, TaskCache, UtilityPolicy
 
 logger = logging.getLogger("switchyard.routers.learned")
 
