@@ -153,12 +153,18 @@ class CascadeSpec(RouterSpec):
     default: str
     calibrate: int | None = Field(default=None, ge=1)
 
-    @field_validator("stages")
+    @field_validator("stages", mode="before")
     @classmethod
-    def _stage_shapes(cls, stages: list[str | dict[str, Any]]) -> list[str | dict[str, Any]]:
+    def _stage_shapes(cls, stages: Any) -> Any:
+        if not isinstance(stages, list):
+            return stages
         for i, stage in enumerate(stages):
             if isinstance(stage, str) and not stage.strip():
                 raise ValueError(f"stages[{i}] is an empty route name")
+            if not isinstance(stage, str | dict):
+                raise ValueError(
+                    f"stages[{i}] must be a route name or an inline router (a mapping with 'type'), got {stage!r}"
+                )
         return stages
 
     # -- composition -----------------------------------------------------------------------
