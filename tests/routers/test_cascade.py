@@ -7,6 +7,7 @@ import dataclasses
 from typing import Any
 
 import pytest
+from _routing_helpers import context, tool_result, user
 
 from switchyard.config.build import build_routes, target_infos
 from switchyard.config.load import ConfigError, load_config
@@ -20,7 +21,6 @@ from switchyard.routers.cascade import CascadeRouter, CascadeSpec, Stage
 from switchyard.routers.stage import StageConfig, StageRouter
 from switchyard.state.memory import MemoryStore
 from switchyard.testing import ScriptedCall
-from _routing_helpers import context, tool_result, user
 
 BASE: dict[str, Any] = {
     "llm_clients": {"local": {"format": "openai_chat", "base_url": "http://127.0.0.1:9/v1"}},
