@@ -367,6 +367,7 @@ def main(argv: list[str] | None = None) -> int:
         our_log = list(upstream.log)
     finally:
         server.shutdown()
+        server.server_close()
     rows = []
     unexplained = 0
     turns = agree = 0

@@ -456,6 +456,7 @@ def main() -> int:
         except subprocess.TimeoutExpired:
             print("agent timed out", file=sys.stderr)
     server.shutdown()
+    server.server_close()
     print(f"recorded {rec.count} request(s); delegated: {rec.delegated}")
     return 0 if rec.delegated else 1
 
