@@ -63,7 +63,9 @@ def set_route_key(text: str, route: str, key: str, value: float) -> str:
         raise YamlEditError(f"routes.{route} is not in the file")
     block = entry[1]
     where = f"routes.{route}"
-    *parents, key = _key_path(key)
+    *parents, last = _key_path(key)
+    assert isinstance(last, str)  # _key_path guarantees it
+    key = last
     for part in parents:
         block, where = _step(block, part, where)
     if not isinstance(block, yaml.MappingNode):
