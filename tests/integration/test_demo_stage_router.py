@@ -8,9 +8,9 @@ import openai
 import pytest
 import yaml
 
+from switchyard import demo
 from switchyard.api import Switchyard
 from switchyard.config.load import load_config
-from switchyard import demo
 from switchyard.demo import CONFIG_TEMPLATE, SCENARIOS, run_session
 from switchyard.demo.agent import models
 from switchyard.engine.records import DecisionRecord
