@@ -213,3 +213,14 @@ def test_eval_hooks_tiers_and_the_calibrated_stage_key() -> None:
     assert other.tiers() is None  # the default is neither tier
     named = _load({"a": {"type": "cascade", "stages": ["c"], "default": "capable", "calibrate": 1}, "c": CLASSIFIER})
     assert named.routes["a"].threshold_key() is None  # calibrate the named route itself
+
+
+def test_compose_example_validates_and_builds() -> None:
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "examples" / "compose.yaml"
+    loaded = load_config(path, env={"ANTHROPIC_API_KEY": "x"})
+    routes = build_routes(loaded, target_infos(loaded))
+    assert {spec.type for spec in loaded.routes.values()} == {"cascade", "advisor"}
+    assert loaded.routes["agent"].subagent_spec() is not None
+    assert set(routes["agent"].targets) == {"capable", "efficient"}
