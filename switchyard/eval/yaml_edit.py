@@ -93,8 +93,13 @@ def set_route_key(text: str, route: str, key: str, value: float) -> str:
     first = block.value[0][0]
     line_start = text.rfind("\n", 0, first.start_mark.index) + 1
     indent = text[line_start : first.start_mark.index]
-    if indent.strip():
+    if indent.strip().replace("-", "").strip():
         raise YamlEditError(f"routes.{route}: its first key does not start a line")
+    if indent.strip():
+        # A mapping that is a block sequence item ("- type: ..."): the new key takes the dash's
+        # line, the old first key moves to the next line at the mapping's indentation.
+        start = first.start_mark.index
+        return text[:line_start] + f"{indent}{key}: {number}\n" + " " * len(indent) + text[start:]
     return text[:line_start] + f"{indent}{key}: {number}\n" + text[line_start:]
 
 
