@@ -22,7 +22,8 @@ from switchyard.protocol.call import ModelBackend
 from switchyard.protocol.features import FeatureError, FeatureExtractor
 from switchyard.protocol.session import StateStore
 from switchyard.protocol.targets import TargetInfo
-from switchyard.routers.base import BuildContext
+from switchyard.routers.base import BuildContext, Router
+from switchyard.routers.subagent import build_router
 from switchyard.wire import available_formats
 
 BackendFactory = Callable[[str, LlmClientConfig, "str | None"], ModelBackend]
@@ -110,26 +111,37 @@ def _feature_factory(config: Any, config_dir: str | None) -> FeatureExtractor:
 
 
 def build_routes(loaded: LoadedConfig, infos: Mapping[str, TargetInfo]) -> dict[str, Route]:
-    """Builds every route's router."""
+    """Builds every route's router (each once, also when a cascade stage names it)."""
+    built: dict[str, Router] = {}
+
+    def router_of(name: str) -> Router:
+        if name not in built:
+            spec = loaded.routes[name]
+            ctx = BuildContext(
+                route=name,
+                targets=infos,
+                config_dir=str(loaded.base_dir),
+                features=_feature_factory,
+                router_of=router_of,
+            )
+            try:
+                built[name] = build_router(spec, ctx)
+            except (ValueError, OSError, FeatureError) as exc:
+                raise ConfigError([ConfigIssue(f"routes.{name}", str(exc))], loaded.source) from exc
+        return built[name]
+
     routes: dict[str, Route] = {}
     for name, spec in loaded.routes.items():
-        try:
-            router = spec.build(
-                BuildContext(route=name, targets=infos, config_dir=str(loaded.base_dir), features=_feature_factory)
-            )
-        except (ValueError, OSError, FeatureError) as exc:
-            raise ConfigError([ConfigIssue(f"routes.{name}", str(exc))], loaded.source) from exc
-        own = tuple(dict.fromkeys(t for _, t in spec.target_refs()))
         routes[name] = Route(
             name=name,
             kind=spec.type,
-            router=router,
-            targets=own,
+            router=router_of(name),
+            targets=tuple(spec.routable_targets()),
             fallbacks=tuple(spec.fallbacks),
             aliases=tuple(spec.aliases),
             description=spec.description,
             context_window=spec.context_window,
-            stateful=spec.keeps_state(),
+            stateful=spec.keeps_state() or any(s.keeps_state() for s in [spec.subagent_spec()] if s is not None),
             hash_session_fallback=spec.hashes_first_message(),
             fallback_on_auth_error=spec.fallback_on_auth_error,
         )

@@ -20,6 +20,11 @@ class SessionInfo:
         parent_agent_id: Id of the agent that spawned this one.
         source: Where ``session_id`` came from (a header name, ``user``, ``metadata``, ``hash``).
         turn_index: Number of assistant turns already in the conversation.
+        agent_kind: The harness's name for the kind of (sub-)agent (Codex ``collab_spawn``,
+            ``review``, ``compact`` …), when it sends one.
+        delegated: Whether this call is delegated work of a sub-agent (routes with a
+            ``subagents`` policy send it there).
+        delegation: What told us it is (or is not) delegated: a header name or metadata field.
     """
 
     session_id: str | None = None
@@ -27,12 +32,21 @@ class SessionInfo:
     parent_agent_id: str | None = None
     source: str | None = None
     turn_index: int = 0
+    agent_kind: str | None = None
+    delegated: bool = False
+    delegation: str | None = None
 
     @property
     def key(self) -> str | None:
-        """State key: the session, narrowed to the agent for sub-agents."""
+        """State key: the session, narrowed to the agent for sub-agents.
+
+        A delegated call without an agent id of its own shares one ``subagent`` slot per
+        session rather than the parent's state.
+        """
         if self.session_id is None:
             return None
+        if self.delegated:
+            return f"{self.session_id}/{self.agent_id or 'subagent'}"
         if self.agent_id and self.parent_agent_id:
             return f"{self.session_id}/{self.agent_id}"
         return self.session_id

@@ -73,6 +73,8 @@ class Affinity:
             score=float(score) if isinstance(score, int | float) else None,
             reason=f"kept {state['target']!r} from turn {state.get('turn', '?')} ({state.get('source', '?')})",
             details={"affinity": {"from_turn": state.get("turn"), "from_source": state.get("source")}},
+            # A kept fail-open assignment is still no verdict: inside a cascade it abstains.
+            abstained=provisional,
         )
 
     async def remember(self, ctx: RouteContext, decision: Decision) -> None:
@@ -83,7 +85,7 @@ class Affinity:
             "target": decision.candidates[0],
             "source": decision.source,
             "turn": ctx.session.turn_index,
-            "provisional": decision.source == "fail_open",
+            "provisional": decision.source == "fail_open" or decision.abstained,
         }
         if decision.score is not None:
             state["score"] = decision.score

@@ -215,6 +215,9 @@ class StageRouter:
             confidence=outcome.confidence,
             reason=outcome.reason,
             details=details,
+            # No decisive signal and no classifier verdict: the picker's default is no decision
+            # of this router's own (a cascade asks its next stage).
+            abstained=outcome.source == "fall_open",
         )
 
     async def _resolve_ambiguous(
