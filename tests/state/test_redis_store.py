@@ -154,3 +154,40 @@ async def test_write_back_never_overwrites_a_newer_value(server: RedisServer) ->
 def test_bad_url_fails_at_build_time() -> None:
     with pytest.raises(ValueError):
         RedisStore("http://localhost:6379")
+
+
+def test_two_in_process_routers_share_a_latch_through_the_sync_api(server: RedisServer) -> None:
+    # The sync API runs its own event loop thread: the store keeps one client per loop.
+    import orjson
+    from _configs import skeleton_config
+
+    from switchyard.api import Switchyard
+    from switchyard.testing import FakeModel, FakeUpstream, serve_fake
+    from switchyard.testing.judges import escalation_brain
+
+    fake = serve_fake(FakeUpstream([FakeModel("fake-judge", brain=escalation_brain(lambda view: True))]))
+    config = skeleton_config(fake.port)
+    config["targets"]["judge"] = {"client": "local", "model": "fake-judge"}
+    config["routes"]["watched"] = {
+        "type": "llm_classifier",
+        "mode": "escalation",
+        "confirmations": 1,
+        "classifier_target": "judge",
+        "strong_target": "capable",
+        "weak_target": "efficient",
+    }
+    config["state"] = {"backend": "redis", "url": server.url, "timeout_s": 1.0}
+    first, second = Switchyard.from_config(config), Switchyard.from_config(config)
+    try:
+        body = orjson.dumps({"model": "watched", "messages": [{"role": "user", "content": "go"}]})
+        headers = {"x-switchyard-session-id": "sync"}
+        one = first.run_sync(first.dispatch("POST", "/v1/chat/completions", body, headers))
+        assert one.headers["x-switchyard-selected-model"] == "capable"  # latched at once
+        two = second.run_sync(second.dispatch("POST", "/v1/chat/completions", body, headers))
+        assert two.headers["x-switchyard-decision-source"] == "latched"
+        assert first.state_status()["degraded"] is False
+    finally:
+        first.close()
+        second.close()
+        fake.stop()
+    assert raw(server).exists("switchyard:watched:sync:escalation") == 1
