@@ -298,7 +298,15 @@ class RedisStore:
             client = self._new_client()
             try:
                 await asyncio.wait_for(client.ping(), self.timeout_s)
-                await self._write_back(client)
+                # Requests keep using the local copy while this runs; repeat for the keys they
+                # changed meanwhile, so none is left behind when shared state resumes below
+                # (no await between the last check and the switch).
+                for _ in range(10):
+                    await self._write_back(client)
+                    if not self._dirty:
+                        break
+                if self._dirty:
+                    raise RuntimeError("state kept changing during the write-back")
             except Exception as exc:
                 self.last_error = f"{type(exc).__name__}: {exc}"[:300]
                 with contextlib.suppress(Exception):
