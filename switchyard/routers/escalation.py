@@ -248,11 +248,8 @@ class EscalationRouter:
             decision.details["judge_failure"] = failure.reason
             return decision
         hand_back = bool(verdict["hand_back"])
-        recovered = False
 
         def reviewed(current: EscalationState) -> None:
-            nonlocal recovered
-            recovered = False
             if not current.latched:
                 return  # another turn already de-latched the session
             current.hand_back_streak = current.hand_back_streak + 1 if hand_back else 0
@@ -261,7 +258,6 @@ class EscalationRouter:
                 current.streak = current.hand_back_streak = 0
                 current.recoveries += 1
                 current.probation = True
-                recovered = True
 
         state = await self._apply(ctx, reviewed)
         if state.latched:
