@@ -13,6 +13,7 @@ from typing import Any
 from switchyard.clients.retry import RetryPolicy
 from switchyard.config.load import ConfigError, ConfigIssue, LoadedConfig
 from switchyard.config.schema import LlmClientConfig
+from switchyard.engine.accounting import Pricing, RouteTiers
 from switchyard.engine.core import Engine, Route, Target
 from switchyard.engine.fallback import Reliability
 from switchyard.engine.health import BreakerPolicy, Health, HealthCheckPolicy
@@ -147,6 +148,64 @@ def build_routes(loaded: LoadedConfig, infos: Mapping[str, TargetInfo]) -> dict[
     return routes
 
 
+def build_pricing(loaded: LoadedConfig) -> Pricing:
+    """The record enricher for USD accounting (tiers, feature cost, always-capable baseline)."""
+    cfg = loaded.config
+    tiers: dict[str, RouteTiers] = {}
+    for name, spec in loaded.routes.items():
+        found = spec.tiers()
+        capable: str | None
+        efficient: str | None
+        if found is not None:
+            capable, efficient = found["capable"], found["efficient"]
+        else:  # routes that name their tiers ``capable``/``efficient`` (stage_router) but declare none
+            capable, efficient = (
+                _target_field(spec, "capable", cfg.targets),
+                _target_field(spec, "efficient", cfg.targets),
+            )
+        tiers[name] = RouteTiers(capable=cfg.accounting.baseline.get(name, capable), efficient=efficient)
+    price = cfg.accounting.feature_extraction
+    return Pricing(
+        tiers=tiers,
+        prices={name: t.price for name, t in cfg.targets.items()},
+        feature_usd_per_call=price.usd_per_call,
+        feature_usd_per_second=price.usd_per_second,
+    )
+
+
+def build_span_sink(loaded: LoadedConfig) -> DecisionSink | None:
+    """The OpenTelemetry span sink when ``telemetry.otel`` is on (``None`` otherwise).
+
+    Raises:
+        ConfigError: ``telemetry.otel`` is on but opentelemetry-api is not installed.
+    """
+    cfg = loaded.config
+    if not cfg.telemetry.otel:
+        return None
+    from urllib.parse import urlsplit
+
+    from switchyard.engine.telemetry import SpanSink, TargetMeta, provider_name
+
+    meta: dict[str, TargetMeta] = {}
+    for name, target in cfg.targets.items():
+        client = cfg.llm_clients.get(target.client)
+        fmt = client.format if client is not None else "unknown"
+        host = urlsplit(client.base_url).hostname if client is not None and client.base_url else None
+        meta[name] = TargetMeta(model=target.model, provider=provider_name(fmt), address=host)
+    try:
+        return SpanSink(meta)
+    except ImportError as exc:
+        raise ConfigError(
+            [ConfigIssue("telemetry.otel", "needs OpenTelemetry: pip install 'switchyard-router[otel]'")],
+            loaded.source,
+        ) from exc
+
+
+def _target_field(spec: object, field: str, targets: Mapping[str, object]) -> str | None:
+    value = getattr(spec, field, None)
+    return value if isinstance(value, str) and value in targets else None
+
+
 def build_store(loaded: LoadedConfig) -> StateStore:
     """The session store the config asks for."""
     state = loaded.config.state
@@ -154,9 +213,25 @@ def build_store(loaded: LoadedConfig) -> StateStore:
         from switchyard.state.memory import MemoryStore
 
         return MemoryStore(max_entries=state.max_entries, default_ttl_s=state.ttl_s)
-    raise ConfigError(
-        [ConfigIssue("state.backend", "the 'redis' backend is not available in this version")], loaded.source
-    )
+    try:
+        from switchyard.state.redis_store import RedisStore
+
+        assert state.url is not None  # the schema requires it for this backend
+        return RedisStore(
+            state.url,
+            prefix=state.prefix,
+            default_ttl_s=state.ttl_s,
+            timeout_s=state.timeout_s,
+            retry_interval_s=state.retry_interval_s,
+            max_entries=state.max_entries,
+        )
+    except ImportError as exc:
+        raise ConfigError(
+            [ConfigIssue("state.backend", "backend 'redis' needs redis-py: pip install 'switchyard-router[redis]'")],
+            loaded.source,
+        ) from exc
+    except ValueError as exc:  # redis-py rejects a malformed URL
+        raise ConfigError([ConfigIssue("state.url", str(exc))], loaded.source) from exc
 
 
 def build_engine(
@@ -230,7 +305,7 @@ def build_engine(
         built,
         targets,
         store=store if store is not None else build_store(loaded),
-        sinks=[log_sink, *sinks],
+        sinks=[build_pricing(loaded), log_sink, *sinks],
         default_route=cfg.default_route,
         hash_session_fallback=cfg.session.hash_first_message,
         health=health,

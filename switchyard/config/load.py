@@ -411,6 +411,16 @@ def _cross_check(
         )
     if config.state.backend == "redis" and not config.state.url:
         issues.append(ConfigIssue("state.url", "required when state.backend is 'redis'", lines.line(("state",))))
+    elif config.state.backend == "redis" and not str(config.state.url).startswith(("redis://", "rediss://", "unix://")):
+        issues.append(
+            ConfigIssue("state.url", "must start with redis://, rediss:// or unix://", lines.line(("state", "url")))
+        )
+    for route, target in config.accounting.baseline.items():
+        path = ("accounting", "baseline", route)
+        if route not in config.routes:
+            issues.append(ConfigIssue(format_path(path), _unknown("route", route, config.routes), lines.line(path)))
+        elif target not in config.targets:
+            issues.append(ConfigIssue(format_path(path), _unknown("target", target, config.targets), lines.line(path)))
     if not config.routes:
         warnings.append(ConfigIssue("routes", "no routes are configured; every request will get 404", None, "warning"))
 

@@ -5,6 +5,7 @@ Layer: ``protocol`` — imports nothing of ours.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -51,6 +52,10 @@ class SessionInfo:
         return self.session_id
 
 
+Updater = Callable[[dict[str, Any] | None], dict[str, Any] | None]
+"""A pure function from a stored value (or ``None``) to its replacement (``None`` deletes)."""
+
+
 class StateStore(Protocol):
     """Per-session JSON state, shared by every request of a session.
 
@@ -67,4 +72,23 @@ class StateStore(Protocol):
 
     async def delete(self, key: str) -> None:
         """Forgets ``key``."""
+        ...
+
+    async def update(self, key: str, fn: Updater, *, ttl_s: float | None = None) -> dict[str, Any] | None:
+        """Replaces the value with ``fn(current)`` so that no concurrent write is lost.
+
+        Use it wherever a router reads state and writes back something computed from it (a
+        streak, a hold countdown): two requests of one session, on one replica or on two, then
+        apply their changes one after the other instead of the last write winning.
+
+        Args:
+            key: The state key.
+            fn: Gets the current value (``None`` when absent) and returns the new one (``None``
+                deletes the key). It may be called more than once (a store with optimistic
+                concurrency retries on conflict), so it must not have side effects.
+            ttl_s: Idle lifetime of the new value (``None``: the store's default).
+
+        Returns:
+            The value now stored (what the last call of ``fn`` returned).
+        """
         ...

@@ -25,7 +25,7 @@ from pydantic import Field, field_validator
 
 from switchyard.protocol.call import ModelCall
 from switchyard.protocol.request import ChatRequest
-from switchyard.protocol.session import StateStore
+from switchyard.protocol.session import StateStore, Updater
 from switchyard.routers.base import BuildContext, Decision, RouteContext, Router, RouterSpec, Tiers
 
 
@@ -44,6 +44,9 @@ class _StageStore:
 
     async def delete(self, key: str) -> None:
         await self._inner.delete(self._prefix + key)
+
+    async def update(self, key: str, fn: Updater, *, ttl_s: float | None = None) -> dict[str, Any] | None:
+        return await self._inner.update(self._prefix + key, fn, ttl_s=ttl_s)
 
 
 @dataclass(slots=True, frozen=True)

@@ -209,3 +209,20 @@ def test_config_errors(keys: dict[str, Any], message: str) -> None:
     with pytest.raises(ConfigError) as err:
         load_config(cfg)
     assert message in str(err.value)
+
+
+async def test_parallel_turns_cannot_overspend_the_review_budget() -> None:
+    import asyncio
+
+    store = MemoryStore()
+    g = gate(max_reviews=1)
+    inner = ScriptedCall({"weak": [turn(), turn()], "strong": ["APPROVE", "APPROVE"]})
+
+    async def slow(target: Any, request: ChatRequest) -> ChatResponse:
+        await asyncio.sleep(0.01)  # both turns wait on their executor call at the same time
+        return await inner(target, request)
+
+    decisions = await asyncio.gather(*(g.route(convo(), context(store), slow) for _ in range(2)))
+    assert sorted(d.source for d in decisions) == ["advisor:approve", "advisor:unreviewed"]
+    assert inner.targets_called().count("strong") == 1
+    assert await store.get("advisor") == {"reviews": 1, "failed": 0, "stall_fired": False}

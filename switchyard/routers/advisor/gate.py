@@ -151,11 +151,10 @@ class AdvisorRouter:
         trigger = self.trigger(request, turn, ctx, state)
         if trigger is None:
             return self._served(turn, "advisor:no_trigger", "no trigger fired; executor turn served", state)
-        state.reviews += 1
-        if trigger == "stall":
-            state.stall_fired = True
-        await self._save(ctx, state)  # reserved before the call: parallel turns cannot overspend
-        return await self._review(request, ctx, call, turn, trigger, state)
+        reserved = await self._reserve(ctx, trigger)
+        if reserved is None:
+            return self._served(turn, "advisor:unreviewed", "review budget spent by a parallel turn", state, trigger)
+        return await self._review(request, ctx, call, turn, trigger, reserved)
 
     def trigger(self, request: ChatRequest, turn: ChatResponse, ctx: RouteContext, state: ReviewState) -> str | None:
         """Which trigger fires for ``turn`` (the configured one first, then stall), or ``None``."""
@@ -261,13 +260,36 @@ class AdvisorRouter:
             details={"advisor": info},
         )
 
-    async def _refund(self, ctx: RouteContext, state: ReviewState) -> None:
-        state.reviews = max(0, state.reviews - 1)
-        state.failed += 1
-        await self._save(ctx, state)
+    async def _reserve(self, ctx: RouteContext, trigger: str) -> ReviewState | None:
+        """Takes one review from the session's budget before the advisor call, atomically (the
+        store's ``update``), so parallel turns — on one replica or several — cannot overspend it;
+        the state after the reservation, or ``None`` when the budget is spent."""
+        granted = False
 
-    async def _save(self, ctx: RouteContext, state: ReviewState) -> None:
-        await ctx.store.set(STATE_KEY, asdict(state), ttl_s=self.ttl_s)
+        def take(raw: dict[str, Any] | None) -> dict[str, Any]:
+            nonlocal granted
+            current = ReviewState.from_dict(raw)
+            granted = current.reviews < self.config.max_reviews and current.failed < MAX_FAILED_CONSULTS
+            if granted:
+                current.reviews += 1
+                current.stall_fired = current.stall_fired or trigger == "stall"
+            return asdict(current)
+
+        state = ReviewState.from_dict(await ctx.store.update(STATE_KEY, take, ttl_s=self.ttl_s))
+        return state if granted else None
+
+    async def _refund(self, ctx: RouteContext, state: ReviewState) -> None:
+        """Gives a failed consult's review back and counts the failure (atomically, like
+        :meth:`_reserve`); ``state`` is updated to what is stored."""
+
+        def give_back(raw: dict[str, Any] | None) -> dict[str, Any]:
+            current = ReviewState.from_dict(raw)
+            current.reviews = max(0, current.reviews - 1)
+            current.failed += 1
+            return asdict(current)
+
+        stored = ReviewState.from_dict(await ctx.store.update(STATE_KEY, give_back, ttl_s=self.ttl_s))
+        state.reviews, state.failed, state.stall_fired = stored.reviews, stored.failed, stored.stall_fired
 
 
 def _calls_summary(turn: ChatResponse) -> str:
