@@ -111,13 +111,13 @@ def run_schema(args: argparse.Namespace) -> int:
 
 def run_import(args: argparse.Namespace) -> int:
     from switchyard.config.load import ConfigError
-    from switchyard.config.nemo_import import ImportError_, convert_file
+    from switchyard.config.nemo_import import TomlImportError, convert_file
 
     try:
         result = convert_file(args.toml)
     except OSError as exc:
         return fail(f"cannot read {args.toml}: {exc.strerror}")
-    except ImportError_ as exc:
+    except TomlImportError as exc:
         return fail(f"{args.toml}: {exc}")
     except ConfigError as exc:
         return fail(f"{args.toml} converts to a config Switchyard rejects:\n  " + str(exc).replace("\n", "\n  "))

@@ -24,7 +24,7 @@ from typing import Any
 
 import orjson
 
-from switchyard.testing.fake_common import FakeModel, Receive, Scope, Send, Turn, echo_brain, is_fault, last_user_text
+from switchyard.testing.fake_common import FakeModel, Receive, Scope, Send, Turn, echo_brain, is_fault
 from switchyard.testing.fake_upstream import FakeUpstream
 from switchyard.testing.judges import under_review, verdict_kind
 
@@ -65,6 +65,12 @@ FRONTIER = Profile(first_byte_s=0.15, per_chunk_s=0.01)
 def kind_of(name: str) -> str:
     """``efficient`` or ``frontier``: which simulated model a name stands for."""
     return "efficient" if _EFFICIENT.search(name) else "frontier"
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, list):
+        return "".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+    return str(content or "")
 
 
 def _schema_of(body: dict[str, Any]) -> dict[str, Any] | None:
@@ -111,7 +117,11 @@ def judge_turn(body: dict[str, Any]) -> Turn:
     * anything else with a JSON Schema: an object that satisfies it (an ``enum`` takes its last
       value when the request looks hard, else its first).
     """
-    view = last_user_text(body)
+    # Everything but the instructions: routers put the transcript in one user message, NVIDIA's
+    # in several (the task, then a routing instruction).
+    view = "\n".join(
+        _text(m.get("content")) for m in body.get("messages") or [] if m.get("role") not in ("system", "developer")
+    )
     kind = verdict_kind(body)
     hard = bool(_HARD.search(view))
     verdict: Any
