@@ -30,6 +30,7 @@ from switchyard.config.discovery import probe_context_windows
 from switchyard.config.load import LoadedConfig, load_config
 from switchyard.engine.core import Completion, Engine, EventStream, Route
 from switchyard.engine.health import Health
+from switchyard.engine.logs import log_count_tokens, log_decision
 from switchyard.engine.records import DecisionRecord, DecisionSink, JsonlSink
 from switchyard.engine.reply import Reply
 from switchyard.engine.timeouts import HEADER_TIMEOUT, format_timeout
@@ -123,7 +124,7 @@ class Switchyard:
     # -- engines ----------------------------------------------------------------------------
 
     def _sinks(self) -> list[DecisionSink]:
-        sinks: list[DecisionSink] = [self._dispatch_record]
+        sinks: list[DecisionSink] = [self._dispatch_record, log_decision]
         if self._jsonl is not None:
             sinks.append(self._jsonl)
         return sinks
@@ -297,14 +298,16 @@ class Switchyard:
         route = route.rstrip("/")
         sub = route[3:] if route.startswith("/v1/") else route
         if sub == "/messages/count_tokens" and method == "POST":
-            return await self.engine.count_tokens(body, headers)
+            counted = await self.engine.count_tokens(body, headers)
+            log_count_tokens(route, counted)
+            return counted
         fmt = _INFERENCE_PATHS.get(sub)
         if fmt is not None and method == "POST":
             if fmt.value not in available_formats():
                 return _error(
                     WireFormat.OPENAI_CHAT, 404, f"{route} is not available in this version", "not_found_error"
                 )
-            return await self.engine.handle(fmt, body, headers)
+            return await self.engine.handle(fmt, body, headers, path=route)
         if sub == "/stats" and method == "GET":
             return Reply(200, {"content-type": "application/json"}, body=dumps({"reliability": self.stats()}))
         if sub == "/models" and method == "GET":
