@@ -30,7 +30,7 @@ from switchyard.config.discovery import probe_context_windows
 from switchyard.config.load import LoadedConfig, load_config
 from switchyard.engine.core import Completion, Engine, EventStream, Route
 from switchyard.engine.health import Health
-from switchyard.engine.logs import log_count_tokens, log_decision
+from switchyard.engine.logs import log_count_tokens
 from switchyard.engine.records import DecisionRecord, DecisionSink, JsonlSink
 from switchyard.engine.reply import Reply
 from switchyard.engine.timeouts import HEADER_TIMEOUT, format_timeout
@@ -124,7 +124,7 @@ class Switchyard:
     # -- engines ----------------------------------------------------------------------------
 
     def _sinks(self) -> list[DecisionSink]:
-        sinks: list[DecisionSink] = [self._dispatch_record, log_decision]
+        sinks: list[DecisionSink] = [self._dispatch_record]
         if self._jsonl is not None:
             sinks.append(self._jsonl)
         return sinks

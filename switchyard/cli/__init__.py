@@ -15,7 +15,9 @@ from collections.abc import Sequence
 
 from switchyard._version import __version__
 
-_COMMANDS = ("serve", "validate", "route", "eval", "calibrate", "replay", "train_probe", "demo", "vllm_command", "fake_upstream", "config_cmd")
+_COMMANDS = ("serve", "validate", "route", "eval", "calibrate", "replay", "train_probe", "demo", "vllm_command")
+# First-hour tools (issue 18): simulated upstreams and config schema/import.
+_COMMANDS += ("fake_upstream", "config_cmd")
 
 _DESCRIPTION = """\
 Switchyard routes every LLM call of an agent to the model that should serve it (a cheap efficient

@@ -38,7 +38,19 @@ def load_or_exit(path: str) -> LoadedConfig | None:
     return loaded
 
 
-_CHATTY = ("httpx", "httpcore", "hpack", "h2", "asyncio", "urllib3", "uvicorn", "litellm", "LiteLLM", "openai", "anthropic")
+_CHATTY = (
+    "httpx",
+    "httpcore",
+    "hpack",
+    "h2",
+    "asyncio",
+    "urllib3",
+    "uvicorn",
+    "litellm",
+    "LiteLLM",
+    "openai",
+    "anthropic",
+)
 """Third-party loggers kept at INFO under ``--log-level debug`` (their debug lines drown ours)."""
 
 
@@ -50,7 +62,9 @@ def setup_logging(level: str) -> None:
     """
     everything = level == "debug-all"
     name = "DEBUG" if everything else level.upper()
-    logging.basicConfig(level=getattr(logging, name, logging.INFO), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=getattr(logging, name, logging.INFO), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
     if name == "DEBUG" and not everything:
         for chatty in _CHATTY:
             logging.getLogger(chatty).setLevel(logging.INFO)

@@ -76,15 +76,15 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     imp = inner.add_parser(
         "import",
         help="convert a NeMo Switchyard 0.3 TOML config to YAML",
-        description="Convert a NeMo Switchyard 0.3 TOML config (clients, targets, routes) into a Switchyard YAML config.",
+        description=(
+            "Convert a NeMo Switchyard 0.3 TOML config (clients, targets, routes) into a Switchyard YAML config."
+        ),
         epilog=_IMPORT_EPILOG,
         formatter_class=HelpFormatter,
     )
     imp.add_argument("toml", metavar="ROUTES.toml", help="the NeMo Switchyard config to convert")
     imp.add_argument("-o", "--output", metavar="FILE", help="write the YAML to FILE instead of standard output")
-    imp.add_argument(
-        "--strict", action="store_true", help="exit with status 3 when any key could not be carried over"
-    )
+    imp.add_argument("--strict", action="store_true", help="exit with status 3 when any key could not be carried over")
     imp.set_defaults(func=run_import)
     p.set_defaults(func=lambda _args: _usage(p))
 

@@ -28,11 +28,14 @@ Point an agent at it (recipes for Claude Code, Codex, Hermes Agent and others: d
 
 Every response carries x-switchyard-selected-model, x-switchyard-route,
 x-switchyard-decision-source and x-switchyard-overhead-ms.
-Logs: --access-log writes one line per request (method, path, route, status, model, overhead,
-duration); --log-level debug shows each routing decision (logger switchyard.decisions) with
-third-party libraries kept at info; debug-all also shows httpx/httpcore/uvicorn internals.
+Logs: every routed request writes its decision record (JSON, with the request path) at info on
+the switchyard.decisions logger, and every count_tokens call a line on switchyard.count_tokens;
+--access-log adds one line per request (method, path, route, status, model, overhead, duration);
+--log-level debug adds Switchyard's debug lines and keeps third-party libraries at info;
+debug-all also shows httpx/httpcore/uvicorn internals.
 The default bind is 127.0.0.1: the proxy has no inbound auth, so expose it deliberately.
 """
+
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(

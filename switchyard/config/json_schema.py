@@ -20,6 +20,7 @@ although the loader accepts it.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from pydantic import BaseModel
@@ -53,7 +54,7 @@ def _route_variants() -> dict[str, dict[str | None, type[RouterSpec]]]:
     return out
 
 
-def _ref(model: type[BaseModel], refs: dict[tuple[type[BaseModel], str], Any]) -> dict[str, Any]:
+def _ref(model: type[BaseModel], refs: Mapping[Any, Any]) -> dict[str, Any]:
     return dict(refs[(model, "validation")])
 
 

@@ -140,7 +140,9 @@ class _Converter:
         """Reports every key of ``src`` that no rule handled."""
         for key in src:
             if key not in handled:
-                self.drop(f"{at}.{key}" if at else key, "unknown to NeMo Switchyard 0.3 and to Switchyard; not carried over")
+                self.drop(
+                    f"{at}.{key}" if at else key, "unknown to NeMo Switchyard 0.3 and to Switchyard; not carried over"
+                )
 
     # -- sections ------------------------------------------------------------------------------
 

@@ -36,7 +36,12 @@ KEY_ENV = "NEMO_IMPORT_TEST_KEY"
 
 # What each fixture cannot carry over, by TOML path.
 EXPECTED_DROPPED = {
-    "basic.toml": {"llm_clients.openai.forward_auth", "routes.smoke", "routes.fast.tool_calling", "routes.fast.reasoning"},
+    "basic.toml": {
+        "llm_clients.openai.forward_auth",
+        "routes.smoke",
+        "routes.fast.tool_calling",
+        "routes.fast.reasoning",
+    },
     "llm_classifier.toml": set(),
     "stage_router.toml": {"routes.agent.subagents", "routes.delegate.subagents", "routes.advise"},
     "extras.toml": {"targets.efficient.system_prompt", "targets.capable.reasoning_effort"},
@@ -46,7 +51,11 @@ NVIDIA_ACCEPTS = ["basic.toml", "llm_classifier.toml", "stage_router.toml", "ext
 
 
 def _nemo_python() -> str | None:
-    for candidate in (os.environ.get("SWITCHYARD_NEMO_PYTHON"), ROOT / ".nemo-venv/bin/python", "/tmp/nemo-venv/bin/python"):
+    for candidate in (
+        os.environ.get("SWITCHYARD_NEMO_PYTHON"),
+        ROOT / ".nemo-venv/bin/python",
+        "/tmp/nemo-venv/bin/python",
+    ):
         if candidate and Path(candidate).is_file():
             return str(candidate)
     return None
@@ -84,7 +93,9 @@ print("RESULT " + json.dumps(out))
 """
 
 
-def _run_nemo(python: str, toml: Path, requests: list[dict[str, Any]] | None = None) -> subprocess.CompletedProcess[str]:
+def _run_nemo(
+    python: str, toml: Path, requests: list[dict[str, Any]] | None = None
+) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, KEY_ENV: "test-key", "OTEL_SDK_DISABLED": "true"}
     return subprocess.run(
         [python, "-c", _NEMO_SCRIPT, str(toml)],
@@ -199,9 +210,15 @@ def _exploring_with_errors(route: str) -> dict[str, Any]:
     """Nine messages of reads that keep hitting a traceback: the stage scorer escalates."""
     messages: list[dict[str, Any]] = [{"role": "user", "content": "find why the import fails"}]
     for i in range(4):
-        call = {"id": f"c{i}", "type": "function", "function": {"name": "bash", "arguments": '{"command": "cat /app/x.py"}'}}
+        call = {
+            "id": f"c{i}",
+            "type": "function",
+            "function": {"name": "bash", "arguments": '{"command": "cat /app/x.py"}'},
+        }
         messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
-        messages.append({"role": "tool", "tool_call_id": f"c{i}", "content": "Traceback (most recent call last):\nValueError: bad"})
+        messages.append(
+            {"role": "tool", "tool_call_id": f"c{i}", "content": "Traceback (most recent call last):\nValueError: bad"}
+        )
     return {"model": route, "messages": messages}
 
 

@@ -74,7 +74,9 @@ def _wait(url: str, proc: subprocess.Popen[str], seconds: float = 30) -> None:
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            raise AssertionError(f"{proc.args} exited with {proc.returncode}: {proc.stdout.read() if proc.stdout else ''}")
+            raise AssertionError(
+                f"{proc.args} exited with {proc.returncode}: {proc.stdout.read() if proc.stdout else ''}"
+            )
         try:
             if httpx.get(url, timeout=1).status_code == 200:
                 return
@@ -171,7 +173,9 @@ def test_example_serves_every_route(fake: int, tmp_path: Path, name: str) -> Non
     finally:
         log = _stop(proc)
     for route in config["routes"]:
-        assert re.search(rf"POST /v1/chat/completions route={re.escape(route)} status=200 model=\S+ overhead_ms=", log), log
+        assert re.search(
+            rf"POST /v1/chat/completions route={re.escape(route)} status=200 model=\S+ overhead_ms=", log
+        ), log
     assert "POST /v1/messages route=" in log and "POST /v1/responses route=" in log
 
 
