@@ -43,7 +43,9 @@ def test_every_route_type_is_described(exported: dict[str, Any]) -> None:
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: str(p.relative_to(ROOT)))
 def test_every_example_validates(exported: dict[str, Any], path: Path) -> None:
     data = yaml.safe_load(path.read_text())
-    errors = [f"{list(e.absolute_path)}: {e.message}" for e in jsonschema.Draft202012Validator(exported).iter_errors(data)]
+    errors = [
+        f"{list(e.absolute_path)}: {e.message}" for e in jsonschema.Draft202012Validator(exported).iter_errors(data)
+    ]
     assert errors == []
 
 
