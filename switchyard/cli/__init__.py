@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 from switchyard._version import __version__
 
-_COMMANDS = ("serve", "validate", "route", "eval", "calibrate", "replay", "train_probe", "demo", "vllm_command")
+_COMMANDS: tuple[str, ...] = ("serve", "validate", "route", "eval", "calibrate", "replay", "train_probe", "demo", "vllm_command")
 # First-hour tools (issue 18): simulated upstreams and config schema/import.
 _COMMANDS += ("fake_upstream", "config_cmd")
 
