@@ -15,9 +15,9 @@ from collections.abc import Sequence
 
 from switchyard._version import __version__
 
-_COMMANDS: tuple[str, ...] = ("serve", "validate", "route", "eval", "calibrate", "replay", "train_probe", "demo", "vllm_command")
+_COMMANDS = ("serve", "validate", "route", "eval", "calibrate", "replay", "train_probe", "demo", "vllm_command")
 # First-hour tools (issue 18): simulated upstreams and config schema/import.
-_COMMANDS += ("fake_upstream", "config_cmd")
+_FIRST_HOUR_COMMANDS = ("fake_upstream", "config_cmd")
 
 _DESCRIPTION = """\
 Switchyard routes every LLM call of an agent to the model that should serve it (a cheap efficient
@@ -45,7 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"switchyard {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in _COMMANDS:
+    for name in (*_COMMANDS, *_FIRST_HOUR_COMMANDS):
         importlib.import_module(f"switchyard.cli.{name}").register(sub)
     return parser
 
