@@ -46,6 +46,8 @@ EXPECTED_DROPPED = {
     "stage_router.toml": {"routes.agent.subagents", "routes.delegate.subagents", "routes.advise"},
     "extras.toml": {"targets.efficient.system_prompt", "targets.capable.reasoning_effort"},
     "custom.toml": set(),
+    "custom_models.toml": {"routes.triage.models.strong"},
+    "stage_prompts.toml": set(),
 }
 NVIDIA_ACCEPTS = ["basic.toml", "llm_classifier.toml", "stage_router.toml", "extras.toml"]
 
@@ -125,13 +127,22 @@ def test_nvidia_loader_accepts_fixture(nemo_python: str, name: str) -> None:
     assert _nemo_results(proc) == []
 
 
-def test_nvidia_loader_rejects_custom_mode(nemo_python: str) -> None:
-    # NVIDIA's 0.3 reference documents custom mode with a `targets` table; the 0.3.0 wheel
-    # rejects that key (and every other custom-mode shape we tried), so custom.toml is proven
-    # by our side only. This test records that, so a future wheel that accepts it is noticed.
-    proc = _run_nemo(nemo_python, HERE / "custom.toml")
+@pytest.mark.parametrize(
+    ("name", "complaint"),
+    [
+        ("custom.toml", "unknown field `targets`"),
+        ("custom_models.toml", "mode custom cannot use"),
+        ("stage_prompts.toml", "unknown field `capable_system_prompt`"),
+    ],
+)
+def test_nvidia_wheel_rejects_some_documented_keys(nemo_python: str, name: str, complaint: str) -> None:
+    # NVIDIA's 0.3 reference documents custom mode with a `targets` table and per-tier system
+    # prompts on stage routers; the 0.3.0 wheel rejects both (custom mode in every shape we
+    # tried). These fixtures are therefore proven by our side only; this test records the
+    # rejection, so a future wheel that accepts them is noticed.
+    proc = _run_nemo(nemo_python, HERE / name)
     assert proc.returncode != 0
-    assert "routes.triage" in proc.stderr or "triage" in proc.stderr
+    assert complaint in proc.stderr
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED_DROPPED))
@@ -159,6 +170,11 @@ def test_import_maps_keys() -> None:
     assert custom["response_schema"]["properties"]["route"]["enum"] == ["weak", "strong"]
     assert custom["selector"] == "/route"
     assert custom["targets"] == {"weak": "weak", "strong": "strong"}
+    wheel = convert_file(HERE / "custom_models.toml").config["routes"]["triage"]
+    assert wheel["targets"] == {"weak": "weak", "strong": "strong"}  # the first target of each label
+    prompts = convert_file(HERE / "stage_prompts.toml").config["routes"]["agent"]
+    assert prompts["capable_system_prompt"] == "You are taking over; verify before acting."
+    assert prompts["efficient_system_prompt"] == "Work carefully."
     stage = convert_file(HERE / "stage_router.toml").config["routes"]["agent"]
     assert (stage["capable"], stage["efficient"], stage["compat"]) == ("capable", "efficient", "nvidia")
     assert stage["classifier"]["classify_trigger"] == "every_request"
