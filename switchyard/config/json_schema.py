@@ -31,8 +31,8 @@ from switchyard.config.schema import SwitchyardConfig
 from switchyard.routers.base import RouterSpec
 from switchyard.routers.registry import router_types, spec_for
 
-SCHEMA_ID = "https://switchyard.dev/schema/config.json"
-"""The ``$id`` of the exported schema (an identifier, not a URL that must resolve)."""
+SCHEMA_ID = "urn:switchyard-router:config"
+"""The ``$id`` of the exported schema (a name, not a location)."""
 
 _MODED = {"llm_classifier": ("capability", "custom", "escalation")}
 """Route types whose keys depend on ``mode``, with their modes (the first is the default)."""
