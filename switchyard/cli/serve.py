@@ -66,6 +66,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 def run(args: argparse.Namespace) -> int:
     setup_logging(args.log_level)
+    if args.access_log:
+        import logging
+
+        # Asked for explicitly, so shown even under --log-level warning.
+        logging.getLogger("switchyard.access").setLevel(logging.INFO)
     loaded = load_or_exit(args.config)
     if loaded is None:
         return 1
