@@ -90,3 +90,11 @@ def test_real_nav_lists_existing_pages() -> None:
     walk(cfg["nav"])
     missing = [p for p in listed if not (ROOT / "docs" / p).exists()]
     assert missing == []
+
+
+def test_sphinx_roles_render_as_code(tmp_path: Path) -> None:
+    pages = {"index.md": "# Home\nSee :class:`~switchyard.api.Switchyard` and :func:`switchyard.load_config`.\n"}
+    _build(_site(tmp_path, pages, [{"Home": "index.md"}]))
+    html = (tmp_path / "site" / "index.html").read_text()
+    assert "<code>Switchyard</code>" in html and "<code>switchyard.load_config</code>" in html
+    assert ":class:" not in html and ":func:" not in html

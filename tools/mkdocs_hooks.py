@@ -83,3 +83,20 @@ def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
         return f"]({walkthrough})"
 
     return _EXAMPLE_LINK.sub(repl, markdown)
+
+
+_SPHINX_ROLE = re.compile(r":(?:class|func|meth|mod|attr|data|exc|obj):<code>(~?)([^<]*)</code>")
+
+
+def on_page_content(html: str, page: Any, config: Any, files: Any) -> str:
+    """Renders the Sphinx roles in the library's docstrings (``:class:`~a.B```) as code.
+
+    The API reference is generated from docstrings written for both Sphinx-style readers and
+    ``help()``; without this the role name would show as literal text before the code span.
+    """
+
+    def repl(match: re.Match[str]) -> str:
+        name = match.group(2)
+        return f"<code>{name.rsplit('.', 1)[-1] if match.group(1) else name}</code>"
+
+    return _SPHINX_ROLE.sub(repl, html)
