@@ -96,7 +96,8 @@ def _instance(schema: dict[str, Any], hard: bool) -> Any:
     if kind == "array":
         return []
     if kind == "number":
-        return min(max(0.8, float(schema.get("minimum", 0.8))), float(schema.get("maximum", 0.8)))
+        low, high = float(schema.get("minimum", "-inf")), float(schema.get("maximum", "inf"))
+        return min(max(0.8, low), high)
     if kind == "integer":
         return int(schema.get("minimum", 1))
     if kind == "boolean":

@@ -4,6 +4,7 @@ quiet third-party loggers under ``--log-level debug``, and ``serve --help``."""
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -34,6 +35,10 @@ def _chat(model: str, **extra: Any) -> dict[str, Any]:
     return {"model": model, "messages": [{"role": "user", "content": "hi"}], **extra}
 
 
+def _access(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.name == "switchyard.access"]
+
+
 def test_access_log_one_line_per_request(proxy: Any, caplog: pytest.LogCaptureFixture) -> None:
     server, _ = proxy
     root = server.root_url
@@ -45,7 +50,12 @@ def test_access_log_one_line_per_request(proxy: Any, caplog: pytest.LogCaptureFi
         assert httpx.post(f"{root}/v1/messages?beta=true", json=body, timeout=10).status_code == 200
         assert httpx.post(f"{root}/v1/chat/completions", json=_chat("ghost"), timeout=10).status_code == 404
         assert httpx.get(f"{root}/health", timeout=10).status_code == 200
-    lines = [r.getMessage() for r in caplog.records if r.name == "switchyard.access"]
+        # A line is written after the last byte was handed to the server, so the client can
+        # see the response a moment before its line exists: wait for it (bounded).
+        deadline = time.monotonic() + 5
+        while len(_access(caplog)) < 5 and time.monotonic() < deadline:
+            time.sleep(0.01)
+    lines = _access(caplog)
     assert len(lines) == 5, lines
     assert lines[0].startswith("POST /v1/chat/completions route=fast status=200 model=efficient overhead_ms=")
     assert lines[1].startswith("POST /v1/chat/completions route=mix status=200 model=")  # logged at stream end
