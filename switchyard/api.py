@@ -32,6 +32,7 @@ from switchyard.config.load import LoadedConfig, load_config
 from switchyard.engine.accounting import UsdLedger
 from switchyard.engine.core import Completion, Engine, EventStream, Route
 from switchyard.engine.health import Health
+from switchyard.engine.logs import log_count_tokens
 from switchyard.engine.records import DecisionRecord, DecisionSink, JsonlSink
 from switchyard.engine.reply import Reply
 from switchyard.engine.timeouts import HEADER_TIMEOUT, format_timeout
@@ -312,14 +313,16 @@ class Switchyard:
         route = route.rstrip("/")
         sub = route[3:] if route.startswith("/v1/") else route
         if sub == "/messages/count_tokens" and method == "POST":
-            return await self.engine.count_tokens(body, headers)
+            counted = await self.engine.count_tokens(body, headers)
+            log_count_tokens(route, counted)
+            return counted
         fmt = _INFERENCE_PATHS.get(sub)
         if fmt is not None and method == "POST":
             if fmt.value not in available_formats():
                 return _error(
                     WireFormat.OPENAI_CHAT, 404, f"{route} is not available in this version", "not_found_error"
                 )
-            return await self.engine.handle(fmt, body, headers)
+            return await self.engine.handle(fmt, body, headers, path=route)
         if sub == "/stats" and method == "GET":
             stats = {"reliability": self.stats(), "usd": self.ledger.snapshot(), "state": self.state_status()}
             return Reply(200, {"content-type": "application/json"}, body=dumps(stats))

@@ -724,7 +724,9 @@ class Engine:
 
     # -- wire-level entry point ---------------------------------------------------------------
 
-    async def handle(self, fmt: WireFormat | str, body: bytes, headers: Mapping[str, str]) -> Reply:
+    async def handle(
+        self, fmt: WireFormat | str, body: bytes, headers: Mapping[str, str], *, path: str | None = None
+    ) -> Reply:
         """Serves one HTTP request body in wire format ``fmt``.
 
         Returns a JSON reply or an SSE stream in the caller's format, with the
@@ -740,6 +742,7 @@ class Engine:
             raw = load_object(body)
             request = codec.decode_request(raw)
             prep = await self._prepare(request, hdrs, fmt, raw, t0)
+            prep.record.path = path
             if prep.decision.request is None:
                 prep.body_bytes = len(body)
             if request.stream:

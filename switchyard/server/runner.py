@@ -23,7 +23,11 @@ def bind(host: str, port: int) -> socket.socket:
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    sock.bind((host, port))
+    try:
+        sock.bind((host, port))
+    except OSError:
+        sock.close()  # a busy port must not leak the socket
+        raise
     sock.listen(2048)
     sock.setblocking(False)
     return sock
@@ -44,11 +48,20 @@ def _uvicorn_config(app: Any, log_level: str, access_log: bool) -> Any:
 def serve(
     sy: Switchyard, host: str = "127.0.0.1", port: int = 4000, *, log_level: str = "info", access_log: bool = False
 ) -> None:
-    """Serves ``sy`` until interrupted (SIGINT/SIGTERM drain open requests)."""
+    """Serves ``sy`` until interrupted (SIGINT/SIGTERM drain open requests).
+
+    With ``access_log``, one line per request goes to the ``switchyard.access`` logger
+    (see :mod:`switchyard.server.access_log`).
+    """
     import uvicorn
 
     sock = bind(host, port)
-    server = uvicorn.Server(_uvicorn_config(create_app(sy), log_level, access_log))
+    app: Any = create_app(sy)
+    if access_log:
+        from switchyard.server.access_log import AccessLog
+
+        app = AccessLog(app)  # our line (route, model, overhead) replaces uvicorn's
+    server = uvicorn.Server(_uvicorn_config(app, log_level, False))
     server.run(sockets=[sock])
 
 
