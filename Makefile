@@ -5,13 +5,18 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
+# Real agents for tests/agents, in a git-ignored prefix (pins in tests/agents/pins.mk).
+AGENTS := .agents
+AGENTS_STAMP := $(AGENTS)/.installed
+include tests/agents/pins.mk
 
-.PHONY: demo test lint typecheck contracts unit bench clean help
+.PHONY: demo test lint typecheck contracts unit bench clean help agents
 
 help:
 	@echo "make demo   - set up .venv and run the routed agent demo on simulated models"
 	@echo "make test   - set up .venv and run ruff, mypy, import contracts and the whole test suite"
 	@echo "make bench  - proxy overhead benchmark (see docs/benchmarks.md)"
+	@echo "make agents - install the real agents the agent matrix runs into .agents/ (see docs/agents.md)"
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -20,6 +25,19 @@ $(BIN)/python:
 $(STAMP): pyproject.toml constraints.txt | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[all,dev,probe]'
 	touch $(STAMP)
+
+# npm and pip only (registries); idempotent: reinstalls only when the pins change.
+$(AGENTS_STAMP): tests/agents/pins.mk
+	mkdir -p $(AGENTS)
+	test -f $(AGENTS)/package.json || echo '{"name": "switchyard-agents", "private": true}' > $(AGENTS)/package.json
+	npm install --prefix $(AGENTS) --no-audit --no-fund --save-exact --loglevel=error $(NPM_AGENTS)
+	test -x $(AGENTS)/py/bin/python || $(PYTHON) -m venv $(AGENTS)/py
+	$(AGENTS)/py/bin/python -m pip install --quiet --disable-pip-version-check $(PY_AGENTS)
+	test -x $(AGENTS)/hermes/bin/python || $(PYTHON) -m venv $(AGENTS)/hermes
+	$(AGENTS)/hermes/bin/python -m pip install --quiet --disable-pip-version-check $(HERMES_AGENT)
+	touch $@
+
+agents: $(AGENTS_STAMP)
 
 demo: $(STAMP)
 	$(BIN)/switchyard demo
@@ -34,7 +52,7 @@ typecheck: $(STAMP)
 contracts: $(STAMP)
 	$(BIN)/lint-imports
 
-unit: $(STAMP)
+unit: $(STAMP) $(AGENTS_STAMP)
 	$(BIN)/python -m pytest -q
 
 test: lint typecheck contracts unit
@@ -43,4 +61,4 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/proxy_overhead.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(AGENTS) .pytest_cache .mypy_cache .ruff_cache

@@ -162,11 +162,23 @@ def hermes(base_url: str, model: str, prompt: str, home: Path, cwd: Path, contex
     return Launch(argv, env, cwd, {home / ".hermes" / "config.yaml": config})
 
 
-def python_driver(name: str, base_url: str, model: str, prompt: str, home: Path, cwd: Path) -> Launch:
+def python_driver(
+    name: str, base_url: str, model: str, prompt: str, home: Path, cwd: Path, api: str | None = None
+) -> Launch:
     """One of the Python framework drivers in ``tests/agents/drivers`` run in the agents' venv."""
     env = base_env(home)
     env.update({"OPENAI_API_KEY": DUMMY_KEY, "ANTHROPIC_API_KEY": DUMMY_KEY})
-    argv = [str(PY_AGENTS), str(DRIVERS / f"{name}.py"), "--base-url", base_url, "--model", model, prompt]
+    argv = [
+        str(PY_AGENTS),
+        str(DRIVERS / f"drive_{name.replace('-', '_')}.py"),
+        "--base-url",
+        base_url,
+        "--model",
+        model,
+        prompt,
+    ]
+    if api:
+        argv[2:2] = ["--api", api]
     return Launch(argv, env, cwd)
 
 

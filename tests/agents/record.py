@@ -185,7 +185,13 @@ def main() -> int:
             run.write_files()
             try:
                 out = subprocess.run(
-                    run.argv, env=run.env, cwd=run.cwd, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=args.timeout
+                    run.argv,
+                    env=run.env,
+                    cwd=run.cwd,
+                    stdin=subprocess.DEVNULL,
+                    capture_output=True,
+                    text=True,
+                    timeout=args.timeout,
                 )
                 print(out.stdout[-3000:], out.stderr[-3000:], f"rc={out.returncode}", sep="\n")
             except subprocess.TimeoutExpired:

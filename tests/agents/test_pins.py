@@ -1,0 +1,35 @@
+"""The Makefile installs exactly the agent versions the matrix and the fixtures claim."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import launchers
+
+
+def _pins() -> dict[str, str]:
+    text = (launchers.ROOT / "tests" / "agents" / "pins.mk").read_text()
+    found: dict[str, str] = {}
+    for name, version in re.findall(r"(@?[\w./-]+?)(?:@|==)(\d[\w.]*)", text):
+        found[name.rsplit("/", 1)[-1]] = version
+    return found
+
+
+def test_pins_match_the_launchers() -> None:
+    pins = _pins()
+    expected = {"claude-code", "codex", "qwen-code", "hermes-agent", "openai-agents", "litellm", "smolagents"}
+    assert expected <= set(pins)
+    named = {**pins, "hermes": pins["hermes-agent"]}
+    for agent, version in launchers.VERSIONS.items():
+        assert named[agent] == version, agent
+
+
+def test_recorded_fixtures_name_a_pinned_version() -> None:
+    fixtures = sorted((launchers.ROOT / "tests" / "fixtures" / "agents").glob("*.json"))
+    assert fixtures
+    for path in fixtures:
+        doc = json.loads(path.read_text())
+        assert doc["version"] == launchers.VERSIONS[doc["agent"]], path.name
+        assert not {"authorization", "x-api-key", "api-key"} & set(doc["headers"]), path.name
+        assert "/tmp/sy-" not in path.read_text(), f"{path.name} leaks a temp path"
