@@ -27,7 +27,8 @@ sys.path.insert(0, str(HERE))
 
 import launchers  # noqa: E402
 
-from switchyard.testing import FakeUpstream, serve_fake  # noqa: E402
+from switchyard.testing import FakeModel, FakeUpstream, serve_fake  # noqa: E402
+from switchyard.testing.agent_loop import ToolLoop  # noqa: E402
 
 FIXTURES = launchers.ROOT / "tests" / "fixtures" / "agents"
 SECRET = re.compile(r"(authorization|api-key|x-api-key|cookie|token|secret|password)", re.I)
@@ -37,8 +38,9 @@ KEEP_ALWAYS = {"anthropic-version", "anthropic-beta", "content-type", "user-agen
 class Recorder:
     """ASGI wrapper that keeps every request (method, path, query, headers, raw body)."""
 
-    def __init__(self, inner: Any) -> None:
+    def __init__(self, inner: Any, lenient: bool = False) -> None:
         self.inner = inner
+        self.lenient = lenient
         self.seen: list[dict[str, Any]] = []
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
@@ -62,6 +64,8 @@ class Recorder:
                 "raw": raw,
             }
         )
+        if self.lenient and raw:
+            raw = forgive(scope["path"], raw)
         if scope["method"] == "HEAD":
             await send({"type": "http.response.start", "status": 200, "headers": []})
             await send({"type": "http.response.body", "body": b""})
@@ -76,6 +80,22 @@ class Recorder:
             return await receive()
 
         await self.inner(scope, replay, send)
+
+
+def forgive(path: str, raw: bytes) -> bytes:
+    """What the fake upstream gets in ``--lenient`` mode (the fixture keeps the original): the
+    fields today's fakes reject although the real providers accept them (issue 12) are removed,
+    so the agent's later tool-loop turns can be recorded too."""
+    try:
+        body = json.loads(raw)
+    except ValueError:
+        return raw
+    body.pop("client_metadata", None)
+    if path.endswith("/messages") and isinstance(body.get("messages"), list):
+        body["messages"] = [
+            {**m, "role": "user"} if isinstance(m, dict) and m.get("role") == "system" else m for m in body["messages"]
+        ]
+    return json.dumps(body).encode()
 
 
 def api_of(path: str) -> str:
@@ -151,7 +171,7 @@ def save(agent: str, docs: list[dict[str, Any]], limit: int) -> list[Path]:
     return written
 
 
-def launch(agent: str, url: str, home: Path, cwd: Path, prompt: str) -> launchers.Launch:
+def launch(agent: str, url: str, home: Path, cwd: Path, prompt: str, api: str | None) -> launchers.Launch:
     """The agent's launch against ``url`` (root URL) with the route/model name ``agent-model``."""
     model = "agent-model"
     if agent == "claude-code":
@@ -162,7 +182,7 @@ def launch(agent: str, url: str, home: Path, cwd: Path, prompt: str) -> launcher
         return launchers.qwen_code(url + "/v1", model, prompt, home, cwd)
     if agent == "hermes":
         return launchers.hermes(url + "/v1", model, prompt, home, cwd)
-    return launchers.python_driver(agent, url + "/v1", model, prompt, home, cwd)
+    return launchers.python_driver(agent, url + "/v1", model, prompt, home, cwd, api)
 
 
 def main() -> int:
@@ -173,15 +193,24 @@ def main() -> int:
     p.add_argument("--limit", type=int, default=2, help="requests kept per API")
     p.add_argument("--timeout", type=float, default=120)
     p.add_argument("--dry-run", action="store_true", help="print, do not write fixtures")
+    p.add_argument(
+        "--tool-loop",
+        action="store_true",
+        help="answer with the matrix's scripted write/shell/answer loop (records the tool-result turns too)",
+    )
+    p.add_argument("--lenient", action="store_true", help="see forgive(): lets today's fakes answer every turn")
+    p.add_argument("--api", help="the wire API of a Python framework driver (chat, responses, anthropic)")
     args = p.parse_args()
-    recorder = Recorder(FakeUpstream())
-    server = serve_fake(recorder)  # type: ignore[arg-type]
-    try:
-        with tempfile.TemporaryDirectory(prefix="sy-rec-") as tmp:
-            home, cwd = Path(tmp) / "home", Path(tmp) / "work"
-            (home / "tmp").mkdir(parents=True)
-            cwd.mkdir()
-            run = launch(args.agent, f"http://127.0.0.1:{server.port}", home, cwd, args.prompt)
+    with tempfile.TemporaryDirectory(prefix="sy-rec-") as tmp:
+        home, cwd = Path(tmp) / "home", Path(tmp) / "work"
+        (home / "tmp").mkdir(parents=True)
+        cwd.mkdir()
+        loop = ToolLoop(path=str(cwd / "proof.txt"), content="switchyard recorded tool loop")
+        models = [FakeModel("agent-model", brain=loop.brain(), reasoning="Thinking about the next step.")]
+        recorder = Recorder(FakeUpstream(models if args.tool_loop else None), lenient=args.lenient)
+        server = serve_fake(recorder)  # type: ignore[arg-type]
+        try:
+            run = launch(args.agent, f"http://127.0.0.1:{server.port}", home, cwd, args.prompt, args.api)
             run.write_files()
             try:
                 out = subprocess.run(
@@ -199,13 +228,16 @@ def main() -> int:
             paths = {str(cwd): "$CWD", str(home): "$HOME", tmp: "$TMP", str(launchers.ROOT): "$REPO"}
             # Claude Code names its per-project folder after the cwd with "/" turned into "-".
             paths = {**{k.replace("/", "-"): v.replace("$", "$MANGLED_") for k, v in paths.items()}, **paths}
-            docs = [fixture(args.agent, r, paths) for r in recorder.seen]
-    finally:
-        server.stop()
+            label = {"langchain": f"langchain-{'anthropic' if args.api == 'anthropic' else 'openai'}"}.get(
+                args.agent, args.agent
+            )
+            docs = [fixture(label, r, paths) for r in recorder.seen]
+        finally:
+            server.stop()
     for d in docs:
         print(d["method"], d["path"], d["query"], api_of(d["path"]))
     if not args.dry_run:
-        for path in save(args.agent, docs, args.limit):
+        for path in save(docs[0]["agent"] if docs else args.agent, docs, args.limit):
             print("wrote", path.relative_to(launchers.ROOT))
     return 0
 

@@ -55,8 +55,9 @@ def check(outcome: Outcome, route: str) -> None:
 # once the fix is merged the test passes, XPASS(strict) turns red, and the marker must go.
 MID_SYSTEM = pytest.mark.xfail(
     strict=True,
-    reason="issue 12 (protocol): the Anthropic decoder rejects Claude Code's mid-conversation "
-    "{'role': 'system'} message with 400 before routing",
+    reason="issue 12 (protocol): Claude Code's mid-conversation {'role': 'system'} message is rejected "
+    "with 400 (by the decoder; with the protocol branch, by the fake Anthropic upstream, which wants a "
+    "'mid-conversation-system' beta while Claude Code 2.1.332 sends mid-conversation-tool-changes-2026-07-01)",
 )
 CLIENT_METADATA = pytest.mark.xfail(
     strict=True,
