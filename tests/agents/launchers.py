@@ -12,6 +12,7 @@ import json
 import os
 import shutil
 import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -123,6 +124,10 @@ stream_max_retries = 0
 [analytics]
 enabled = false
 
+# Plugins make Codex fetch curated catalogues (github.com, chatgpt.com) at start-up.
+[features]
+plugins = false
+
 [otel]
 exporter = "none"
 """
@@ -157,9 +162,14 @@ def hermes(base_url: str, model: str, prompt: str, home: Path, cwd: Path, contex
   default: {model}
   api_key: {DUMMY_KEY}
   context_length: {context_window}
+security:
+  tirith_enabled: false   # else Hermes downloads the tirith scanner from github.com
 """
+    # A fresh update-check cache: Hermes otherwise asks pypi.org for a newer version at start-up.
+    fresh = json.dumps({"ts": time.time(), "behind": 0, "rev": None, "ver": VERSIONS["hermes"]})
+    files = {home / ".hermes" / "config.yaml": config, home / ".hermes" / ".update_check": fresh}
     argv = [str(HERMES_BIN), "chat", "-q", prompt]
-    return Launch(argv, env, cwd, {home / ".hermes" / "config.yaml": config})
+    return Launch(argv, env, cwd, files)
 
 
 def python_driver(

@@ -10,6 +10,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -64,6 +65,49 @@ def router_config(upstream_port: int) -> dict[str, Any]:
     }
 
 
+class EgressTrap:
+    """A fake HTTP(S) proxy every agent is pointed at (``HTTPS_PROXY`` etc.): any connection it
+    receives is an agent trying to reach something other than 127.0.0.1 (telemetry, updates,
+    model catalogues). It answers nothing useful and records the request line."""
+
+    def __init__(self) -> None:
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(16)
+        self.sock.settimeout(0.2)
+        self.port = int(self.sock.getsockname()[1])
+        self.attempts: list[str] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._thread.start()
+
+    @property
+    def url(self) -> str:
+        """``http://127.0.0.1:PORT``."""
+        return f"http://127.0.0.1:{self.port}"
+
+    def _serve(self) -> None:
+        while not self._stop.is_set():
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                continue
+            with conn:
+                conn.settimeout(1)
+                try:
+                    first = conn.recv(512).split(b"\r\n", 1)[0].decode(errors="replace")
+                    conn.sendall(b"HTTP/1.1 403 Forbidden\r\ncontent-length: 0\r\nconnection: close\r\n\r\n")
+                except OSError:
+                    first = "(no request line)"
+                self.attempts.append(first)
+
+    def close(self) -> None:
+        """Stops listening."""
+        self._stop.set()
+        self._thread.join(2)
+        self.sock.close()
+
+
 @dataclass(slots=True)
 class Stack:
     """The fake upstream and the proxy serving the matrix routes."""
@@ -71,6 +115,7 @@ class Stack:
     upstream: FakeUpstream
     root_url: str
     log: Path
+    trap: EgressTrap
     script: ToolLoop = field(default_factory=lambda: ToolLoop(path="/nonexistent", content="unset"))
 
     @property
@@ -113,6 +158,7 @@ def serve_stack(tmp: Path) -> Iterator[Stack]:
     ]
     upstream = FakeUpstream(models)
     fake = serve_fake(upstream)
+    trap = EgressTrap()
     config = tmp / "router.yaml"
     config.write_text(yaml.safe_dump(router_config(fake.port)))
     log = tmp / "decisions.jsonl"
@@ -125,7 +171,7 @@ def serve_stack(tmp: Path) -> Iterator[Stack]:
     try:
         root = f"http://127.0.0.1:{port}"
         _wait_healthy(root, proc)
-        holder.append(Stack(upstream, root, log))
+        holder.append(Stack(upstream, root, log, trap))
         yield holder[0]
     finally:
         proc.terminate()
@@ -135,6 +181,7 @@ def serve_stack(tmp: Path) -> Iterator[Stack]:
             proc.kill()
         out.close()
         fake.stop()
+        trap.close()
 
 
 @dataclass(slots=True)
@@ -147,6 +194,7 @@ class Outcome:
     file: Path
     records: list[dict[str, Any]]
     bodies: list[dict[str, Any]]
+    egress: list[str]
 
     def explain(self) -> str:
         """Everything needed to see why a run failed (for assertion messages)."""
@@ -168,6 +216,7 @@ def run_agent(stack: Stack, agent: str, route: str, tmp: Path, api: str | None =
     stack.script = ToolLoop(path=str(target), content=content)
     seen_records = len(stack.records())
     seen_bodies = len(stack.upstream.received)
+    seen_egress = len(stack.trap.attempts)
     prompt = f"Write {target.name}, show it with the shell, then report what it says."
     if agent == "claude-code":
         launch = launchers.claude_code(stack.root_url, route, prompt, home, cwd)
@@ -180,6 +229,8 @@ def run_agent(stack: Stack, agent: str, route: str, tmp: Path, api: str | None =
     else:
         launch = launchers.python_driver(agent, stack.base_url, route, prompt, home, cwd, api)
     launch.write_files()
+    for var in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
+        launch.env[var] = stack.trap.url
     try:
         done = subprocess.run(
             launch.argv,
@@ -201,6 +252,7 @@ def run_agent(stack: Stack, agent: str, route: str, tmp: Path, api: str | None =
         target,
         stack.records()[seen_records:],
         [r.body for r in stack.upstream.received[seen_bodies:]],
+        stack.trap.attempts[seen_egress:],
     )
 
 

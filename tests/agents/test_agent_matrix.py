@@ -37,6 +37,7 @@ def check(outcome: Outcome, route: str, agent: str = "") -> None:
     content = outcome.file.read_text().strip()
     assert content.startswith("switchyard-matrix"), why
     assert outcome.returncode == 0, why
+    assert not outcome.egress, "the agent tried to reach beyond 127.0.0.1\n" + why
     assert "ALL DONE." in outcome.stdout and content in outcome.stdout, "final answer missing\n" + why
     mine = [r for r in outcome.records if r["route"] == route]
     assert mine, why
