@@ -155,6 +155,7 @@ def hermes(base_url: str, model: str, prompt: str, home: Path, cwd: Path, contex
     """Hermes Agent one-shot (``hermes chat -q``) on a ``model.provider: custom`` endpoint."""
     env = base_env(home)
     env["HERMES_HOME"] = str(home / ".hermes")
+    env["HERMES_DISABLE_LAZY_INSTALLS"] = "1"
     env["OPENAI_API_KEY"] = DUMMY_KEY
     config = f"""model:
   provider: custom
@@ -163,7 +164,8 @@ def hermes(base_url: str, model: str, prompt: str, home: Path, cwd: Path, contex
   api_key: {DUMMY_KEY}
   context_length: {context_window}
 security:
-  tirith_enabled: false   # else Hermes downloads the tirith scanner from github.com
+  tirith_enabled: false         # else Hermes downloads the tirith scanner from github.com
+  allow_lazy_installs: false    # else Hermes pip-installs optional tool backends (edge-tts) at run time
 """
     # A fresh update-check cache: Hermes otherwise asks pypi.org for a newer version at start-up.
     fresh = json.dumps({"ts": time.time(), "behind": 0, "rev": None, "ver": VERSIONS["hermes"]})
