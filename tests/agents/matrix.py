@@ -57,10 +57,17 @@ def router_config(upstream_port: int) -> dict[str, Any]:
             "gpt": {"client": "openai", "model": "gpt-model", "context_window": 200000},
         },
         "routes": {
-            "chat": {"type": "passthrough", "target": "vllm"},
+            # Hermes sizes its context from `model.context_length`; keep both equal (docs/agents.md).
+            "chat": {"type": "passthrough", "target": "vllm", "context_window": 131072},
             "anthropic": {"type": "passthrough", "target": "claude"},
             "responses": {"type": "passthrough", "target": "gpt"},
-            "staged": {"type": "stage_router", "efficient": "vllm", "capable": "claude"},
+            "staged": {
+                "type": "stage_router",
+                "efficient": "vllm",
+                "capable": "claude",
+                # Qwen Code's tool names, which the built-in table does not know (docs/agents.md).
+                "tool_semantics": {"run_shell_command": "shell", "grep_search": "read", "glob": "read"},
+            },
         },
     }
 

@@ -33,3 +33,16 @@ def test_recorded_fixtures_name_a_pinned_version() -> None:
         assert doc["version"] == launchers.VERSIONS[doc["agent"]], path.name
         assert not {"authorization", "x-api-key", "api-key"} & set(doc["headers"]), path.name
         assert "/tmp/sy-" not in path.read_text(), f"{path.name} leaks a temp path"
+
+
+def test_every_test_docs_agents_names_exists() -> None:
+    """docs/agents.md backs each recipe with a CI test; the names it gives must exist."""
+    import test_agent_matrix
+
+    doc = (launchers.ROOT / "docs" / "agents.md").read_text()
+    named = set(re.findall(r"`(test_[a-z_]+)", doc))
+    assert {"test_claude_code", "test_codex", "test_qwen_code", "test_hermes"} <= named
+    for name in named:
+        assert callable(getattr(test_agent_matrix, name, None)), name
+    for version in launchers.VERSIONS.values():
+        assert version in doc, f"docs/agents.md does not name pinned version {version}"
