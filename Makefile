@@ -26,15 +26,16 @@ $(STAMP): pyproject.toml constraints.txt | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[all,dev,probe]'
 	touch $(STAMP)
 
-# npm and pip only (registries); idempotent: reinstalls only when the pins change.
-$(AGENTS_STAMP): tests/agents/pins.mk
+# npm and pip only (registries); idempotent: reinstalls only when the pins change. Two venvs:
+# hermes-agent's dependency pins conflict with openai-agents'.
+$(AGENTS_STAMP): tests/agents/pins.mk tests/agents/constraints-py.txt tests/agents/constraints-hermes.txt
 	mkdir -p $(AGENTS)
 	test -f $(AGENTS)/package.json || echo '{"name": "switchyard-agents", "private": true}' > $(AGENTS)/package.json
 	npm install --prefix $(AGENTS) --no-audit --no-fund --save-exact --loglevel=error $(NPM_AGENTS)
 	test -x $(AGENTS)/py/bin/python || $(PYTHON) -m venv $(AGENTS)/py
-	$(AGENTS)/py/bin/python -m pip install --quiet --disable-pip-version-check $(PY_AGENTS)
+	$(AGENTS)/py/bin/python -m pip install --quiet --disable-pip-version-check -c tests/agents/constraints-py.txt $(PY_AGENTS)
 	test -x $(AGENTS)/hermes/bin/python || $(PYTHON) -m venv $(AGENTS)/hermes
-	$(AGENTS)/hermes/bin/python -m pip install --quiet --disable-pip-version-check $(HERMES_AGENT)
+	$(AGENTS)/hermes/bin/python -m pip install --quiet --disable-pip-version-check -c tests/agents/constraints-hermes.txt $(HERMES_AGENT)
 	touch $@
 
 agents: $(AGENTS_STAMP)
