@@ -51,3 +51,14 @@ def test_every_test_docs_agents_names_exists() -> None:
         assert callable(getattr(test_agent_matrix, name, None)), name
     for version in launchers.VERSIONS.values():
         assert version in doc, f"docs/agents.md does not name pinned version {version}"
+
+
+def test_constraints_agree_with_the_pins() -> None:
+    pins = _pins()
+    for venv, names in (
+        ("py", ("openai-agents", "langchain-openai", "langchain-anthropic", "litellm", "smolagents")),
+        ("hermes", ("hermes-agent",)),
+    ):
+        text = (launchers.ROOT / "tests" / "agents" / f"constraints-{venv}.txt").read_text()
+        for name in names:
+            assert f"\n{name}=={pins[name]}\n" in text, (venv, name)
