@@ -23,6 +23,7 @@ from pydantic import (
     model_validator,
 )
 
+from switchyard.config.server import ServerConfig
 from switchyard.protocol.targets import Price
 
 ClientFormat = Literal["openai_chat", "anthropic_messages", "openai_responses", "litellm"]
@@ -285,3 +286,4 @@ class SwitchyardConfig(_Strict):
     state: StateConfig = Field(default_factory=StateConfig)
     session: SessionConfig = Field(default_factory=SessionConfig)
     decision_log: str | None = None
+    server: ServerConfig = Field(default_factory=ServerConfig)

@@ -185,6 +185,7 @@ class EventStream:
         self._complete = False
         self._usage = Usage()
         self._closed = False
+        self._interrupted = False
         self._gen = self._run()
 
     def __aiter__(self) -> EventStream:
@@ -249,15 +250,26 @@ class EventStream:
         if self._closed:
             return
         self._closed = True
-        if not self._complete and not self._failed:
-            # The consumer stopped reading (a caller that disconnected, or aclose()).
+        if not self._complete and not self._failed and not self._interrupted:
+            # The consumer stopped reading (a caller that disconnected, or aclose()): recorded
+            # as a cancelled request, like a caller leaving before the answer (499).
             self.record.details["closed_early"] = True
+            self.record.status = 499
+            self.record.error = "cancelled: the caller stopped reading the stream"
         if self._on_end is not None and not self._failed:
             self._on_end(self._complete)
         self.record.set_usage(self._usage)
         self.record.cost_usd = self._price.cost(self._usage)
         self.record.duration_ms = (time.perf_counter() - self._t0) * 1000
         self._finalize(self.record)
+
+    def interrupt(self, error: ErrorInfo) -> None:
+        """Marks the record for a stream the server ends itself (a shutdown past its drain
+        time): not the upstream's failure, not the caller's cancellation. Call before closing."""
+        self._interrupted = True
+        self.record.status = error.status
+        self.record.error = error.message
+        self.record.details["interrupted"] = error.type
 
     async def aclose(self) -> None:
         """Stops the stream early (closes the upstream connection) and writes the record."""
@@ -649,6 +661,8 @@ class Engine:
                 self.health.succeeded(name)
             elif not complete:
                 self.health.released(name)  # the caller left: says nothing about the upstream
+                if record.status == 499:
+                    self.health.count("cancelled")
 
         return EventStream(
             first,
