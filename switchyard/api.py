@@ -155,6 +155,11 @@ class Switchyard:
     def _background_probing(self) -> bool:
         return any(e.monitor.running for e in self._engines.values())
 
+    @property
+    def state_store(self) -> StateStore:
+        """The session state store (``state:`` in the config), shared with the proxy's budgets."""
+        return self._store
+
     def on_decision(self, callback: DecisionSink) -> None:
         """Calls ``callback(record)`` for every finished request (keep it quick; never raise)."""
         self._callbacks.append(callback)

@@ -25,9 +25,10 @@ from switchyard.engine.monitor import BackendMonitor
 from switchyard.engine.records import Attempt, DecisionRecord, DecisionSink
 from switchyard.engine.reply import Reply
 from switchyard.engine.session import identify
-from switchyard.engine.stream_out import encode_stream
+from switchyard.engine.stream_out import encode_stream, stream_aborter
 from switchyard.engine.timeouts import Budget, budget
 from switchyard.engine.windows import PromptSize
+from switchyard.protocol.access import check_route
 from switchyard.protocol.call import CallOptions, ModelBackend
 from switchyard.protocol.errors import (
     ErrorInfo,
@@ -410,6 +411,7 @@ class Engine:
         if found is None:
             known = ", ".join(sorted(self.routes)) or "(none)"
             raise RouteNotFoundError(f"model {model!r} names no route; available routes: {known}", param="model")
+        check_route(found.name)  # the inbound API key's allowlist (switchyard.protocol.access)
         return found
 
     def target(self, name: str) -> Target:
@@ -764,6 +766,7 @@ class Engine:
                     stream=encode_stream(encoder, events),
                     keepalive=codec.keepalive(),
                     keepalive_s=self.keepalive_s,
+                    abort=stream_aborter(encoder, events),
                 )
             completion = await self._answer(prep)
         except SwitchyardError as exc:

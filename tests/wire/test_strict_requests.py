@@ -7,8 +7,7 @@ from typing import Any
 import pytest
 
 from switchyard.protocol.errors import InvalidRequestError
-from switchyard.wire import codec
-from switchyard.wire import strict
+from switchyard.wire import codec, strict
 from switchyard.wire.base import WireFormat
 
 _USER = {"role": "user", "content": "hi"}
