@@ -15,10 +15,16 @@ Point an agent at it:
   OpenAI SDK / LangChain / Hermes Agent:  base_url = http://127.0.0.1:4000/v1, model = <route name>
   curl http://127.0.0.1:4000/v1/models     # lists the routes
 
-Endpoints: POST /v1/chat/completions (JSON and SSE), GET /v1/models, GET /health.
+Endpoints: POST /v1/chat/completions, /v1/messages, /v1/messages/count_tokens, /v1/responses
+(JSON and SSE), GET /v1/models, /v1/stats, /health, /openapi.json.
 Every response carries x-switchyard-selected-model, x-switchyard-route,
 x-switchyard-decision-source and x-switchyard-overhead-ms.
-The default bind is 127.0.0.1: the proxy has no inbound auth, so expose it deliberately.
+
+Security (docs/security.md): the default bind is 127.0.0.1. Without server.api_keys only
+loopback Host names (and server.allowed_hosts) are answered, browser Origins are refused unless
+listed in server.allowed_origins, and bodies must be application/json. Create keys with
+`switchyard keys create`. Slow clients are cut (server.client_timeouts); on SIGTERM open
+requests get server.drain_s, then end with an error event.
 """
 
 
@@ -51,12 +57,35 @@ def run(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         return fail(f"cannot build {args.config}:\n  " + str(exc).replace("\n", "\n  "))
     try:
+        from switchyard.server.auth import KeyRing
         from switchyard.server.runner import serve
     except ImportError:
         return fail("the proxy needs the server extra: pip install 'switchyard-router[server]'")
+    settings = loaded.config.server
+    try:
+        keys = KeyRing(settings.api_keys)
+    except ValueError as exc:
+        return fail(str(exc))
+    if not keys and not _loopback(args.host):
+        print(
+            f"switchyard: warning: binding {args.host} without server.api_keys; only loopback Host names "
+            f"and server.allowed_hosts are answered (see docs/security.md)",
+            flush=True,
+        )
     print(
         f"switchyard: serving {len(sy.routes)} route(s) ({', '.join(sy.routes)}) on http://{args.host}:{args.port}/v1",
         flush=True,
     )
     serve(sy, args.host, args.port, log_level=args.log_level)
     return 0
+
+
+def _loopback(host: str) -> bool:
+    import ipaddress
+
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False

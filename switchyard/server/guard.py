@@ -156,7 +156,6 @@ class Gate:
                         code="origin_not_allowed",
                     )
                 )
-            admission.headers = self._cors(origin)
             if method == "OPTIONS":
                 asked = headers.get("access-control-request-headers", "authorization, content-type")
                 preflight = {
@@ -168,6 +167,7 @@ class Gate:
                 }
                 admission.reply = Reply(204, preflight)
                 return admission
+            admission.headers = self._cors(origin)
         if method == "POST" and not _is_json(headers.get("content-type", "")):
             # A browser sends text/plain (or no type) without a CORS preflight: refusing every
             # non-JSON body closes the "simple request" route to a local proxy.
