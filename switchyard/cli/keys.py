@@ -44,7 +44,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     create.set_defaults(func=run_create)
     hashing = actions.add_parser("hash", help="print the sha256: form of a key read from stdin")
     hashing.set_defaults(func=run_hash)
-    p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
+
+    def usage(args: argparse.Namespace) -> int:
+        p.print_help()
+        return 2
+
+    p.set_defaults(func=usage)
 
 
 def _entry(name: str, digest: str, routes: list[str], budget: float | None) -> str:

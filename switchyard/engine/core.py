@@ -270,7 +270,7 @@ class EventStream:
         self._interrupted = True
         self.record.status = error.status
         self.record.error = error.message
-        self.record.details["interrupted"] = error.type
+        self.record.details["interrupted"] = error.code or error.type
 
     async def aclose(self) -> None:
         """Stops the stream early (closes the upstream connection) and writes the record."""

@@ -21,7 +21,7 @@ logger = logging.getLogger("switchyard.server")
 
 SHUTDOWN_ERROR = ErrorInfo(
     status=503,
-    type="shutdown",
+    type="api_error",
     code="server_shutting_down",
     message="the proxy is shutting down and ended this request after its drain time; retry it",
 )
