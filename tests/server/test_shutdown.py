@@ -62,7 +62,7 @@ class _Stream(threading.Thread):
                 for chunk in resp.iter_bytes():
                     self.raw += chunk
                     self.started.set()
-        except BaseException as exc:  # noqa: BLE001 - reported by the test
+        except BaseException as exc:
             self.error = exc
         finally:
             self.ended_at = time.monotonic()
