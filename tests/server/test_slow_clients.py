@@ -111,7 +111,7 @@ def test_idle_keepalive_connection_is_closed(server: ServerThread) -> None:
 
 def test_keepalive_requests_each_get_a_fresh_header_deadline(server: ServerThread) -> None:
     sock = _connect(server)
-    for _ in range(3):  # 3 × 0.3 s > header_s: the deadline is per request, not per connection
+    for _ in range(3):  # 3 x 0.3 s > header_s: the deadline is per request, not per connection
         sock.sendall(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
         assert _response(sock).startswith(b"HTTP/1.1 200")
         time.sleep(0.3)
