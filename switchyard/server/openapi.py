@@ -45,7 +45,16 @@ _ANTHROPIC_ERROR = {
         },
     },
 }
-_SSE = {"text/event-stream": {"schema": {"type": "string"}}}
+# One server-sent event (``event:`` name and ``data:`` payload), as SSE-aware tools read it.
+_SSE = {
+    "text/event-stream": {
+        "schema": {
+            "type": "object",
+            "required": ["data"],
+            "properties": {"event": {"type": "string"}, "data": {"type": "string"}},
+        }
+    }
+}
 _OBJECT = {"type": "object"}
 _ERROR_STATUSES = {
     "400": "Invalid request (a field named in the message)",
