@@ -23,7 +23,7 @@ from switchyard.engine.health import Health
 from switchyard.engine.markup import MarkupScanner, first_marker, flag_leak, response_marker
 from switchyard.engine.monitor import BackendMonitor
 from switchyard.engine.records import Attempt, DecisionRecord, DecisionSink
-from switchyard.engine.reply import Reply
+from switchyard.engine.reply import SHUTDOWN_CANCEL, Reply
 from switchyard.engine.session import identify
 from switchyard.engine.stream_out import encode_stream, stream_aborter
 from switchyard.engine.timeouts import Budget, budget
@@ -588,8 +588,8 @@ class Engine:
             target, response = await runner.run(prep.candidates, lambda t, o: self._complete(t, prep, o), prep.options)
         except UpstreamError as exc:
             raise self._exhausted(record, exc, prep.t0, runner) from None
-        except asyncio.CancelledError:
-            self._cancelled(record, prep.t0, runner)
+        except asyncio.CancelledError as exc:
+            self._cancelled(record, prep.t0, runner, exc)
             raise
         record.fallbacks_tried = len(runner.tried) - 1
         self._served(record, target)
@@ -640,8 +640,8 @@ class Engine:
             target, (events, first) = await runner.run(prep.candidates, opened, prep.options)
         except UpstreamError as exc:
             raise self._exhausted(record, exc, prep.t0, runner) from None
-        except asyncio.CancelledError:
-            self._cancelled(record, prep.t0, runner)
+        except asyncio.CancelledError as exc:
+            self._cancelled(record, prep.t0, runner, exc)
             raise
         record.fallbacks_tried = len(runner.tried) - 1
         self._served(record, target)
@@ -719,12 +719,20 @@ class Engine:
         self._emit(record)
         return failure
 
-    def _cancelled(self, record: DecisionRecord, t0: float, runner: Fallback) -> None:
-        """The request was cancelled (the caller went away): record it, then let it unwind."""
-        self.health.count("cancelled")
+    def _cancelled(
+        self, record: DecisionRecord, t0: float, runner: Fallback, exc: asyncio.CancelledError | None = None
+    ) -> None:
+        """The request was cancelled (the caller went away, or the server is shutting down:
+        ``task.cancel(SHUTDOWN_CANCEL)``): record it, then let it unwind."""
         record.fallbacks_tried = max(0, len(runner.tried) - 1)
-        record.status = 499
-        record.error = "cancelled: the caller went away before the answer"
+        if exc is not None and exc.args and exc.args[0] == SHUTDOWN_CANCEL:
+            record.status = 503
+            record.error = "ended by the server's shutdown before the answer"
+            record.details["interrupted"] = SHUTDOWN_CANCEL
+        else:
+            self.health.count("cancelled")
+            record.status = 499
+            record.error = "cancelled: the caller went away before the answer"
         record.duration_ms = (time.perf_counter() - t0) * 1000
         self._emit(record)
 

@@ -10,6 +10,10 @@ from dataclasses import dataclass, field
 
 from switchyard.protocol.errors import ErrorInfo
 
+SHUTDOWN_CANCEL = "server_shutting_down"
+"""The message a server cancels a request's work with when its shutdown drain time is over
+(the engine then records 503 ``details.interrupted`` instead of a caller's 499)."""
+
 
 @dataclass(slots=True)
 class Reply:

@@ -15,7 +15,7 @@ from typing import Any
 
 from switchyard.api import Switchyard
 from switchyard.config.server import ServerConfig
-from switchyard.engine.reply import Reply
+from switchyard.engine.reply import SHUTDOWN_CANCEL, Reply
 from switchyard.protocol.errors import ErrorInfo
 from switchyard.server.auth import Budgets, KeyRing, current_key
 from switchyard.server.drain import SHUTDOWN_ERROR, Drain
@@ -174,10 +174,11 @@ class SwitchyardApp:
         work = asyncio.ensure_future(self.switchyard.dispatch(scope["method"], path, body, headers))
         await asyncio.wait((work, watch, ending), return_when=asyncio.FIRST_COMPLETED)
         if not work.done():
-            work.cancel()
+            shutting_down = ending.done() and not watch.done()
+            work.cancel(SHUTDOWN_CANCEL if shutting_down else None)
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await work
-            if ending.done() and not watch.done():
+            if shutting_down:
                 # Shutdown past its drain time: answer instead of leaving the caller hanging.
                 logger.info("shutting down; ended %s %s with 503", scope["method"], scope["path"])
                 info = SHUTDOWN_ERROR

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 
+from switchyard.engine.reply import SHUTDOWN_CANCEL
 from switchyard.protocol.errors import ErrorInfo
 
 logger = logging.getLogger("switchyard.server")
@@ -22,7 +23,7 @@ logger = logging.getLogger("switchyard.server")
 SHUTDOWN_ERROR = ErrorInfo(
     status=503,
     type="api_error",
-    code="server_shutting_down",
+    code=SHUTDOWN_CANCEL,
     message="the proxy is shutting down and ended this request after its drain time; retry it",
 )
 """What a request cut short by shutdown is told (and recorded with)."""

@@ -103,6 +103,18 @@ def test_sigterm_drains_then_ends_open_streams_with_error_events(tmp_path: Path)
             s.start()
         for s in streams.values():
             assert s.started.wait(10) and s.error is None
+        waiting: dict[str, Any] = {}
+
+        def json_request() -> None:
+            body = {"model": "long", "messages": MESSAGES}
+            try:
+                waiting["resp"] = httpx.post(f"{root}/v1/chat/completions", json=body, timeout=30)
+            except httpx.HTTPError as exc:
+                waiting["error"] = exc
+
+        json_thread = threading.Thread(target=json_request, daemon=True)
+        json_thread.start()
+        time.sleep(0.3)  # its upstream answer is now stalled half-way
         quick = _Stream(f"{root}/v1/chat/completions", {"model": "quick", "messages": MESSAGES, "stream": True})
         quick.start()
         assert quick.started.wait(10)
@@ -121,6 +133,11 @@ def test_sigterm_drains_then_ends_open_streams_with_error_events(tmp_path: Path)
         for s in [*streams.values(), quick]:
             s.join(5)
             assert not s.is_alive()
+        # A JSON request still waiting for its answer was answered 503 in its API's shape.
+        json_thread.join(5)
+        assert "error" not in waiting, waiting
+        assert waiting["resp"].status_code == 503
+        assert waiting["resp"].json()["error"]["code"] == "server_shutting_down"
         # A request that finished within the drain time finished normally.
         assert quick.raw.rstrip().endswith(b"data: [DONE]") and b'"error"' not in quick.raw
         # The others lasted until the drain time, then got an error event in their own format.
@@ -137,7 +154,7 @@ def test_sigterm_drains_then_ends_open_streams_with_error_events(tmp_path: Path)
 
         records = [json.loads(line) for line in log.read_text().splitlines()]
         cut = [r for r in records if r["route"] == "long"]
-        assert len(cut) == 3
+        assert len(cut) == 4
         assert all(r["status"] == 503 and r["details"]["interrupted"] == "server_shutting_down" for r in cut), cut
         assert [r["status"] for r in records if r["route"] == "quick"] == [200]
     finally:
