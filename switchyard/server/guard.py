@@ -107,6 +107,7 @@ class Gate:
         self._any_host = "*" in self._hosts
         # With keys, a rebinding page cannot authenticate, so Host is checked only when listed.
         self._check_host = not self._any_host and (not keys or bool(self._hosts))
+        self._seen: dict[str, bool] = {}
         self._origins = frozenset(settings.allowed_origins)
         self._any_origin = "*" in self._origins
 
@@ -114,7 +115,14 @@ class Gate:
         """Whether a request's ``Host`` may be answered (a request without one is no browser's)."""
         if not self._check_host or host is None:
             return True
-        return is_loopback_host(host) or _host_name(host) in self._hosts
+        known = self._seen.get(host)
+        if known is None:
+            # Parsing costs microseconds; a client sends the same Host every time. Bounded, so
+            # a flood of distinct Host values cannot grow it.
+            if len(self._seen) >= 256:
+                self._seen.clear()
+            known = self._seen[host] = is_loopback_host(host) or _host_name(host) in self._hosts
+        return known
 
     def origin_allowed(self, origin: str) -> bool:
         """Whether a browser ``Origin`` is in ``allowed_origins``."""
