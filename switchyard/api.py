@@ -33,6 +33,7 @@ from switchyard.engine.health import Health
 from switchyard.engine.records import DecisionRecord, DecisionSink, JsonlSink
 from switchyard.engine.reply import Reply
 from switchyard.engine.timeouts import HEADER_TIMEOUT, format_timeout
+from switchyard.protocol.access import allowed_routes
 from switchyard.protocol.errors import ErrorInfo
 from switchyard.protocol.request import ChatRequest
 from switchyard.protocol.session import StateStore
@@ -313,7 +314,11 @@ class Switchyard:
         if sub == "/stats" and method == "GET":
             return Reply(200, {"content-type": "application/json"}, body=dumps({"reliability": self.stats()}))
         if sub == "/models" and method == "GET":
-            data = {"object": "list", "data": describe_routes(self.engine)}
+            routes = describe_routes(self.engine)
+            allowed = allowed_routes.get()  # an inbound key limited to some routes sees only those
+            if allowed is not None:
+                routes = [r for r in routes if r["id"] in allowed]
+            data = {"object": "list", "data": routes}
             return Reply(200, {"content-type": "application/json"}, body=dumps(data))
         if route in ("/health", "/v1/health") and method in ("GET", "HEAD"):
             # Always 200 while the router runs (a liveness check must not restart it because a

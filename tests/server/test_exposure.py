@@ -220,7 +220,9 @@ def test_health_needs_no_key_but_models_does(keyed_proxy: Any) -> None:
     assert httpx.get(f"{server.root_url}/health", timeout=5).status_code == 200
     assert httpx.get(f"{server.base_url}/models", timeout=5).status_code == 401
     ok = httpx.get(f"{server.base_url}/models", headers={"authorization": f"Bearer {KEY_ALL}"}, timeout=5)
-    assert ok.status_code == 200
+    assert ok.status_code == 200 and {m["id"] for m in ok.json()["data"]} == {"fast", "mix", "resilient"}
+    only = httpx.get(f"{server.base_url}/models", headers={"authorization": f"Bearer {KEY_FAST}"}, timeout=5)
+    assert [m["id"] for m in only.json()["data"]] == ["fast"]
 
 
 def test_with_keys_any_host_may_call(keyed_proxy: Any) -> None:
