@@ -34,7 +34,6 @@ class Drain:
 
     def __init__(self) -> None:
         self._open: set[asyncio.Future[None]] = set()
-        self.closing = False
 
     def enter(self) -> asyncio.Future[None]:
         """A future that completes when this request must end (call :meth:`leave` after)."""

@@ -65,7 +65,6 @@ def _server(config: Any) -> Any:
             app = self.config.app
             timer = None
             if isinstance(app, SwitchyardApp):
-                app.drain.closing = True
                 timer = asyncio.get_running_loop().call_later(app.settings.drain_s, app.drain.end_all)
             try:
                 await super().shutdown(sockets)
