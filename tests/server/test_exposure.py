@@ -133,8 +133,10 @@ def test_body_cap_answers_413_in_each_apis_shape(open_proxy: Any) -> None:
 
 def test_anthropic_sdk_sees_its_own_413(open_proxy: Any) -> None:
     server, _ = open_proxy
-    client = anthropic.Anthropic(base_url=server.root_url, api_key="k", max_retries=0)
-    with pytest.raises(anthropic.APIStatusError) as err:
+    with (
+        anthropic.Anthropic(base_url=server.root_url, api_key="k", max_retries=0) as client,
+        pytest.raises(anthropic.APIStatusError) as err,
+    ):
         client.messages.create(model="fast", max_tokens=5, messages=[{"role": "user", "content": "x" * 5000}])
     assert err.value.status_code == 413 and err.value.body["error"]["type"] == "request_too_large"  # type: ignore[index]
 
@@ -174,8 +176,10 @@ def test_missing_or_wrong_key_is_401_in_openai_shape(keyed_proxy: Any) -> None:
 
 def test_wrong_key_is_401_in_anthropic_shape(keyed_proxy: Any) -> None:
     server, _ = keyed_proxy
-    client = anthropic.Anthropic(base_url=server.root_url, api_key="sy-wrong", max_retries=0)
-    with pytest.raises(anthropic.AuthenticationError) as err:
+    with (
+        anthropic.Anthropic(base_url=server.root_url, api_key="sy-wrong", max_retries=0) as client,
+        pytest.raises(anthropic.AuthenticationError) as err,
+    ):
         client.messages.create(model="fast", max_tokens=5, messages=MESSAGES)  # type: ignore[arg-type]
     assert err.value.body["type"] == "error"  # type: ignore[index]
     assert err.value.body["error"]["type"] == "authentication_error"  # type: ignore[index]
@@ -188,8 +192,8 @@ def test_keys_accepted_from_each_header(keyed_proxy: Any) -> None:
     assert records[-1].details["api_key"] == "all"
     with openai.OpenAI(base_url=server.base_url, api_key=KEY_ALL, max_retries=0) as client:
         assert client.chat.completions.create(model="mix", messages=MESSAGES).choices  # type: ignore[arg-type]
-    client = anthropic.Anthropic(base_url=server.root_url, api_key=KEY_ALL, max_retries=0)
-    assert client.messages.create(model="fast", max_tokens=20, messages=MESSAGES).content  # type: ignore[arg-type]
+    with anthropic.Anthropic(base_url=server.root_url, api_key=KEY_ALL, max_retries=0) as anth:
+        assert anth.messages.create(model="fast", max_tokens=20, messages=MESSAGES).content  # type: ignore[arg-type]
 
 
 def test_route_allowlist_is_403_in_the_callers_shape(keyed_proxy: Any) -> None:
@@ -201,8 +205,10 @@ def test_route_allowlist_is_403_in_the_callers_shape(keyed_proxy: Any) -> None:
     ):
         client.chat.completions.create(model="mix", messages=MESSAGES)  # type: ignore[arg-type]
     assert "route 'mix'" in err.value.body["message"]  # type: ignore[index]
-    anth = anthropic.Anthropic(base_url=server.root_url, api_key=KEY_FAST, max_retries=0)
-    with pytest.raises(anthropic.PermissionDeniedError) as aerr:
+    with (
+        anthropic.Anthropic(base_url=server.root_url, api_key=KEY_FAST, max_retries=0) as anth,
+        pytest.raises(anthropic.PermissionDeniedError) as aerr,
+    ):
         anth.messages.create(model="mix", max_tokens=5, messages=MESSAGES)  # type: ignore[arg-type]
     assert aerr.value.body["error"]["type"] == "permission_error"  # type: ignore[index]
     # count_tokens resolves the route too
