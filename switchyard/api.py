@@ -36,6 +36,7 @@ from switchyard.engine.logs import log_count_tokens
 from switchyard.engine.records import DecisionRecord, DecisionSink, JsonlSink
 from switchyard.engine.reply import Reply
 from switchyard.engine.timeouts import HEADER_TIMEOUT, format_timeout
+from switchyard.protocol.access import allowed_routes
 from switchyard.protocol.errors import ErrorInfo
 from switchyard.protocol.request import ChatRequest
 from switchyard.protocol.session import StateStore
@@ -162,6 +163,11 @@ class Switchyard:
 
     def _background_probing(self) -> bool:
         return any(e.monitor.running for e in self._engines.values())
+
+    @property
+    def state_store(self) -> StateStore:
+        """The session state store (``state:`` in the config), shared with the proxy's budgets."""
+        return self._store
 
     def on_decision(self, callback: DecisionSink) -> None:
         """Calls ``callback(record)`` for every finished request (keep it quick; never raise)."""
@@ -327,7 +333,11 @@ class Switchyard:
             stats = {"reliability": self.stats(), "usd": self.ledger.snapshot(), "state": self.state_status()}
             return Reply(200, {"content-type": "application/json"}, body=dumps(stats))
         if sub == "/models" and method == "GET":
-            data = {"object": "list", "data": describe_routes(self.engine)}
+            routes = describe_routes(self.engine)
+            allowed = allowed_routes.get()  # an inbound key limited to some routes sees only those
+            if allowed is not None:
+                routes = [r for r in routes if r["id"] in allowed]
+            data = {"object": "list", "data": routes}
             return Reply(200, {"content-type": "application/json"}, body=dumps(data))
         if route in ("/health", "/v1/health") and method in ("GET", "HEAD"):
             # Always 200 while the router runs (a liveness check must not restart it because a

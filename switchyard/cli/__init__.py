@@ -28,6 +28,7 @@ _COMMANDS = (
     "vllm_command",
     "fake_upstream",
     "config_cmd",
+    "keys",
 )
 
 _DESCRIPTION = """\

@@ -21,6 +21,7 @@ Endpoints (every inference endpoint takes any route as its model, in JSON or SSE
   GET  /health                       200 while serving; ?deep=1 probes every backend now
   GET  /v1/stats                     reliability counters, USD spent and saved per route and session
   GET  /metrics                      Prometheus metrics (docs/deployment.md)
+  GET  /openapi.json                 an OpenAPI description of these endpoints
 
 Point an agent at it (recipes for Claude Code, Codex, Hermes Agent and others: docs/agents.md):
   OpenAI SDK / LangChain / Hermes:  base_url = http://127.0.0.1:4000/v1, model = <route name>
@@ -35,7 +36,12 @@ the switchyard.decisions logger, and every count_tokens call a line on switchyar
 --log-level debug adds Switchyard's debug lines and keeps third-party libraries at info;
 debug-all also shows httpx/httpcore/uvicorn internals.
 Several replicas: state.backend: redis (see docs/deployment.md).
-The default bind is 127.0.0.1: the proxy has no inbound auth, so expose it deliberately.
+
+Security (docs/security.md): the default bind is 127.0.0.1. Without server.api_keys only
+loopback Host names (and server.allowed_hosts) are answered, browser Origins are refused unless
+listed in server.allowed_origins, and bodies must be application/json. Create keys with
+`switchyard keys create`. Slow clients are cut (server.client_timeouts); on SIGTERM open
+requests get server.drain_s, then end with an error event.
 """
 
 
@@ -84,12 +90,35 @@ def run(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         return fail(f"cannot build {args.config}:\n  " + str(exc).replace("\n", "\n  "))
     try:
+        from switchyard.server.auth import KeyRing
         from switchyard.server.runner import serve
     except ImportError:
         return fail("the proxy needs the server extra: pip install 'switchyard-router[server]'")
+    settings = loaded.config.server
+    try:
+        keys = KeyRing(settings.api_keys)
+    except ValueError as exc:
+        return fail(str(exc))
+    if not keys and not _loopback(args.host):
+        print(
+            f"switchyard: warning: binding {args.host} without server.api_keys; only loopback Host names "
+            f"and server.allowed_hosts are answered (see docs/security.md)",
+            flush=True,
+        )
     print(
         f"switchyard: serving {len(sy.routes)} route(s) ({', '.join(sy.routes)}) on http://{args.host}:{args.port}/v1",
         flush=True,
     )
     serve(sy, args.host, args.port, log_level=uvicorn_level(args.log_level), access_log=args.access_log)
     return 0
+
+
+def _loopback(host: str) -> bool:
+    import ipaddress
+
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False

@@ -23,6 +23,7 @@ from pydantic import (
     model_validator,
 )
 
+from switchyard.config.server import ServerConfig
 from switchyard.protocol.targets import Price
 
 ClientFormat = Literal["openai_chat", "anthropic_messages", "openai_responses", "litellm"]
@@ -331,3 +332,4 @@ class SwitchyardConfig(_Strict):
     accounting: AccountingConfig = Field(default_factory=AccountingConfig)
     telemetry: TelemetryConfig = Field(default_factory=TelemetryConfig)
     decision_log: str | None = None
+    server: ServerConfig = Field(default_factory=ServerConfig)
