@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import time
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
@@ -112,6 +113,21 @@ class HttpBackend:
         self._target_url = httpx.URL(self.url)
         self._transport = self._client._transport_for_url(self._target_url)
         self._base_headers = {**self._client.headers, **base_headers}
+        self._pool = self._fast_pool(transport, max_connections)
+
+    def _fast_pool(self, transport: httpx.AsyncBaseTransport | None, max_connections: int) -> Any:
+        """The lean HTTP/1.1 pool for answer calls (:mod:`switchyard.clients.h1`), or ``None``
+        to stay on httpx: a transport was injected, the environment routes this URL through a
+        proxy, httptools is not installed, or ``SWITCHYARD_HTTP_CLIENT=httpx`` asks for it."""
+        if transport is not None or self._transport is not self._client._transport:
+            return None
+        if os.environ.get("SWITCHYARD_HTTP_CLIENT", "").lower() == "httpx":
+            return None
+        try:
+            from switchyard.clients.h1 import H1Pool
+        except ImportError:  # httptools comes with the ``server`` extra
+            return None
+        return H1Pool(self.url, self._base_headers, max_connections=max_connections)
 
     @staticmethod
     def _url(base: str, path: str) -> str:
@@ -188,6 +204,32 @@ class HttpBackend:
             extensions={"timeout": timeout.as_dict()},
         )
 
+    async def _post(self, content: bytes, options: CallOptions, timeouts: Timeouts, *, stream: bool = False) -> Any:
+        """POSTs an answer call: through the lean pool when there is one, else through httpx.
+        Either way the result has ``status_code``, ``headers``, ``content``, ``aiter_bytes``,
+        ``aread`` and ``aclose``, and failures are ``httpx`` exceptions."""
+        if self._pool is None:
+            return await self._send(self._request(content, options, timeouts), stream=stream)
+        extra = None
+        if options.headers:
+            extra = {}
+            anthropic = self.format is WireFormat.ANTHROPIC_MESSAGES
+            fixed = self._pool.base_headers
+            for key, value in options.headers.items():
+                lowered = key.lower()
+                # The same filter as ``_request``; a caller's value replaces a fixed header.
+                if lowered not in _HOP_BY_HOP and (anthropic or not lowered.startswith("anthropic-")):
+                    if lowered in fixed:
+                        return await self._send(self._request(content, options, timeouts), stream=stream)
+                    extra[lowered] = value
+        return await self._pool.post(
+            content,
+            extra_headers=extra,
+            connect_timeout=timeouts.connect,
+            read_timeout=timeouts.read,
+            stream=stream,
+        )
+
     async def _send(self, request: httpx.Request, *, stream: bool = False) -> httpx.Response:
         """Sends straight to the transport. ``AsyncClient.send`` would add URL merging, a cookie
         jar, auth and redirect handling we do not use, for about a third of the HTTP cost."""
@@ -212,10 +254,10 @@ class HttpBackend:
 
     async def complete(self, request: ChatRequest, target: TargetInfo, options: CallOptions) -> ChatResponse:
         timeouts, deadline, label = self._limits(options)
-        req = self._request(self._body(request, target, options, stream=False), options, timeouts)
+        content = self._body(request, target, options, stream=False)
         try:
             async with asyncio.timeout(_left(deadline)):
-                resp = await self._send(req)
+                resp = await self._post(content, options, timeouts)
         except TimeoutError as exc:
             raise UpstreamTimeoutError(
                 f"{target.name}: no complete answer within its {label}",
@@ -242,10 +284,10 @@ class HttpBackend:
         self, request: ChatRequest, target: TargetInfo, options: CallOptions
     ) -> AsyncIterator[StreamEvent]:
         timeouts, deadline, label = self._limits(options)
-        req = self._request(self._body(request, target, options, stream=True), options, timeouts)
+        content = self._body(request, target, options, stream=True)
         try:
             async with asyncio.timeout(_left(deadline)):
-                resp = await self._send(req, stream=True)
+                resp = await self._post(content, options, timeouts, stream=True)
         except TimeoutError as exc:
             raise UpstreamTimeoutError(
                 f"{target.name}: no response headers within its {label}",
@@ -261,7 +303,8 @@ class HttpBackend:
             finally:
                 await resp.aclose()
             raise status_error(self.codec, resp.status_code, body, resp.headers, target=target.name)
-        content_type = resp.headers.get("content-type", "")
+        # The lean pool's response carries its content type parsed (no header mapping built).
+        content_type = resp.headers.get("content-type", "") if isinstance(resp, httpx.Response) else resp.content_type
         names = self._unwrap_custom(request, options)
         if "text/event-stream" not in content_type:
             # The upstream ignored ``stream`` and answered in one piece: replay it as a stream.
@@ -282,9 +325,7 @@ class HttpBackend:
         for event in response_to_events(self.codec.decode_response(data)):
             yield event
 
-    async def _events(
-        self, resp: httpx.Response, target: TargetInfo, deadline: float | None
-    ) -> AsyncIterator[StreamEvent]:
+    async def _events(self, resp: Any, target: TargetInfo, deadline: float | None) -> AsyncIterator[StreamEvent]:
         parser = SSEParser()
         decoder = self.codec.stream_decoder()
         chunks = resp.aiter_bytes()
@@ -329,7 +370,7 @@ class HttpBackend:
             if not handed_off:
                 await resp.aclose()
 
-    def _drain_later(self, resp: httpx.Response, chunks: AsyncIterator[bytes]) -> None:
+    def _drain_later(self, resp: Any, chunks: AsyncIterator[bytes]) -> None:
         task = asyncio.get_running_loop().create_task(_drain(resp, chunks))
         self._drains.add(task)
         task.add_done_callback(self._drains.discard)
@@ -452,6 +493,8 @@ class HttpBackend:
         """Closes pooled connections."""
         for task in list(self._drains):
             task.cancel()
+        if self._pool is not None:
+            await self._pool.aclose()
         await self._client.aclose()
 
 
@@ -460,7 +503,7 @@ def _left(deadline: float | None) -> float | None:
     return None if deadline is None else deadline - time.monotonic()
 
 
-async def _drain(resp: httpx.Response, chunks: AsyncIterator[bytes]) -> None:
+async def _drain(resp: Any, chunks: AsyncIterator[bytes]) -> None:
     """Reads what is left of a finished stream's response (normally just the end of the chunked
     body), briefly and boundedly, then closes it; a complete response leaves its connection
     pooled, anything else closes it."""
