@@ -37,7 +37,8 @@ import httptools
 import httpx
 
 MAX_BUFFER = 256 * 1024
-"""Unread response bytes held per connection before reading from the socket pauses."""
+"""Unread response bytes held per connection before reading from the socket pauses (the
+buffer can exceed it by one socket read)."""
 
 
 class H1Response:
@@ -333,6 +334,7 @@ class H1Pool:
         self.max_connections = max_connections
         self._idle: list[_Connection] = []
         self._open: set[_Connection] = set()
+        self._connecting = 0  # connections being opened count against the limit too
         self._waiters: deque[asyncio.Future[None]] = deque()
 
     def release(self, conn: _Connection) -> None:
@@ -363,7 +365,7 @@ class H1Pool:
                 conn = self._idle.pop()  # most recently used: least likely to have timed out
                 if not conn.closed:
                     return conn
-            if len(self._open) < self.max_connections:
+            if len(self._open) + self._connecting < self.max_connections:
                 return await self._connect(connect_timeout)
             waiter = asyncio.get_running_loop().create_future()
             self._waiters.append(waiter)
@@ -377,6 +379,7 @@ class H1Pool:
     async def _connect(self, timeout: float | None) -> _Connection:
         loop = asyncio.get_running_loop()
         factory: Callable[[], _Connection] = lambda: _Connection(self)  # noqa: E731
+        self._connecting += 1
         try:
             async with asyncio.timeout(timeout):
                 _, conn = await loop.create_connection(
@@ -386,6 +389,9 @@ class H1Pool:
             raise httpx.ConnectTimeout(f"connecting to {self.host}:{self.port} timed out") from exc
         except OSError as exc:  # ssl.SSLError is an OSError too
             raise httpx.ConnectError(str(exc) or type(exc).__name__) from exc
+        finally:
+            self._connecting -= 1
+            self._wake_one()  # a failed attempt frees its slot; a waiter may try
         self._open.add(conn)
         return conn
 
