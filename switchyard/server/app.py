@@ -127,14 +127,28 @@ class SwitchyardApp:
         await send({"type": "http.response.start", "status": reply.status, "headers": _headers(reply)})
         loop = asyncio.get_running_loop()
         state = _Writer(last=loop.time())
+        ready = _Ready(loop)
+
+        async def produce() -> None:
+            try:
+                async for chunk in chunks:
+                    ready.put(chunk)
+            except BaseException as exc:
+                ready.close(exc)
+                raise
+            ready.close(None)
 
         async def pump() -> None:
-            async for chunk in chunks:
-                await send({"type": "http.response.body", "body": chunk, "more_body": True})
+            # Writes whatever the producer has ready as one body message: events that reached
+            # the proxy together (one upstream read) leave together — one write, one read for
+            # the caller — while an upstream that drips still gets one write per event.
+            while (data := await ready.take()) is not None:
+                await send({"type": "http.response.body", "body": data, "more_body": True})
                 state.last = loop.time()
             state.done = True
             await send({"type": "http.response.body", "body": b"", "more_body": False})
 
+        producer = asyncio.ensure_future(produce())
         pump_task = asyncio.ensure_future(pump())
         tasks: set[asyncio.Future[None]] = {pump_task, watch}
         ticker = None
@@ -146,11 +160,13 @@ class SwitchyardApp:
             state.done = True
             if ticker is not None:
                 ticker.cancel()
-            if not pump_task.done():
-                # The caller went away: stop reading upstream (closing the stream cancels it).
-                pump_task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await pump_task
+            for task in (producer, pump_task):
+                if not task.done():
+                    # The caller went away: stop reading upstream (closing the stream cancels it).
+                    task.cancel()
+            for task in (producer, pump_task):
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
             if ticker is not None:
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await ticker
@@ -160,6 +176,47 @@ class SwitchyardApp:
                     await aclose()
         if pump_task.done() and not pump_task.cancelled() and pump_task.exception() is not None:
             logger.error("stream failed: %r", pump_task.exception())
+
+
+class _Ready:
+    """Chunks produced but not yet written; the writer takes them all at once."""
+
+    __slots__ = ("_done", "_error", "_loop", "_parts", "_waiter")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+        self._parts: list[bytes] = []
+        self._waiter: asyncio.Future[None] | None = None
+        self._done = False
+        self._error: BaseException | None = None
+
+    def _wake(self) -> None:
+        if self._waiter is not None and not self._waiter.done():
+            self._waiter.set_result(None)
+
+    def put(self, chunk: bytes) -> None:
+        self._parts.append(chunk)
+        self._wake()
+
+    def close(self, error: BaseException | None) -> None:
+        self._done = True
+        self._error = error
+        self._wake()
+
+    async def take(self) -> bytes | None:
+        """Everything ready, joined; ``None`` at the end. Re-raises the producer's failure."""
+        while not self._parts:
+            if self._done:
+                if self._error is not None and not isinstance(self._error, asyncio.CancelledError):
+                    raise self._error
+                return None
+            self._waiter = self._loop.create_future()
+            try:
+                await self._waiter
+            finally:
+                self._waiter = None
+        parts, self._parts = self._parts, []
+        return parts[0] if len(parts) == 1 else b"".join(parts)
 
 
 class _Writer:
