@@ -1,6 +1,8 @@
 """HTTP backend: encode → POST → decode, JSON and SSE, for any wire format with a codec.
 
-Layer: ``clients`` — the only layer that speaks HTTP (through ``httpx``).
+Layer: ``clients`` — the only layer that speaks HTTP: answer calls through the lean HTTP/1.1
+pool of :mod:`switchyard.clients.h1` when it applies, everything else through ``httpx`` (imported
+on first use, so that starting the proxy does not pay for it).
 """
 
 from __future__ import annotations
@@ -8,11 +10,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import sys
 import time
 from collections.abc import AsyncIterator, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import httpx
 import orjson
 
 from switchyard.clients.errors import status_error
@@ -36,9 +38,23 @@ from switchyard.wire.base import WireFormat
 from switchyard.wire.openai_chat.request import normalize_replay as normalize_chat_replay
 from switchyard.wire.sse import SSEParser
 
+if TYPE_CHECKING:
+    import httpx
+
+from switchyard._version import __version__
+
 # Bounds on reading the tail of a stream whose answer is complete (see ``_drain``).
 _DRAIN_S = 5.0
 _DRAIN_BYTES = 64 * 1024
+
+# What httpx sends by default, for requests that do not go through httpx (the lean pool); the
+# user agent names the client that actually sends them.
+_DEFAULT_HEADERS = {
+    "accept": "*/*",
+    "accept-encoding": "gzip, deflate",
+    "connection": "keep-alive",
+    "user-agent": f"switchyard/{__version__}",
+}
 
 _HOP_BY_HOP = frozenset({"host", "content-length", "connection", "transfer-encoding", "accept-encoding"})
 
@@ -102,32 +118,51 @@ class HttpBackend:
         self._headers = base_headers
         self._drains: set[asyncio.Task[None]] = set()
         self._no_health_endpoint = False  # learned: the default /health answered 404/405
-        self._client = httpx.AsyncClient(
-            transport=transport,
-            limits=httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections),
-            timeout=httpx.Timeout(self.timeouts.read, connect=self.timeouts.connect),
-            follow_redirects=False,
-        )
-        # Requests are built and sent below the client (see ``_send``): parse the URL and pick the
-        # transport (an injected one, or the proxy the environment names for this URL) once.
-        self._target_url = httpx.URL(self.url)
-        self._transport = self._client._transport_for_url(self._target_url)
-        self._base_headers = {**self._client.headers, **base_headers}
+        self._injected = transport
+        self._max_connections = max_connections
+        self._http: httpx.AsyncClient | None = None
         self._pool = self._fast_pool(transport, max_connections)
+        # What a failed request raises, by client: checked by ``except self._errors``.
+        self._errors: tuple[type[BaseException], ...] = (self._pool.errors,) if self._pool is not None else ()
+
+    @property
+    def _client(self) -> httpx.AsyncClient:
+        """The httpx client: probes, ``/models``, token counts, and answer calls when the lean pool
+        does not apply. Built (and httpx imported) on first use."""
+        if self._http is None:
+            import httpx
+
+            self._http = httpx.AsyncClient(
+                transport=self._injected,
+                limits=httpx.Limits(
+                    max_connections=self._max_connections, max_keepalive_connections=self._max_connections
+                ),
+                timeout=httpx.Timeout(self.timeouts.read, connect=self.timeouts.connect),
+                follow_redirects=False,
+            )
+            # Requests are built and sent below the client (see ``_send``): parse the URL and pick
+            # the transport (an injected one, or the proxy the environment names for this URL) once.
+            self._target_url = httpx.URL(self.url)
+            self._transport = self._http._transport_for_url(self._target_url)
+            self._base_headers = {**self._http.headers, **self._headers}
+            self._errors = (*self._errors, httpx.HTTPError)
+        return self._http
 
     def _fast_pool(self, transport: httpx.AsyncBaseTransport | None, max_connections: int) -> Any:
         """The lean HTTP/1.1 pool for answer calls (:mod:`switchyard.clients.h1`), or ``None``
-        to stay on httpx: a transport was injected, the environment routes this URL through a
-        proxy, httptools is not installed, or ``SWITCHYARD_HTTP_CLIENT=httpx`` asks for it."""
-        if transport is not None or self._transport is not self._client._transport:
+        to stay on httpx: a transport was injected, the environment names a proxy for this
+        scheme (``HTTP_PROXY``/``HTTPS_PROXY``/``ALL_PROXY``, which httpx would honour),
+        httptools is not installed, or ``SWITCHYARD_HTTP_CLIENT=httpx`` asks for it."""
+        if transport is not None or os.environ.get("SWITCHYARD_HTTP_CLIENT", "").lower() == "httpx":
             return None
-        if os.environ.get("SWITCHYARD_HTTP_CLIENT", "").lower() == "httpx":
+        scheme = self.url.split(":", 1)[0].lower()
+        if scheme not in ("http", "https") or _env_proxy(scheme):
             return None
         try:
             from switchyard.clients.h1 import H1Pool
         except ImportError:  # httptools comes with the ``server`` extra
             return None
-        return H1Pool(self.url, self._base_headers, max_connections=max_connections)
+        return H1Pool(self.url, {**_DEFAULT_HEADERS, **self._headers}, max_connections=max_connections)
 
     @staticmethod
     def _url(base: str, path: str) -> str:
@@ -186,6 +221,7 @@ class HttpBackend:
     def _request(
         self, content: bytes, options: CallOptions, timeouts: Timeouts, url: str | None = None
     ) -> httpx.Request:
+        _ = self._client  # builds the client, its transport and merged headers on first use
         headers = self._base_headers
         if options.headers:
             headers = dict(headers)
@@ -195,6 +231,8 @@ class HttpBackend:
                 # anthropic-* caller headers (beta flags, version) only mean something to Anthropic.
                 if lowered not in _HOP_BY_HOP and (anthropic or not lowered.startswith("anthropic-")):
                     headers[key] = value
+        import httpx
+
         timeout = httpx.Timeout(timeouts.read, connect=timeouts.connect)
         return httpx.Request(
             "POST",
@@ -207,7 +245,7 @@ class HttpBackend:
     async def _post(self, content: bytes, options: CallOptions, timeouts: Timeouts, *, stream: bool = False) -> Any:
         """POSTs an answer call: through the lean pool when there is one, else through httpx.
         Either way the result has ``status_code``, ``headers``, ``content``, ``aiter_bytes``,
-        ``aread`` and ``aclose``, and failures are ``httpx`` exceptions."""
+        ``aread`` and ``aclose``, and failures are among ``self._errors``."""
         if self._pool is None:
             return await self._send(self._request(content, options, timeouts), stream=stream)
         extra = None
@@ -263,7 +301,7 @@ class HttpBackend:
                 f"{target.name}: no complete answer within its {label}",
                 target=target.name,
             ) from exc
-        except httpx.HTTPError as exc:
+        except self._errors as exc:
             raise self._transport_error(exc, target) from exc
         if resp.status_code >= 400:
             raise status_error(self.codec, resp.status_code, resp.content, resp.headers, target=target.name)
@@ -293,18 +331,20 @@ class HttpBackend:
                 f"{target.name}: no response headers within its {label}",
                 target=target.name,
             ) from exc
-        except httpx.HTTPError as exc:
+        except self._errors as exc:
             raise self._transport_error(exc, target) from exc
         if resp.status_code >= 400:
             try:
                 body = await resp.aread()
-            except httpx.HTTPError:
+            except self._errors:
                 body = b""
             finally:
                 await resp.aclose()
             raise status_error(self.codec, resp.status_code, body, resp.headers, target=target.name)
         # The lean pool's response carries its content type parsed (no header mapping built).
-        content_type = resp.headers.get("content-type", "") if isinstance(resp, httpx.Response) else resp.content_type
+        content_type = getattr(resp, "content_type", None)
+        if content_type is None:
+            content_type = resp.headers.get("content-type", "")
         names = self._unwrap_custom(request, options)
         if "text/event-stream" not in content_type:
             # The upstream ignored ``stream`` and answered in one piece: replay it as a stream.
@@ -361,7 +401,7 @@ class HttpBackend:
                     yield event
             for event in decoder.finish():
                 yield event
-        except httpx.HTTPError as exc:
+        except self._errors as exc:
             raise self._transport_error(exc, target) from exc
         except UpstreamError as exc:
             exc.target = target.name
@@ -371,7 +411,7 @@ class HttpBackend:
                 await resp.aclose()
 
     def _drain_later(self, resp: Any, chunks: AsyncIterator[bytes]) -> None:
-        task = asyncio.get_running_loop().create_task(_drain(resp, chunks))
+        task = asyncio.get_running_loop().create_task(_drain(resp, chunks, self._errors))
         self._drains.add(task)
         task.add_done_callback(self._drains.discard)
 
@@ -385,9 +425,11 @@ class HttpBackend:
         """
         url = self._models_url()
         headers = {k: v for k, v in self._headers.items() if k != "content-type"}
+        import httpx
+
         try:
             resp = await self._client.get(url, headers=headers, timeout=httpx.Timeout(timeout_s))
-        except httpx.HTTPError as exc:
+        except self._errors as exc:
             raise self._transport_error(exc, target) from exc
         if resp.status_code != 200:
             return None
@@ -469,7 +511,7 @@ class HttpBackend:
                 resp = await self._client.send(req)
         except TimeoutError as exc:
             raise UpstreamTimeoutError(f"{target.name}: token count timed out", target=target.name) from exc
-        except httpx.HTTPError as exc:
+        except self._errors as exc:
             raise self._transport_error(exc, target) from exc
         if resp.status_code >= 400:
             raise status_error(self.codec, resp.status_code, resp.content, resp.headers, target=target.name)
@@ -483,8 +525,8 @@ class HttpBackend:
         return count
 
     @staticmethod
-    def _transport_error(exc: httpx.HTTPError, target: TargetInfo) -> UpstreamError:
-        if isinstance(exc, httpx.TimeoutException):
+    def _transport_error(exc: BaseException, target: TargetInfo) -> UpstreamError:
+        if _is_timeout(exc):
             kind = type(exc).__name__
             return UpstreamTimeoutError(f"{target.name}: upstream timed out ({kind})", target=target.name)
         return UpstreamConnectionError(f"{target.name}: {type(exc).__name__}: {exc}", target=target.name)
@@ -495,7 +537,8 @@ class HttpBackend:
             task.cancel()
         if self._pool is not None:
             await self._pool.aclose()
-        await self._client.aclose()
+        if self._http is not None:
+            await self._http.aclose()
 
 
 def _left(deadline: float | None) -> float | None:
@@ -503,10 +546,26 @@ def _left(deadline: float | None) -> float | None:
     return None if deadline is None else deadline - time.monotonic()
 
 
-async def _drain(resp: Any, chunks: AsyncIterator[bytes]) -> None:
+def _env_proxy(scheme: str) -> bool:
+    """Whether the environment names a proxy for ``scheme`` (any case, as httpx reads it)."""
+    names = (f"{scheme}_proxy", "all_proxy")
+    return any(value for key, value in os.environ.items() if key.lower() in names)
+
+
+def _is_timeout(exc: BaseException) -> bool:
+    """A timeout of either client (each module is looked up only if it was loaded)."""
+    for module in ("switchyard.clients.h1", "httpx"):
+        loaded = sys.modules.get(module)
+        if loaded is not None and isinstance(exc, loaded.TimeoutException):
+            return True
+    return False
+
+
+async def _drain(resp: Any, chunks: AsyncIterator[bytes], errors: tuple[type[BaseException], ...]) -> None:
     """Reads what is left of a finished stream's response (normally just the end of the chunked
     body), briefly and boundedly, then closes it; a complete response leaves its connection
     pooled, anything else closes it."""
+    caught: tuple[type[BaseException], ...] = (TimeoutError, *errors)
     try:
         async with asyncio.timeout(_DRAIN_S):
             left = _DRAIN_BYTES
@@ -514,8 +573,8 @@ async def _drain(resp: Any, chunks: AsyncIterator[bytes]) -> None:
                 left -= len(chunk)
                 if left < 0:
                     break
-    except (TimeoutError, httpx.HTTPError):
+    except caught:
         pass
     finally:
-        with contextlib.suppress(httpx.HTTPError):
+        with contextlib.suppress(*errors):
             await resp.aclose()

@@ -11,8 +11,9 @@ What it keeps from the httpx path, so that callers see no difference:
 
 - the same request bytes apart from header order: ``Host``, the backend's headers (httpx's
   defaults included: ``accept-encoding: gzip, deflate``, ``user-agent``), ``content-length``;
-- the same failures, raised as the ``httpx`` exceptions the backend already maps
-  (``ConnectError``, ``ConnectTimeout``, ``ReadTimeout``, ``ReadError``, ``RemoteProtocolError``);
+- the same failures under the same names (``ConnectError``, ``ConnectTimeout``,
+  ``ReadTimeout``, ``ReadError``, ``RemoteProtocolError``, ``DecodingError``: subclasses of
+  :class:`TransportError` here), which the backend turns into the same upstream errors;
 - ``gzip``/``deflate`` bodies are decoded;
 - TLS with the context httpx would build (``httpx.create_ssl_context``: certifi,
   ``SSL_CERT_FILE``/``SSL_CERT_DIR``).
@@ -34,17 +35,48 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import httptools
-import httpx
 
 MAX_BUFFER = 256 * 1024
 """Unread response bytes held per connection before reading from the socket pauses (the
 buffer can exceed it by one socket read)."""
 
 
+class TransportError(Exception):
+    """The request failed below HTTP (connection, timeout, malformed or undecodable answer)."""
+
+
+class TimeoutException(TransportError):
+    """No connection or no bytes within the limit."""
+
+
+class ConnectTimeout(TimeoutException):
+    """Connecting took longer than the connect timeout."""
+
+
+class ReadTimeout(TimeoutException):
+    """The upstream was silent for longer than the read timeout."""
+
+
+class ConnectError(TransportError):
+    """The connection could not be opened (refused, unreachable, TLS handshake failed)."""
+
+
+class ReadError(TransportError):
+    """The connection broke in the middle of a response."""
+
+
+class RemoteProtocolError(TransportError):
+    """The upstream closed without answering, or answered with something that is not HTTP/1.1."""
+
+
+class DecodingError(TransportError):
+    """The body's content-encoding is unsupported or the compressed body is corrupt."""
+
+
 class H1Response:
     """One upstream response: status and headers at once, the body as it arrives.
 
-    The same surface the backend uses on ``httpx.Response``: ``status_code``, ``headers``,
+    The surface the backend uses on ``httpx.Response``: ``status_code``, ``headers``,
     ``content`` (after :meth:`aread`), :meth:`aiter_bytes`, :meth:`aread`, :meth:`aclose`.
     """
 
@@ -78,9 +110,14 @@ class H1Response:
         self._decoder: Any = None
 
     @property
-    def headers(self) -> httpx.Headers:
-        """Response headers (case-insensitive); built on demand (errors, tests)."""
-        return httpx.Headers(self._raw_headers)
+    def headers(self) -> dict[str, str]:
+        """Response headers, names lower-cased (repeated ones joined with ``", "``, as httpx
+        does); built on demand (error replies, ``Retry-After``)."""
+        out: dict[str, str] = {}
+        for name, value in self._raw_headers:
+            key, text = name.decode("latin-1").lower(), value.decode("latin-1")
+            out[key] = f"{out[key]}, {text}" if key in out else text
+        return out
 
     # -- fed by the connection ---------------------------------------------------------------
 
@@ -129,8 +166,8 @@ class H1Response:
         """Body chunks as they arrive (decoded), then the end of the body.
 
         Raises:
-            httpx.ReadTimeout: No bytes for longer than the read timeout.
-            httpx.ReadError: The connection broke before the body ended.
+            ReadTimeout: No bytes for longer than the read timeout.
+            ReadError: The connection broke before the body ended.
         """
         chunks = self._chunks
         while True:
@@ -164,7 +201,7 @@ class H1Response:
 
 def _expire(waiter: asyncio.Future[None]) -> None:
     if not waiter.done():
-        waiter.set_exception(httpx.ReadTimeout("timed out waiting for the upstream"))
+        waiter.set_exception(ReadTimeout("timed out waiting for the upstream"))
 
 
 class _Connection(asyncio.Protocol):
@@ -189,7 +226,7 @@ class _Connection(asyncio.Protocol):
         try:
             self.parser.feed_data(data)
         except httptools.HttpParserError as exc:
-            self._broken(httpx.RemoteProtocolError(f"malformed upstream response: {exc}"))
+            self._broken(RemoteProtocolError(f"malformed upstream response: {exc}"))
 
     def eof_received(self) -> bool | None:
         return False  # close our side too
@@ -202,9 +239,9 @@ class _Connection(asyncio.Protocol):
             if self.head is not None and self.head.done() and _reads_to_close(resp):
                 resp._finish()  # a body delimited by the end of the connection
             elif self.got_bytes:
-                self._broken(httpx.ReadError("upstream closed the connection mid-response"))
+                self._broken(ReadError("upstream closed the connection mid-response"))
             else:
-                self._broken(httpx.RemoteProtocolError("Server disconnected without sending a response."))
+                self._broken(RemoteProtocolError("Server disconnected without sending a response."))
 
     # httptools callbacks
     def on_header(self, name: bytes, value: bytes) -> None:
@@ -232,7 +269,7 @@ class _Connection(asyncio.Protocol):
         try:
             resp._feed(body)
         except zlib.error as exc:
-            self._broken(httpx.DecodingError(f"cannot decode the upstream body: {exc}"))
+            self._broken(DecodingError(f"cannot decode the upstream body: {exc}"))
             return
         if resp.buffered > MAX_BUFFER and not self.paused and self.transport is not None:
             self.paused = True
@@ -280,6 +317,13 @@ class _Connection(asyncio.Protocol):
         self.abort()
 
 
+def _default_ssl() -> ssl.SSLContext:
+    """The TLS context httpx builds by default (certifi; ``SSL_CERT_FILE``/``SSL_CERT_DIR``)."""
+    import httpx  # only for https upstreams
+
+    return httpx.create_ssl_context()
+
+
 def _reads_to_close(resp: H1Response) -> bool:
     names = {name.lower() for name, _ in resp._raw_headers}
     return b"content-length" not in names and b"transfer-encoding" not in names
@@ -293,7 +337,7 @@ def _decoder(value: bytes) -> Any:
         return zlib.decompressobj()
     if coding in (b"", b"identity"):
         return None
-    raise httpx.DecodingError(f"unsupported content-encoding {value.decode('latin-1')!r}")
+    raise DecodingError(f"unsupported content-encoding {value.decode('latin-1')!r}")
 
 
 class H1Pool:
@@ -320,7 +364,7 @@ class H1Pool:
         self.host = parts.hostname
         self.tls = parts.scheme == "https"
         self.port = parts.port or (443 if self.tls else 80)
-        self.ssl = (ssl_context or httpx.create_ssl_context()) if self.tls else None
+        self.ssl = (ssl_context or _default_ssl()) if self.tls else None
         default_port = self.port == (443 if self.tls else 80)
         host = f"[{self.host}]" if ":" in self.host else self.host
         authority = host if default_port else f"{host}:{self.port}"
@@ -332,6 +376,7 @@ class H1Pool:
         self._prefix = ("\r\n".join(lines) + "\r\n").encode("latin-1")
         self.base_headers = {k.lower() for k in headers}
         self.max_connections = max_connections
+        self.errors = TransportError
         self._idle: list[_Connection] = []
         self._open: set[_Connection] = set()
         self._connecting = 0  # connections being opened count against the limit too
@@ -386,9 +431,9 @@ class H1Pool:
                     factory, self.host, self.port, ssl=self.ssl, server_hostname=self.host if self.tls else None
                 )
         except TimeoutError as exc:
-            raise httpx.ConnectTimeout(f"connecting to {self.host}:{self.port} timed out") from exc
+            raise ConnectTimeout(f"connecting to {self.host}:{self.port} timed out") from exc
         except OSError as exc:  # ssl.SSLError is an OSError too
-            raise httpx.ConnectError(str(exc) or type(exc).__name__) from exc
+            raise ConnectError(str(exc) or type(exc).__name__) from exc
         finally:
             self._connecting -= 1
             self._wake_one()  # a failed attempt frees its slot; a waiter may try

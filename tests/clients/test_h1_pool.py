@@ -106,7 +106,7 @@ async def test_request_bytes_match_the_httpx_path(upstream: int) -> None:
     assert headers["authorization"] == "Bearer sk-test"
     assert headers["content-type"] == "application/json"
     assert headers["accept-encoding"] == "gzip, deflate"
-    assert headers["user-agent"].startswith("python-httpx/")
+    assert headers["user-agent"].startswith("switchyard/")  # the client that actually sends it
     assert headers["x-extra"] == "1"
     assert "anthropic-beta" not in headers  # Anthropic flags only go to Anthropic upstreams
     assert headers["connection"] == "keep-alive"  # a caller's hop-by-hop header is not forwarded
