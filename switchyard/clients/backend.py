@@ -35,6 +35,7 @@ from switchyard.protocol.targets import TargetInfo
 from switchyard.wire import codec as get_codec
 from switchyard.wire import custom_tools, reasoning
 from switchyard.wire.base import WireFormat
+from switchyard.wire.json import dumps_in_pieces
 from switchyard.wire.openai_chat.request import normalize_replay as normalize_chat_replay
 from switchyard.wire.sse import SSEParser
 
@@ -55,6 +56,9 @@ _DEFAULT_HEADERS = {
     "connection": "keep-alive",
     "user-agent": f"switchyard/{__version__}",
 }
+
+# A request with this many messages is encoded off the event loop (see ``HttpBackend._encode``).
+_LARGE_MESSAGES = 2000
 
 _HOP_BY_HOP = frozenset({"host", "content-length", "connection", "transfer-encoding", "accept-encoding"})
 
@@ -193,8 +197,39 @@ class HttpBackend:
             if isinstance(p, ReasoningPart)
         )
 
-    def _body(self, request: ChatRequest, target: TargetInfo, options: CallOptions, stream: bool) -> bytes:
-        if self._replays(request, options):
+    async def _encode(
+        self, request: ChatRequest, target: TargetInfo, options: CallOptions, stream: bool
+    ) -> tuple[bytes, frozenset[str]]:
+        """The request body, and the free-form tools whose calls need unwrapping in the answer.
+
+        A long conversation (``_LARGE_MESSAGES`` messages and more) is encoded on a worker
+        thread: walking and serialising 100,000 messages takes a few hundred ms, which would
+        stall every other request on the event loop.
+        """
+        if len(request.messages) >= _LARGE_MESSAGES:
+            return await asyncio.to_thread(self._encode_now, request, target, options, stream)
+        return self._encode_now(request, target, options, stream)
+
+    def _encode_now(
+        self, request: ChatRequest, target: TargetInfo, options: CallOptions, stream: bool
+    ) -> tuple[bytes, frozenset[str]]:
+        replays = self._replays(request, options)
+        # Free-form tools sent as function stand-ins (not for a verbatim replay or a Responses
+        # upstream, which takes them as they are).
+        plain = replays or self.format is WireFormat.OPENAI_RESPONSES
+        names = frozenset() if plain else custom_tools.custom_names(request.tools)
+        return self._body(request, target, options, stream, replays=replays), names
+
+    def _body(
+        self,
+        request: ChatRequest,
+        target: TargetInfo,
+        options: CallOptions,
+        stream: bool,
+        *,
+        replays: bool | None = None,
+    ) -> bytes:
+        if self._replays(request, options) if replays is None else replays:
             assert options.raw_body is not None
             body: dict[str, Any] = dict(options.raw_body)
             body["model"] = target.model
@@ -210,13 +245,9 @@ class HttpBackend:
                 body["max_tokens"] = target.extra_body["max_tokens"]
         for key, value in target.extra_body.items():
             body.setdefault(key, value)
+        if len(request.messages) >= _LARGE_MESSAGES:
+            return dumps_in_pieces(body)  # on a worker thread: let the event loop in between
         return orjson.dumps(body)
-
-    def _unwrap_custom(self, request: ChatRequest, options: CallOptions) -> frozenset[str]:
-        """Free-form tools that were sent as function stand-ins (their calls need unwrapping)."""
-        if self.format is WireFormat.OPENAI_RESPONSES or self._replays(request, options):
-            return frozenset()
-        return custom_tools.custom_names(request.tools)
 
     def _request(
         self, content: bytes, options: CallOptions, timeouts: Timeouts, url: str | None = None
@@ -292,7 +323,7 @@ class HttpBackend:
 
     async def complete(self, request: ChatRequest, target: TargetInfo, options: CallOptions) -> ChatResponse:
         timeouts, deadline, label = self._limits(options)
-        content = self._body(request, target, options, stream=False)
+        content, names = await self._encode(request, target, options, stream=False)
         try:
             async with asyncio.timeout(_left(deadline)):
                 resp = await self._post(content, options, timeouts)
@@ -316,13 +347,13 @@ class HttpBackend:
         except UpstreamError as exc:
             exc.target = target.name
             raise
-        return custom_tools.restore_response(response, self._unwrap_custom(request, options))
+        return custom_tools.restore_response(response, names)
 
     async def open_stream(
         self, request: ChatRequest, target: TargetInfo, options: CallOptions
     ) -> AsyncIterator[StreamEvent]:
         timeouts, deadline, label = self._limits(options)
-        content = self._body(request, target, options, stream=True)
+        content, names = await self._encode(request, target, options, stream=True)
         try:
             async with asyncio.timeout(_left(deadline)):
                 resp = await self._post(content, options, timeouts, stream=True)
@@ -345,7 +376,6 @@ class HttpBackend:
         content_type = getattr(resp, "content_type", None)
         if content_type is None:
             content_type = resp.headers.get("content-type", "")
-        names = self._unwrap_custom(request, options)
         if "text/event-stream" not in content_type:
             # The upstream ignored ``stream`` and answered in one piece: replay it as a stream.
             body = await resp.aread()
