@@ -618,7 +618,7 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=5, help="repetitions of the cold start and import probes")
     parser.add_argument("--nemo-python", type=Path, default=Path("/tmp/nemo-venv/bin/python"))
     parser.add_argument("--baseline-src", type=Path, help="also run our proxy importing switchyard from this tree")
-    parser.add_argument("--skip", nargs="*", default=[], choices=["big", "cold", "import", "dropin", "rss"])
+    parser.add_argument("--skip", nargs="*", default=[], choices=["load", "big", "cold", "import", "dropin", "rss"])
     parser.add_argument("--quick", action="store_true", help="smoke run (few requests)")
     parser.add_argument("--label", default="")
     parser.add_argument("--out", type=Path, default=HERE / "results")
@@ -655,8 +655,9 @@ def main() -> None:
                 procs.append(proc)
                 servers[proc.name] = proc.port
                 pids[proc.name] = proc.pid
-            print("load (interleaved rounds):", flush=True)
-            report["load"] = load_scenarios(servers, pids, args)
+            if "load" not in args.skip:
+                print("load (interleaved rounds):", flush=True)
+                report["load"] = load_scenarios(servers, pids, args)
             if "rss" not in args.skip:
                 print("peak RSS after concurrency 32:", flush=True)
                 report["rss"] = peak_rss(servers, pids, args)
@@ -678,8 +679,8 @@ def main() -> None:
         finally:
             for proc in procs:
                 proc.close()
-    report["verdict"] = verdict(report)
-    if args.baseline_src:
+    report["verdict"] = verdict(report) if "load" in report else []
+    if args.baseline_src and "load" in report:
         report["verdict_baseline"] = verdict(
             {**report, "dropin": None, "imports": None, "cold_start": None}, "baseline"
         )
