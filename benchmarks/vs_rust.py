@@ -371,18 +371,21 @@ def _first_200(port: int, deadline: float) -> bool:
     return False
 
 
-def cold_starts(nemo_python: Path, upstream_port: int, workdir: Path, src: Path, reps: int) -> dict[str, Any]:
-    """Seconds from process spawn to the first 200 (median of ``reps``), both servers."""
+def cold_starts(
+    nemo_python: Path, upstream_port: int, workdir: Path, srcs: dict[str, Path], reps: int
+) -> dict[str, Any]:
+    """Seconds from process spawn to the first 200 (median of ``reps``): the Rust server and our
+    builds (``srcs``: name → source tree), interleaved."""
     (workdir / "ours.yaml").write_text(our_yaml(upstream_port))
     out: dict[str, Any] = {}
-    for who in ("rust", "ours"):
-        times = []
-        for _ in range(reps):
+    runs: dict[str, list[float]] = {who: [] for who in ("rust", *srcs)}
+    for _ in range(reps):
+        for who, times in runs.items():
             port = _free_port()
-            if who == "ours":
+            if who in srcs:
                 argv = [sys.executable, "-m", "switchyard", "serve", "-c", str(workdir / "ours.yaml"), "-p", str(port)]
                 argv += ["--log-level", "warning"]
-                env = {**os.environ, "PYTHONPATH": str(src)}
+                env = {**os.environ, "PYTHONPATH": str(srcs[who])}
             else:
                 argv = [str(nemo_python), str(workdir / "rust_host.py"), str(workdir / "routes.toml"), str(port)]
                 env = {**os.environ, "RUST_LOG": "warn"}
@@ -402,6 +405,7 @@ def cold_starts(nemo_python: Path, upstream_port: int, workdir: Path, src: Path,
                 proc.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 proc.kill()
+    for who, times in runs.items():
         out[who] = {"median_s": statistics.median(times), "runs_s": times}
         print(f"  {who:<9} cold start to first 200: {statistics.median(times):.3f} s  {[round(t, 3) for t in times]}")
     return out
@@ -413,10 +417,10 @@ IMPORT_PROBE = (
 )
 
 
-def import_times(nemo_python: Path, src: Path, reps: int) -> dict[str, Any]:
+def import_times(nemo_python: Path, srcs: dict[str, Path], reps: int) -> dict[str, Any]:
     """``import switchyard`` (and its first real use) vs importing NVIDIA's server module (median ms)."""
     probes = {
-        "ours": (sys.executable, IMPORT_PROBE.format(mod="switchyard", extra="switchyard.Switchyard")),
+        **{who: (sys.executable, IMPORT_PROBE.format(mod="switchyard", extra="switchyard.Switchyard")) for who in srcs},
         "rust": (
             str(nemo_python),
             IMPORT_PROBE.format(mod="switchyard_rust.server", extra="switchyard_rust.server.Server"),
@@ -430,7 +434,7 @@ def import_times(nemo_python: Path, src: Path, reps: int) -> dict[str, Any]:
                 [*_taskset(PROXY_CORE), python, "-c", code],
                 capture_output=True,
                 text=True,
-                env={**os.environ, "PYTHONPATH": str(src)} if who == "ours" else None,
+                env={**os.environ, "PYTHONPATH": str(srcs[who])} if who in srcs else None,
                 check=True,
             )
             a, b = (float(x) for x in done.stdout.split())
@@ -551,12 +555,12 @@ def verdict(report: dict[str, Any], who: str = "ours") -> list[dict[str, Any]]:
     if d:
         add("drop-in added p50 (ms)", d["added_p50_ms"], None, None, "≤ 0.15 ms", d["added_p50_ms"] <= 0.15)
     imp = report.get("imports")
-    if imp:
-        o, r = imp["ours"]["import_ms"], imp["rust"]["import_ms"]
+    if imp and who in imp:
+        o, r = imp[who]["import_ms"], imp["rust"]["import_ms"]
         add("`import switchyard` (ms)", o, r, o / r, "≤ 150 ms", o <= TARGETS["import_ms"])
     cold = report.get("cold_start")
-    if cold:
-        o, r = cold["ours"]["median_s"], cold["rust"]["median_s"]
+    if cold and who in cold:
+        o, r = cold[who]["median_s"], cold["rust"]["median_s"]
         add("cold start to first 200 (s)", o, r, o / r, "≤ 0.5 s", o <= TARGETS["cold_start_s"])
     rss = report.get("rss")
     if rss:
@@ -627,6 +631,7 @@ def main() -> None:
         args.requests, args.rounds, args.dropin_calls, args.reps = 200, 2, 200, 2
     nemo_python = ensure_nemo(args.nemo_python)
     src = HERE.parent
+    builds = {"ours": src, **({"baseline": args.baseline_src.resolve()} if args.baseline_src else {})}
     if hasattr(os, "sched_setaffinity") and (os.cpu_count() or 1) >= 2:
         os.sched_setaffinity(0, {int(LOAD_CORE)})
     try:
@@ -669,10 +674,10 @@ def main() -> None:
             procs = procs[:1]
             if "cold" not in args.skip:
                 print("cold start:", flush=True)
-                report["cold_start"] = cold_starts(nemo_python, upstream.port, workdir, src, args.reps)
+                report["cold_start"] = cold_starts(nemo_python, upstream.port, workdir, builds, args.reps)
             if "import" not in args.skip:
                 print("import:", flush=True)
-                report["imports"] = import_times(nemo_python, src, args.reps)
+                report["imports"] = import_times(nemo_python, builds, args.reps)
             if "dropin" not in args.skip:
                 print("in-process drop-in (switchyard.OpenAI vs openai.OpenAI direct):", flush=True)
                 report["dropin"] = dropin(upstream.port, workdir, src, args.dropin_calls, 5)
@@ -681,12 +686,10 @@ def main() -> None:
                 proc.close()
     report["verdict"] = verdict(report) if "load" in report else []
     if args.baseline_src and "load" in report:
-        report["verdict_baseline"] = verdict(
-            {**report, "dropin": None, "imports": None, "cold_start": None}, "baseline"
-        )
+        report["verdict_baseline"] = verdict({**report, "dropin": None}, "baseline")
     print_verdict(report["verdict"])
-    if args.baseline_src:
-        print("\nbaseline build (load rows only):")
+    if "verdict_baseline" in report:
+        print("\nbaseline build (the drop-in row is measured for this tree only):")
         print_verdict(report["verdict_baseline"])
     args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / f"vs_rust-{time.strftime('%Y%m%d-%H%M%S')}{'-' + args.label if args.label else ''}.json"
