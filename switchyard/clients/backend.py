@@ -399,19 +399,24 @@ class HttpBackend:
         parser = SSEParser()
         decoder = self.codec.stream_decoder()
         chunks = resp.aiter_bytes()
+        # The lean pool's response can hand over everything already received in one piece: no
+        # timeout scope and one parser call for a burst of events instead of one per event.
+        take_ready = getattr(resp, "take_ready", None)
         handed_off = False
         try:
             while True:
-                # The total deadline bounds every wait for bytes, so a stream that trickles (each
-                # gap shorter than ``read``) still ends on time. The timeout scope never spans a
-                # ``yield``: it only wraps the read.
-                try:
-                    async with asyncio.timeout(_left(deadline)):
-                        chunk = await anext(chunks, None)
-                except TimeoutError as exc:
-                    raise UpstreamTimeoutError(
-                        f"{target.name}: stream exceeded its total deadline", target=target.name
-                    ) from exc
+                chunk = take_ready() if take_ready is not None else None
+                if chunk is None:
+                    # The total deadline bounds every wait for bytes, so a stream that trickles
+                    # (each gap shorter than ``read``) still ends on time. The timeout scope never
+                    # spans a ``yield``: it only wraps the read.
+                    try:
+                        async with asyncio.timeout(_left(deadline)):
+                            chunk = await anext(chunks, None)
+                    except TimeoutError as exc:
+                        raise UpstreamTimeoutError(
+                            f"{target.name}: stream exceeded its total deadline", target=target.name
+                        ) from exc
                 if chunk is None:
                     break
                 for sse in parser.feed(chunk):

@@ -185,6 +185,20 @@ class H1Response:
             else:
                 await self._wait()
 
+    def take_ready(self) -> bytes | None:
+        """Everything received and not yet read, in one piece, without waiting; ``None`` when
+        nothing is buffered (then :meth:`aiter_bytes` waits, ends or raises)."""
+        chunks = self._chunks
+        if not chunks:
+            return None
+        data = chunks.popleft() if len(chunks) == 1 else b"".join(chunks)
+        chunks.clear()
+        self.buffered = 0
+        conn = self._conn
+        if conn is not None and conn.paused:
+            conn.resume()
+        return data
+
     async def aread(self) -> bytes:
         """The whole body (also kept in ``content``)."""
         parts = [chunk async for chunk in self.aiter_bytes()]
