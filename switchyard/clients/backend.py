@@ -8,9 +8,7 @@ on first use, so that starting the proxy does not pay for it).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
-import sys
 import time
 from collections.abc import AsyncIterator, Mapping
 from typing import TYPE_CHECKING, Any
@@ -19,6 +17,8 @@ import orjson
 
 from switchyard.clients.errors import status_error
 from switchyard.clients.health import Probe, health_url, probe_urls, server_root
+from switchyard.clients.http_parts import DEFAULT_HEADERS, drain, env_proxy, is_timeout, left
+from switchyard.clients.http_parts import Timeouts as Timeouts
 from switchyard.clients.models import ModelListError, parse_model_list, served_window
 from switchyard.protocol.call import CallOptions
 from switchyard.protocol.errors import (
@@ -42,46 +42,10 @@ from switchyard.wire.sse import SSEParser
 if TYPE_CHECKING:
     import httpx
 
-from switchyard._version import __version__
-
-# Bounds on reading the tail of a stream whose answer is complete (see ``_drain``).
-_DRAIN_S = 5.0
-_DRAIN_BYTES = 64 * 1024
-
-# What httpx sends by default, for requests that do not go through httpx (the lean pool); the
-# user agent names the client that actually sends them.
-_DEFAULT_HEADERS = {
-    "accept": "*/*",
-    "accept-encoding": "gzip, deflate",
-    "connection": "keep-alive",
-    "user-agent": f"switchyard/{__version__}",
-}
-
 # A request with this many messages is encoded off the event loop (see ``HttpBackend._encode``).
 _LARGE_MESSAGES = 2000
 
 _HOP_BY_HOP = frozenset({"host", "content-length", "connection", "transfer-encoding", "accept-encoding"})
-
-
-class Timeouts:
-    """Connect, read (longest silence between bytes) and total (per request) limits in seconds."""
-
-    __slots__ = ("connect", "read", "total")
-
-    def __init__(self, connect: float = 10.0, read: float = 300.0, total: float | None = 900.0) -> None:
-        self.connect = connect
-        self.read = read
-        self.total = total
-
-    def merged(self, override: Mapping[str, float] | None) -> Timeouts:
-        """These limits with per-request overrides applied."""
-        if not override:
-            return self
-        return Timeouts(
-            connect=float(override.get("connect", self.connect)),
-            read=float(override.get("read", self.read)),
-            total=float(override["total"]) if "total" in override else self.total,
-        )
 
 
 class HttpBackend:
@@ -160,13 +124,13 @@ class HttpBackend:
         if transport is not None or os.environ.get("SWITCHYARD_HTTP_CLIENT", "").lower() == "httpx":
             return None
         scheme = self.url.split(":", 1)[0].lower()
-        if scheme not in ("http", "https") or _env_proxy(scheme):
+        if scheme not in ("http", "https") or env_proxy(scheme):
             return None
         try:
             from switchyard.clients.h1 import H1Pool
         except ImportError:  # httptools comes with the ``server`` extra
             return None
-        return H1Pool(self.url, {**_DEFAULT_HEADERS, **self._headers}, max_connections=max_connections)
+        return H1Pool(self.url, {**DEFAULT_HEADERS, **self._headers}, max_connections=max_connections)
 
     @staticmethod
     def _url(base: str, path: str) -> str:
@@ -325,7 +289,7 @@ class HttpBackend:
         timeouts, deadline, label = self._limits(options)
         content, names = await self._encode(request, target, options, stream=False)
         try:
-            async with asyncio.timeout(_left(deadline)):
+            async with asyncio.timeout(left(deadline)):
                 resp = await self._post(content, options, timeouts)
         except TimeoutError as exc:
             raise UpstreamTimeoutError(
@@ -355,7 +319,7 @@ class HttpBackend:
         timeouts, deadline, label = self._limits(options)
         content, names = await self._encode(request, target, options, stream=True)
         try:
-            async with asyncio.timeout(_left(deadline)):
+            async with asyncio.timeout(left(deadline)):
                 resp = await self._post(content, options, timeouts, stream=True)
         except TimeoutError as exc:
             raise UpstreamTimeoutError(
@@ -411,7 +375,7 @@ class HttpBackend:
                     # (each gap shorter than ``read``) still ends on time. The timeout scope never
                     # spans a ``yield``: it only wraps the read.
                     try:
-                        async with asyncio.timeout(_left(deadline)):
+                        async with asyncio.timeout(left(deadline)):
                             chunk = await anext(chunks, None)
                     except TimeoutError as exc:
                         raise UpstreamTimeoutError(
@@ -446,7 +410,7 @@ class HttpBackend:
                 await resp.aclose()
 
     def _drain_later(self, resp: Any, chunks: AsyncIterator[bytes]) -> None:
-        task = asyncio.get_running_loop().create_task(_drain(resp, chunks, self._errors))
+        task = asyncio.get_running_loop().create_task(drain(resp, chunks, self._errors))
         self._drains.add(task)
         task.add_done_callback(self._drains.discard)
 
@@ -561,7 +525,7 @@ class HttpBackend:
 
     @staticmethod
     def _transport_error(exc: BaseException, target: TargetInfo) -> UpstreamError:
-        if _is_timeout(exc):
+        if is_timeout(exc):
             kind = type(exc).__name__
             return UpstreamTimeoutError(f"{target.name}: upstream timed out ({kind})", target=target.name)
         return UpstreamConnectionError(f"{target.name}: {type(exc).__name__}: {exc}", target=target.name)
@@ -574,42 +538,3 @@ class HttpBackend:
             await self._pool.aclose()
         if self._http is not None:
             await self._http.aclose()
-
-
-def _left(deadline: float | None) -> float | None:
-    """Seconds until ``deadline`` (a ``time.monotonic()`` value), for ``asyncio.timeout``."""
-    return None if deadline is None else deadline - time.monotonic()
-
-
-def _env_proxy(scheme: str) -> bool:
-    """Whether the environment names a proxy for ``scheme`` (any case, as httpx reads it)."""
-    names = (f"{scheme}_proxy", "all_proxy")
-    return any(value for key, value in os.environ.items() if key.lower() in names)
-
-
-def _is_timeout(exc: BaseException) -> bool:
-    """A timeout of either client (each module is looked up only if it was loaded)."""
-    for module in ("switchyard.clients.h1", "httpx"):
-        loaded = sys.modules.get(module)
-        if loaded is not None and isinstance(exc, loaded.TimeoutException):
-            return True
-    return False
-
-
-async def _drain(resp: Any, chunks: AsyncIterator[bytes], errors: tuple[type[BaseException], ...]) -> None:
-    """Reads what is left of a finished stream's response (normally just the end of the chunked
-    body), briefly and boundedly, then closes it; a complete response leaves its connection
-    pooled, anything else closes it."""
-    caught: tuple[type[BaseException], ...] = (TimeoutError, *errors)
-    try:
-        async with asyncio.timeout(_DRAIN_S):
-            left = _DRAIN_BYTES
-            async for chunk in chunks:
-                left -= len(chunk)
-                if left < 0:
-                    break
-    except caught:
-        pass
-    finally:
-        with contextlib.suppress(*errors):
-            await resp.aclose()
