@@ -236,6 +236,9 @@ class _Connection(asyncio.Protocol):
         self.transport = transport  # type: ignore[assignment]  # uvloop's is not an asyncio.Transport
 
     def data_received(self, data: bytes) -> None:
+        if self.response is None:
+            self.abort()  # bytes nobody asked for: the connection cannot be trusted any more
+            return
         self.got_bytes = True
         try:
             self.parser.feed_data(data)
@@ -291,9 +294,11 @@ class _Connection(asyncio.Protocol):
 
     def on_message_complete(self) -> None:
         resp, self.response = self.response, None
+        if resp is None:
+            self.abort()  # a second response to one request: never reuse this connection
+            return
         keep = self.parser.should_keep_alive()
-        if resp is not None:
-            resp._finish()
+        resp._finish()
         if keep and not self.closed:
             self.resume()
             self.pool.release(self)

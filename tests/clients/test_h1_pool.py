@@ -250,3 +250,17 @@ def test_injected_transport_or_opt_out_stays_on_httpx(monkeypatch: pytest.Monkey
     monkeypatch.delenv("SWITCHYARD_HTTP_CLIENT")
     monkeypatch.setenv("HTTP_PROXY", "http://proxy.invalid:3128")
     assert HttpBackend("up", "http://example.test/v1")._pool is None
+
+
+async def test_an_extra_response_closes_the_connection(upstream: int) -> None:
+    # A server that answers one request twice: the second answer must not be taken for the
+    # next request's, and the connection is not reused.
+    Upstream.answer = staticmethod(lambda head, body: json_response() + json_response(b'{"second": true}'))
+    pool = H1Pool(f"http://127.0.0.1:{upstream}/v1/chat/completions", {})
+    first = await pool.post(b"{}")
+    assert first.content == _JSON
+    Upstream.answer = staticmethod(lambda head, body: json_response(b'{"third": true}'))
+    second = await pool.post(b"{}")
+    assert second.content == b'{"third": true}'
+    assert Upstream.connections == 2
+    await pool.aclose()
