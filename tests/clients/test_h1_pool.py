@@ -5,14 +5,18 @@ from __future__ import annotations
 
 import asyncio
 import gzip
+import shutil
+import ssl
+import subprocess
 from collections.abc import AsyncIterator, Callable
+from pathlib import Path
 
 import httpx
 import orjson
 import pytest
 
 from switchyard.clients.backend import HttpBackend
-from switchyard.clients.h1 import MAX_BUFFER, H1Pool
+from switchyard.clients.h1 import MAX_BUFFER, ConnectError, H1Pool
 from switchyard.protocol.call import CallOptions
 from switchyard.protocol.errors import UpstreamConnectionError, UpstreamStatusError, UpstreamTimeoutError
 from switchyard.protocol.messages import Message
@@ -264,3 +268,31 @@ async def test_an_extra_response_closes_the_connection(upstream: int) -> None:
     assert second.content == b'{"third": true}'
     assert Upstream.connections == 2
     await pool.aclose()
+
+
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="needs openssl to make a certificate")
+async def test_tls_upstream_verifies_its_certificate(tmp_path: Path, upstream: int) -> None:
+    key, crt = tmp_path / "k.pem", tmp_path / "c.pem"
+    make_cert = ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out", str(crt)]
+    subprocess.run(
+        [*make_cert, "-days", "1", "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost"],
+        check=True,
+        capture_output=True,
+        timeout=60,
+    )
+    server_ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    server_ctx.load_cert_chain(crt, key)
+    server = await asyncio.get_running_loop().create_server(Upstream, "127.0.0.1", 0, ssl=server_ctx)
+    port = server.sockets[0].getsockname()[1]
+    try:
+        trusting = H1Pool(
+            f"https://localhost:{port}/v1/chat/completions", {}, ssl_context=ssl.create_default_context(cafile=crt)
+        )
+        assert (await trusting.post(b"{}")).content == _JSON
+        await trusting.aclose()
+        default = H1Pool(f"https://localhost:{port}/v1/chat/completions", {})  # httpx's CA bundle
+        with pytest.raises(ConnectError, match="CERTIFICATE_VERIFY_FAILED"):
+            await default.post(b"{}")
+        await default.aclose()
+    finally:
+        server.close()
