@@ -105,21 +105,38 @@ class SwitchyardApp:
         query = scope.get("query_string") or b""
         if query:
             path = f"{path}?{query.decode('latin-1')}"
-        work = asyncio.ensure_future(self.switchyard.dispatch(scope["method"], path, body, headers))
-        await asyncio.wait((work, watch), return_when=asyncio.FIRST_COMPLETED)
-        if not work.done():
-            work.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await work
+        # The work runs in this task (no task and no ``asyncio.wait`` per request); a disconnect
+        # cancels this task while it is inside ``dispatch``, as cancelling a separate task would.
+        task = asyncio.current_task()
+        assert task is not None
+        state = _Dispatch()
+
+        def gone(_: asyncio.Future[None]) -> None:
+            if not state.done and not watch.cancelled():
+                state.cancelled = True
+                task.cancel()
+
+        watch.add_done_callback(gone)
+        try:
+            reply = await self.switchyard.dispatch(scope["method"], path, body, headers)
+        except asyncio.CancelledError:
+            if not state.cancelled:
+                raise  # cancelled from outside (server shutdown): not ours to absorb
+            task.uncancel()
             logger.info("caller disconnected; cancelled %s %s", scope["method"], scope["path"])
             return None
-        try:
-            return work.result()
         except Exception as exc:  # the engine turns known errors into replies; this is a bug
             logger.exception("unhandled error serving %s %s", scope["method"], scope["path"])
             info = ErrorInfo(status=500, type="api_error", message=f"internal error: {type(exc).__name__}")
             codec = get_codec(WireFormat.OPENAI_CHAT)
             return Reply(500, {"content-type": "application/json"}, body=dumps(codec.encode_error(info)))
+        finally:
+            state.done = True
+            watch.remove_done_callback(gone)
+        if state.cancelled:
+            task.uncancel()  # the work finished anyway; the caller is gone
+            return None
+        return reply
 
     async def _stream(
         self, reply: Reply, chunks: AsyncIterator[bytes], watch: asyncio.Future[None], send: Send
@@ -217,6 +234,16 @@ class _Ready:
                 self._waiter = None
         parts, self._parts = self._parts, []
         return parts[0] if len(parts) == 1 else b"".join(parts)
+
+
+class _Dispatch:
+    """Whether dispatching has ended, and whether a disconnect cancelled it."""
+
+    __slots__ = ("cancelled", "done")
+
+    def __init__(self) -> None:
+        self.done = False
+        self.cancelled = False
 
 
 class _Writer:
