@@ -49,6 +49,7 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
+sys.path.insert(1, str(HERE.parent))  # this tree's switchyard, not whatever is installed
 
 import rawhttp  # noqa: E402
 from differential_translation import ensure_nemo  # noqa: E402
