@@ -21,7 +21,6 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from switchyard.config import nested
-from switchyard.config.presets import apply_presets
 from switchyard.config.schema import SwitchyardConfig
 from switchyard.routers.base import RouterSpec
 from switchyard.routers.registry import router_types, spec_for
@@ -292,6 +291,11 @@ def load_config(source: str | Path | Mapping[str, Any], *, env: Mapping[str, str
 
 def _presets(data: dict[str, Any], issues: list[ConfigIssue], warnings: list[ConfigIssue], lines: _Lines) -> set[str]:
     """Expands target presets in place; returns the targets whose preset could not be resolved."""
+    targets = data.get("targets")
+    if not isinstance(targets, dict) or not any(isinstance(t, dict) and "preset" in t for t in targets.values()):
+        return set()  # nothing to expand: the preset tables (and vLLM profiles) stay unloaded
+    from switchyard.config.presets import apply_presets
+
     found, failed = apply_presets(data)
     for item in found:
         issue = ConfigIssue(format_path(item.path), item.message, lines.line(item.path), item.severity)

@@ -176,27 +176,51 @@ class SwitchyardApp:
         query = scope.get("query_string") or b""
         if query:
             path = f"{path}?{query.decode('latin-1')}"
-        work = asyncio.ensure_future(self.switchyard.dispatch(scope["method"], path, body, headers))
-        await asyncio.wait((work, watch, ending), return_when=asyncio.FIRST_COMPLETED)
-        if not work.done():
-            shutting_down = ending.done() and not watch.done()
-            work.cancel(SHUTDOWN_CANCEL if shutting_down else None)
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await work
-            if shutting_down:
+        # The work runs in this task (no task and no ``asyncio.wait`` per request); a disconnect
+        # cancels this task while it is inside ``dispatch``, as cancelling a separate task would,
+        # and so does the end of a shutdown's drain time.
+        task = asyncio.current_task()
+        assert task is not None
+        state = _Dispatch()
+
+        def gone(_: asyncio.Future[None]) -> None:
+            if not state.done and not state.cancelled and not watch.cancelled():
+                state.cancelled = True
+                task.cancel()
+
+        def drained(_: asyncio.Future[None]) -> None:
+            if not state.done and not state.cancelled and not ending.cancelled():
+                state.cancelled = state.shutdown = True
+                task.cancel(SHUTDOWN_CANCEL)
+
+        watch.add_done_callback(gone)
+        ending.add_done_callback(drained)
+        try:
+            reply = await self.switchyard.dispatch(scope["method"], path, body, headers)
+        except asyncio.CancelledError:
+            if not state.cancelled:
+                raise  # cancelled from outside: not ours to absorb
+            task.uncancel()
+            if state.shutdown:
                 # Shutdown past its drain time: answer instead of leaving the caller hanging.
                 logger.info("shutting down; ended %s %s with 503", scope["method"], scope["path"])
                 info = SHUTDOWN_ERROR
                 return error_reply(scope["path"], info.status, info.message, "api_error", code=info.code)
             logger.info("caller disconnected; cancelled %s %s", scope["method"], scope["path"])
             return None
-        try:
-            return work.result()
         except Exception as exc:  # the engine turns known errors into replies; this is a bug
             logger.exception("unhandled error serving %s %s", scope["method"], scope["path"])
             info = ErrorInfo(status=500, type="api_error", message=f"internal error: {type(exc).__name__}")
             codec = get_codec(WireFormat.OPENAI_CHAT)
             return Reply(500, {"content-type": "application/json"}, body=dumps(codec.encode_error(info)))
+        finally:
+            state.done = True
+            watch.remove_done_callback(gone)
+            ending.remove_done_callback(drained)
+        if state.cancelled:
+            task.uncancel()  # the work finished anyway
+            return reply if state.shutdown else None  # the caller is gone, unless it was a shutdown
+        return reply
 
     async def _stream(
         self,
@@ -210,14 +234,28 @@ class SwitchyardApp:
         await send({"type": "http.response.start", "status": reply.status, "headers": _headers(reply) + extra})
         loop = asyncio.get_running_loop()
         state = _Writer(last=loop.time())
+        ready = _Ready(loop)
+
+        async def produce() -> None:
+            try:
+                async for chunk in chunks:
+                    ready.put(chunk)
+            except BaseException as exc:
+                ready.close(exc)
+                raise
+            ready.close(None)
 
         async def pump() -> None:
-            async for chunk in chunks:
-                await send({"type": "http.response.body", "body": chunk, "more_body": True})
+            # Writes whatever the producer has ready as one body message: events that reached
+            # the proxy together (one upstream read) leave together — one write, one read for
+            # the caller — while an upstream that drips still gets one write per event.
+            while (data := await ready.take()) is not None:
+                await send({"type": "http.response.body", "body": data, "more_body": True})
                 state.last = loop.time()
             state.done = True
             await send({"type": "http.response.body", "body": b"", "more_body": False})
 
+        producer = asyncio.ensure_future(produce())
         pump_task = asyncio.ensure_future(pump())
         tasks: set[asyncio.Future[None]] = {pump_task, watch, ending}
         ticker = None
@@ -234,11 +272,13 @@ class SwitchyardApp:
                 # Shutdown past its drain time: the stream ends with an error event in its API's
                 # format (recorded as interrupted) instead of being cut by the process exit.
                 closing = reply.abort(SHUTDOWN_ERROR)
-            if not pump_task.done():
-                # The caller went away: stop reading upstream (closing the stream cancels it).
-                pump_task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await pump_task
+            for task in (producer, pump_task):
+                if not task.done():
+                    # The caller went away: stop reading upstream (closing the stream cancels it).
+                    task.cancel()
+            for task in (producer, pump_task):
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
             if ticker is not None:
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await ticker
@@ -252,6 +292,59 @@ class SwitchyardApp:
                     await send({"type": "http.response.body", "body": b"", "more_body": False})
         if pump_task.done() and not pump_task.cancelled() and pump_task.exception() is not None:
             logger.error("stream failed: %r", pump_task.exception())
+
+
+class _Ready:
+    """Chunks produced but not yet written; the writer takes them all at once."""
+
+    __slots__ = ("_done", "_error", "_loop", "_parts", "_waiter")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+        self._parts: list[bytes] = []
+        self._waiter: asyncio.Future[None] | None = None
+        self._done = False
+        self._error: BaseException | None = None
+
+    def _wake(self) -> None:
+        if self._waiter is not None and not self._waiter.done():
+            self._waiter.set_result(None)
+
+    def put(self, chunk: bytes) -> None:
+        self._parts.append(chunk)
+        self._wake()
+
+    def close(self, error: BaseException | None) -> None:
+        self._done = True
+        self._error = error
+        self._wake()
+
+    async def take(self) -> bytes | None:
+        """Everything ready, joined; ``None`` at the end. Re-raises the producer's failure."""
+        while not self._parts:
+            if self._done:
+                if self._error is not None and not isinstance(self._error, asyncio.CancelledError):
+                    raise self._error
+                return None
+            self._waiter = self._loop.create_future()
+            try:
+                await self._waiter
+            finally:
+                self._waiter = None
+        parts, self._parts = self._parts, []
+        return parts[0] if len(parts) == 1 else b"".join(parts)
+
+
+class _Dispatch:
+    """Whether dispatching has ended, and whether a disconnect (or a shutdown's end of
+    drain time, ``shutdown``) cancelled it."""
+
+    __slots__ = ("cancelled", "done", "shutdown")
+
+    def __init__(self) -> None:
+        self.done = False
+        self.cancelled = False
+        self.shutdown = False
 
 
 class _Writer:

@@ -122,5 +122,7 @@ async def test_environment_proxy_is_honoured(monkeypatch: pytest.MonkeyPatch) ->
     monkeypatch.delenv("NO_PROXY", raising=False)
     monkeypatch.delenv("no_proxy", raising=False)
     be = HttpBackend("up", "http://upstream.test/v1")
-    assert be._transport is not be._client._transport  # the proxy mount, not the direct transport
+    assert be._pool is None  # answer calls stay on httpx, which honours the proxy
+    client = be._client
+    assert be._transport is not client._transport  # the proxy mount, not the direct transport
     await be.aclose()
