@@ -35,6 +35,10 @@ _EFFICIENT = re.compile(r"lightning|nemotron|efficient|mini|small|haiku|judge|fl
 _HARD = re.compile(r"debug|traceback|race condition|deadlock|architecture|design|prove|refactor|diagnos", re.I)
 _TROUBLE = re.compile(r"traceback|failed|error:|exit code [1-9]", re.IGNORECASE)
 
+REVIEW_HEADERS = (TURN_HEADER, "The executor's latest turn (a plan, or its claim the task is done):")
+"""Where the turn under review starts in an advisor's review request: Switchyard's ``type: advisor``
+transcript, and NeMo Switchyard 0.3.0's advisor gate (as its server sends it)."""
+
 KEEP_RECEIVED = 256
 """Requests kept for inspection by a long-running server (older ones are dropped)."""
 
@@ -149,7 +153,9 @@ def advisor_turn(review: str) -> Turn:
     ``REDO`` (with a one-line plan) when the executor's turn under review reports a failure (a
     traceback, ``FAILED``, ``error:``, a non-zero exit code), else ``APPROVE``.
     """
-    turn = review.split(TURN_HEADER, 1)[-1]
+    turn = review
+    for header in REVIEW_HEADERS:
+        turn = turn.split(header, 1)[-1]
     if _TROUBLE.search(turn):
         return Turn(text="REDO: the last tool result shows a failure. Fix it and run the tests again before finishing.")
     return Turn(text="APPROVE")
@@ -161,7 +167,7 @@ def simulated_brain(body: dict[str, Any], model: FakeModel) -> Turn:
     if body.get("response_format"):
         return judge_turn(body)
     user = last_user_text(body)
-    if TURN_HEADER in user:
+    if any(header in user for header in REVIEW_HEADERS):
         return advisor_turn(user)
     return echo_brain(body, model)
 
