@@ -39,12 +39,13 @@ _IMPORT_EPILOG = """\
 What is converted (NeMo Switchyard 0.3 `switchyard-server --config` TOML):
   [llm_clients.NAME]   format, base_url, api_key_env, max_retries; extra_headers -> headers
   [targets.NAME]       id -> model, llm_client -> client, extra_body
-  [routes.NAME]        passthrough, random, llm_classifier (capability, escalation, custom)
-                       and stage_router; the route's public `id` becomes the route name
-                       (the model name clients send); stage routers get `compat: nvidia`
-                       so they decide as NVIDIA's 0.3.0 does.
-Keys that have no counterpart (noop routes, forward_auth, advertising-only flags, and for now
-sub-agent blocks and advisor routes) are listed on stderr and in a comment at the top of the
+  [routes.NAME]        passthrough, random, llm_classifier (capability, escalation, custom),
+                       stage_router and advisor; the route's public `id` becomes the route
+                       name (the model name clients send); stage routers get `compat: nvidia`
+                       so they decide as NVIDIA's 0.3.0 does; composite (stage + classifier)
+                       becomes a cascade; `subagents` blocks keep their policy.
+Keys that have no counterpart (noop, plan_execute, auto and prefill_router routes,
+forward_auth, advertising-only flags) are listed on stderr and in a comment at the top of the
 output; the command never drops a key silently. The result is checked by Switchyard's own
 loader before it is written.
 

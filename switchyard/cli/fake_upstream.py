@@ -28,6 +28,8 @@ Which model answers:
   Judges: a request with response_format (what llm_classifier and stage_router judges send)
   gets a verdict — capability forecasts say p_solve 0.3 for debugging/design/traceback tasks
   and 0.85 otherwise; escalation reviews escalate when the turn under review shows a failure.
+  Advisor reviews (what type: advisor sends) get REDO and a plan when the executor's turn
+  reports a failure (traceback, FAILED, error:), else APPROVE.
 
 Faults (use the fault as the model name, or send the header x-fake-fault: NAME):
 {faults}

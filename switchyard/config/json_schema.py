@@ -8,6 +8,10 @@ rule with its reason:
 
 * ``routes.<name>`` is checked by its ``type`` (and, for ``llm_classifier``, by its ``mode``),
   because the loader validates routes in a second pass (:mod:`switchyard.config.load`);
+* a cascade's inline ``stages`` and every ``subagents`` policy are router blocks themselves
+  (checked by their own ``type``, recursively, without the route-level keys), because the loader
+  validates them as routes at their own YAML path (:mod:`switchyard.config.nested`) while the
+  spec models only see mappings;
 * a target may name a ``preset`` (a name, or a mapping with ``name`` and options) instead of a
   ``model``, because presets are expanded before validation (:mod:`switchyard.config.presets`);
 * an enum that contains ``off``/``on`` also accepts booleans, because YAML 1.1 readers (PyYAML,
@@ -36,6 +40,12 @@ SCHEMA_ID = "urn:switchyard-router:config"
 
 _MODED = {"llm_classifier": ("capability", "custom", "escalation")}
 """Route types whose keys depend on ``mode``, with their modes (the first is the default)."""
+
+_INLINE_LISTS = {"cascade": "stages"}
+"""Route types with a list whose items are route names or inline router blocks, by key."""
+
+_ROUTE = {"$ref": "#/$defs/Route"}
+_INLINE = {"$ref": "#/$defs/InlineRouter"}
 
 
 def _route_variants() -> dict[str, dict[str | None, type[RouterSpec]]]:
@@ -82,6 +92,27 @@ def _route_schema(variants: dict[str, dict[str | None, type[RouterSpec]]], refs:
         "properties": {"type": {"enum": list(variants), "description": "The router kind."}},
         "allOf": rules,
     }
+
+
+def _nest(defs: dict[str, Any], variants: dict[str, dict[str | None, type[RouterSpec]]], refs: Any) -> None:
+    """Points ``subagents`` and a cascade's ``stages`` at the inline-router schema."""
+    defs["InlineRouter"] = {
+        "description": "A router inside a route (a cascade stage, a subagents policy): any route type "
+        "with its keys, without the route-level keys.",
+        "allOf": [_ROUTE],
+        "not": {"anyOf": [{"required": [key]} for key in RouterSpec.ROUTE_KEYS]},
+    }
+    for kind, by_mode in variants.items():
+        for model in by_mode.values():
+            props = defs[_ref(model, refs)["$ref"].rsplit("/", 1)[-1]].get("properties", {})
+            if "subagents" in props:
+                props["subagents"] = {
+                    "description": "The policy for sub-agents' delegated calls (docs/subagents.md).",
+                    "anyOf": [_INLINE, {"type": "null"}],
+                }
+            listed = _INLINE_LISTS.get(kind)
+            if listed in props:
+                props[listed]["items"] = {"anyOf": [{"type": "string", "minLength": 1}, _INLINE]}
 
 
 def _preset_schema() -> dict[str, Any]:
@@ -132,11 +163,9 @@ def config_json_schema() -> dict[str, Any]:
     defs: dict[str, Any] = top.get("$defs", {})
     root_name = _ref(SwitchyardConfig, refs)["$ref"].rsplit("/", 1)[-1]
     root = defs.pop(root_name)
-    root["properties"]["routes"] = {
-        "type": "object",
-        "description": "Routes by name.",
-        "additionalProperties": _route_schema(variants, refs),
-    }
+    defs["Route"] = _route_schema(variants, refs)
+    _nest(defs, variants, refs)
+    root["properties"]["routes"] = {"type": "object", "description": "Routes by name.", "additionalProperties": _ROUTE}
     target_name = root["properties"]["targets"]["additionalProperties"]["$ref"].rsplit("/", 1)[-1]
     target = defs[target_name]
     target["properties"]["preset"] = _preset_schema()

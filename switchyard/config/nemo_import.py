@@ -13,9 +13,17 @@ maps onto ours almost key for key; the differences handled here:
   routers get ``compat: nvidia`` so they decide as NVIDIA's 0.3.0 does, and their classifier is
   asked on every ambiguous request (NVIDIA ignores ``classify_trigger`` there).
 
+* ``advisor`` routes use the same key names here (docs/advisor.md); ``subagents`` blocks
+  (a passthrough or a custom-mode classifier there) become the same inline policy here
+  (docs/subagents.md);
+* a ``composite`` route (0.3.0: a judge at each user turn sets the stage router's fall-open
+  tier) becomes a ``cascade``: its stage router first (it abstains when no tool signal is
+  decisive), then its classifier as a capability judge between the stage's two targets, then
+  the efficient target — NVIDIA's tier before any verdict (docs/cascade.md).
+
 Every key without a counterpart is reported as a :class:`Dropped` entry (never dropped
-silently): ``noop`` routes, ``forward_auth``, the advertising-only ``tool_calling`` and
-``reasoning`` flags, and — until they exist here — ``subagents`` blocks and ``advisor`` routes.
+silently): ``noop``, ``plan_execute``, ``auto`` and ``prefill_router`` routes, ``forward_auth``,
+the advertising-only ``tool_calling`` and ``reasoning`` flags.
 """
 
 from __future__ import annotations
@@ -64,11 +72,6 @@ class Converted:
     yaml: str = ""
 
 
-_SUBAGENTS = (
-    "sub-agent routing is not supported by this version of Switchyard yet; delegated work is "
-    "routed like the parent's turns"
-)
-_ADVISOR = "advisor routes are not supported by this version of Switchyard yet; the route was left out"
 _ADVERTISED = "advertising-only flag (NVIDIA reports it on /v1/models and never enforces it); no counterpart"
 
 _CLIENT_KEYS = {"format": "format", "base_url": "base_url", "api_key_env": "api_key_env", "max_retries": "max_retries"}
@@ -114,6 +117,33 @@ _STAGE_CLASSIFIER = {
     "target": "target",
     "base_threshold": "base_threshold",
     "threshold_step": "threshold_step",
+    "recent_turn_window": "recent_turn_window",
+    "prompt": "prompt",
+    "response_format_type": "response_format_type",
+    "max_output_tokens": "max_output_tokens",
+}
+_ADVISOR_KEYS = (
+    "executor_target",
+    "advisor_target",
+    "gate_trigger",
+    "gate_trigger_pattern",
+    "max_reviews",
+    "gate_stall_turns",
+    "gate_min_tool_results",
+    "advisor_max_tokens",
+    "advisor_temperature",
+    "transcript_max_chars",
+    "fail_open",
+    "reviewer_system_prompt",
+    "redo_feedback_prefix",
+)
+"""``type: advisor`` keys: the same names (and defaults) here."""
+_COMPOSITE_JUDGE = {
+    "target": "classifier_target",
+    "base_threshold": "base_threshold",
+    "threshold_step": "threshold_step",
+    "classify_trigger": "classify_trigger",
+    "message_hash_fallback": "message_hash_fallback",
     "recent_turn_window": "recent_turn_window",
     "prompt": "prompt",
     "response_format_type": "response_format_type",
@@ -195,12 +225,11 @@ class _Converter:
             "random": self._random,
             "llm_classifier": self._llm_classifier,
             "stage_router": self._stage,
+            "advisor": self._advisor,
+            "composite": self._composite,
         }
         if kind == "noop":
             self.drop(at, "noop routes (answer 'OK' without a model) have no counterpart; the route was left out")
-            return None
-        if kind == "advisor":
-            self.drop(at, _ADVISOR)
             return None
         converter = build.get(str(kind))
         if converter is None:
@@ -210,8 +239,27 @@ class _Converter:
         handled |= converter(at, src, out)
         self.copy(src, _COMMON_ROUTE, out)
         if "subagents" in src:
-            self.drop(f"{at}.subagents", _SUBAGENTS)
             handled.add("subagents")
+            policy = self.subagents(f"{at}.subagents", src["subagents"])
+            if policy is not None:
+                out["subagents"] = policy
+        self.rest(src, handled, at)
+        return out
+
+    def subagents(self, at: str, src: Mapping[str, Any]) -> dict[str, Any] | None:
+        """A ``subagents`` block: NVIDIA allows a passthrough or a custom-mode classifier."""
+        kind = src.get("type")
+        out: dict[str, Any] = {"type": kind}
+        if kind == "passthrough":
+            handled = {"type"} | self._passthrough(at, src, out)
+        elif kind == "llm_classifier":
+            handled = {"type"} | self._llm_classifier(at, src, out)
+        else:
+            self.drop(
+                at,
+                f"sub-agent policy type {kind!r} is not one NVIDIA allows; delegated work is routed like the parent's",
+            )
+            return None
         self.rest(src, handled, at)
         return out
 
@@ -261,6 +309,28 @@ class _Converter:
             out["selector"] = policy["selector"]
         self.rest(policy, {"type", "selector"}, f"{at}.policy")
         return handled | set(_CUSTOM) | {"response_schema", "policy", "models"}
+
+    def _advisor(self, at: str, src: Mapping[str, Any], out: dict[str, Any]) -> set[str]:
+        self.copy(src, {k: k for k in _ADVISOR_KEYS}, out)
+        return set(_ADVISOR_KEYS)
+
+    def _composite(self, at: str, src: Mapping[str, Any], out: dict[str, Any]) -> set[str]:
+        # NVIDIA's composite: the stage router decides on decisive tool signals; otherwise the
+        # tier its classifier set at the last user turn serves (efficient before any verdict).
+        # The cascade here asks the same two in the same order and ends on the efficient target.
+        stage_src = src.get("stage") or {}
+        judge_src = src.get("classifier") or {}
+        stage: dict[str, Any] = {"type": "stage_router"}
+        handled = self._stage(f"{at}.stage", stage_src, stage)
+        self.rest(stage_src, handled, f"{at}.stage")
+        judge: dict[str, Any] = {"type": "llm_classifier", "mode": "capability"}
+        self.copy(judge_src, _COMPOSITE_JUDGE, judge)
+        judge["strong_target"] = stage.get("capable")
+        judge["weak_target"] = stage.get("efficient")
+        self.rest(judge_src, set(_COMPOSITE_JUDGE), f"{at}.classifier")
+        out.clear()
+        out.update(type="cascade", stages=[stage, judge], default=stage.get("efficient"))
+        return {"stage", "classifier"}
 
     def _stage(self, at: str, src: Mapping[str, Any], out: dict[str, Any]) -> set[str]:
         self.copy(src, _STAGE, out)

@@ -12,8 +12,10 @@ against it unchanged:
   still selects the fault.
 
 Both kinds share one brain: a request that asks for structured output (``response_format``)
-is a judge call and gets a verdict (:func:`judge_turn`); anything else is answered by
-:func:`~switchyard.testing.fake_common.echo_brain` (echoes the user, calls a tool when asked to).
+is a judge call and gets a verdict (:func:`judge_turn`); an advisor review (the transcript
+``type: advisor`` sends) gets ``APPROVE`` or ``REDO`` (:func:`advisor_turn`); anything else is
+answered by :func:`~switchyard.testing.fake_common.echo_brain` (echoes the user, calls a tool when
+asked to).
 """
 
 from __future__ import annotations
@@ -24,13 +26,18 @@ from typing import Any
 
 import orjson
 
-from switchyard.testing.fake_common import FakeModel, Receive, Scope, Send, Turn, echo_brain, is_fault
+from switchyard.routers.advisor.review import TURN_HEADER
+from switchyard.testing.fake_common import FakeModel, Receive, Scope, Send, Turn, echo_brain, is_fault, last_user_text
 from switchyard.testing.fake_upstream import FakeUpstream
 from switchyard.testing.judges import under_review, verdict_kind
 
 _EFFICIENT = re.compile(r"lightning|nemotron|efficient|mini|small|haiku|judge|flash|mixtral", re.IGNORECASE)
 _HARD = re.compile(r"debug|traceback|race condition|deadlock|architecture|design|prove|refactor|diagnos", re.I)
 _TROUBLE = re.compile(r"traceback|failed|error:|exit code [1-9]", re.IGNORECASE)
+
+REVIEW_HEADERS = (TURN_HEADER, "The executor's latest turn (a plan, or its claim the task is done):")
+"""Where the turn under review starts in an advisor's review request: Switchyard's ``type: advisor``
+transcript, and NeMo Switchyard 0.3.0's advisor gate (as its server sends it)."""
 
 KEEP_RECEIVED = 256
 """Requests kept for inspection by a long-running server (older ones are dropped)."""
@@ -140,10 +147,28 @@ def judge_turn(body: dict[str, Any]) -> Turn:
     return Turn(text=orjson.dumps(verdict).decode())
 
 
+def advisor_turn(review: str) -> Turn:
+    """The verdict of a simulated advisor on one review transcript.
+
+    ``REDO`` (with a one-line plan) when the executor's turn under review reports a failure (a
+    traceback, ``FAILED``, ``error:``, a non-zero exit code), else ``APPROVE``.
+    """
+    turn = review
+    for header in REVIEW_HEADERS:
+        turn = turn.split(header, 1)[-1]
+    if _TROUBLE.search(turn):
+        return Turn(text="REDO: the last tool result shows a failure. Fix it and run the tests again before finishing.")
+    return Turn(text="APPROVE")
+
+
 def simulated_brain(body: dict[str, Any], model: FakeModel) -> Turn:
-    """Judge calls (``response_format`` set) get a verdict; everything else is echoed."""
+    """Judge calls (``response_format`` set) get a verdict, advisor reviews ``APPROVE``/``REDO``;
+    everything else is echoed."""
     if body.get("response_format"):
         return judge_turn(body)
+    user = last_user_text(body)
+    if any(header in user for header in REVIEW_HEADERS):
+        return advisor_turn(user)
     return echo_brain(body, model)
 
 

@@ -4,6 +4,7 @@ the loader rejects for shape reasons."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +37,8 @@ def test_cli_prints_the_generated_schema(exported: dict[str, Any], capsys: pytes
 
 
 def test_every_route_type_is_described(exported: dict[str, Any]) -> None:
-    route = exported["properties"]["routes"]["additionalProperties"]
+    assert exported["properties"]["routes"]["additionalProperties"] == {"$ref": "#/$defs/Route"}
+    route = exported["$defs"]["Route"]
     assert route["properties"]["type"]["enum"] == router_types()
 
 
@@ -89,6 +91,70 @@ BROKEN = {
     "target without model or preset": {"targets": {"a": {"client": "v"}}, "routes": {}},
     "unknown preset": {"targets": {"a": {"client": "v", "preset": "nemotron-9"}}, "routes": {}},
     "bad client format": {"llm_clients": {"v": {"format": "grpc", "base_url": "http://x"}}, "routes": {}},
+    # Composition (docs/cascade.md, docs/subagents.md, docs/advisor.md): the inline blocks are
+    # checked like routes, however deep.
+    "cascade without default": {
+        "routes": {"r": {"type": "cascade", "stages": [{"type": "passthrough", "target": "a"}]}}
+    },
+    "cascade with no stages": {"routes": {"r": {"type": "cascade", "stages": [], "default": "a"}}},
+    "inline stage with a typo": {
+        "routes": {"r": {"type": "cascade", "stages": [{"type": "passthrough", "targt": "a"}], "default": "b"}}
+    },
+    "inline stage without type": {"routes": {"r": {"type": "cascade", "stages": [{"target": "a"}], "default": "b"}}},
+    "route-level key in a stage": {
+        "routes": {
+            "r": {
+                "type": "cascade",
+                "stages": [{"type": "passthrough", "target": "a", "fallbacks": ["b"]}],
+                "default": "b",
+            }
+        }
+    },
+    "stage threshold out of range inside a cascade": {
+        "routes": {
+            "r": {
+                "type": "cascade",
+                "stages": [{"type": "stage_router", "capable": "b", "efficient": "a", "confidence_threshold": 2}],
+                "default": "b",
+            }
+        }
+    },
+    "unknown type in a subagents policy": {
+        "routes": {"r": {"type": "passthrough", "target": "a", "subagents": {"type": "pasthrough", "target": "a"}}}
+    },
+    "subagents inside a subagents policy": {
+        "routes": {
+            "r": {
+                "type": "passthrough",
+                "target": "a",
+                "subagents": {
+                    "type": "passthrough",
+                    "target": "a",
+                    "subagents": {"type": "passthrough", "target": "b"},
+                },
+            }
+        }
+    },
+    "bad key deep in a subagents cascade": {
+        "routes": {
+            "r": {
+                "type": "passthrough",
+                "target": "a",
+                "subagents": {
+                    "type": "cascade",
+                    "stages": [{"type": "random", "targets": ["a"], "sed": 1}],
+                    "default": "a",
+                },
+            }
+        }
+    },
+    "advisor without advisor_target": {"routes": {"r": {"type": "advisor", "executor_target": "a"}}},
+    "advisor with an unknown gate trigger": {
+        "routes": {"r": {"type": "advisor", "executor_target": "a", "advisor_target": "b", "gate_trigger": "always"}}
+    },
+    "advisor max_reviews zero": {
+        "routes": {"r": {"type": "advisor", "executor_target": "a", "advisor_target": "b", "max_reviews": 0}}
+    },
 }
 
 
@@ -98,6 +164,30 @@ def test_schema_and_loader_both_reject(exported: dict[str, Any], case: str) -> N
     assert list(jsonschema.Draft202012Validator(exported).iter_errors(data)), "the schema accepted it"
     with pytest.raises(ConfigError):
         load_config(data)
+
+
+def test_compose_example_and_its_parts_are_checked(exported: dict[str, Any]) -> None:
+    """examples/compose.yaml validates, and a mistake planted inside its nested blocks is found
+    by the schema at the same place the loader reports it."""
+    compose = yaml.safe_load((ROOT / "examples" / "compose.yaml").read_text())
+    validator = jsonschema.Draft202012Validator(exported)
+    validator.validate(compose)
+    load_config(compose)
+    planted = {
+        ("agent", "stages", 1): ("base_threshold", "high"),
+        ("agent", "subagents", "stages", 0): ("efficent", "efficient"),
+        ("reviewed",): ("gate_trigger", "sometimes"),
+    }
+    for where, (key, value) in planted.items():
+        broken = yaml.safe_load((ROOT / "examples" / "compose.yaml").read_text())
+        node: Any = broken["routes"]
+        for step in where:
+            node = node[step]
+        node[key] = value
+        assert list(validator.iter_errors(broken)), (where, key)
+        path = ".".join(str(s) if isinstance(s, str) else f"[{s}]" for s in where).replace(".[", "[")
+        with pytest.raises(ConfigError, match=re.escape(f"routes.{path}.{key}")):
+            load_config(broken)
 
 
 def test_preset_and_yaml_off_are_accepted(exported: dict[str, Any]) -> None:

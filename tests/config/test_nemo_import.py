@@ -43,13 +43,21 @@ EXPECTED_DROPPED = {
         "routes.fast.reasoning",
     },
     "llm_classifier.toml": set(),
-    "stage_router.toml": {"routes.agent.subagents", "routes.delegate.subagents", "routes.advise"},
+    "stage_router.toml": set(),
+    "composite.toml": set(),
+    "subagent_classifier.toml": set(),
     "extras.toml": {"targets.efficient.system_prompt", "targets.capable.reasoning_effort"},
     "custom.toml": set(),
     "custom_models.toml": {"routes.triage.models.strong"},
     "stage_prompts.toml": set(),
 }
-NVIDIA_ACCEPTS = ["basic.toml", "llm_classifier.toml", "stage_router.toml", "extras.toml"]
+NVIDIA_ACCEPTS = [
+    "basic.toml",
+    "llm_classifier.toml",
+    "stage_router.toml",
+    "extras.toml",
+    "composite.toml",
+]
 
 
 def _nemo_python() -> str | None:
@@ -133,6 +141,7 @@ def test_nvidia_loader_accepts_fixture(nemo_python: str, name: str) -> None:
         ("custom.toml", "unknown field `targets`"),
         ("custom_models.toml", "mode custom cannot use"),
         ("stage_prompts.toml", "unknown field `capable_system_prompt`"),
+        ("subagent_classifier.toml", "unknown field `targets`"),
     ],
 )
 def test_nvidia_wheel_rejects_some_documented_keys(nemo_python: str, name: str, complaint: str) -> None:
@@ -191,6 +200,56 @@ def test_import_maps_keys() -> None:
     assert basic["llm_clients"]["vllm"]["headers"] == {"x-team": "routing"}
 
 
+def test_import_converts_subagents_advisor_and_composite() -> None:
+    routes = convert_file(HERE / "stage_router.toml").config["routes"]
+    assert routes["agent"]["subagents"] == {"type": "passthrough", "target": "efficient"}
+    assert routes["delegate"]["subagents"] == {"type": "passthrough", "target": "efficient"}
+    advise = routes["advise"]
+    assert (advise["type"], advise["gate_trigger"], advise["gate_trigger_pattern"]) == (
+        "advisor",
+        "pattern",
+        "(?i)done",
+    )
+    assert (advise["max_reviews"], advise["gate_stall_turns"], advise["advisor_temperature"]) == (3, 30, 0.2)
+    assert advise["redo_feedback_prefix"] == "The reviewer asks you to redo this: "
+    loaded = load_config(convert_file(HERE / "stage_router.toml").config)
+    assert loaded.routes["advise"].type == "advisor"
+    sub = convert_file(HERE / "subagent_classifier.toml").config["routes"]["agent"]["subagents"]
+    assert (sub["mode"], sub["selector"], sub["classify_trigger"]) == ("custom", "/route", "new_session")
+    assert sub["response_schema"]["properties"]["route"]["enum"] == ["worker", "reviewer"]
+    cascade = convert_file(HERE / "composite.toml").config["routes"]["agent"]
+    stage, judge = cascade["stages"]
+    assert (cascade["type"], cascade["default"]) == ("cascade", "efficient")
+    assert (stage["type"], stage["capable"], stage["efficient"], stage["compat"]) == (
+        "stage_router",
+        "capable",
+        "efficient",
+        "nvidia",
+    )
+    assert (judge["mode"], judge["classifier_target"], judge["strong_target"], judge["weak_target"]) == (
+        "capability",
+        "judge",
+        "capable",
+        "efficient",
+    )
+    assert judge["classify_trigger"] == "user_turn"
+    assert cascade["subagents"] == {"type": "passthrough", "target": "efficient"}
+
+
+def test_import_reports_what_it_cannot_convert_inside_new_blocks() -> None:
+    head = '[llm_clients.v]\nformat = "openai_chat"\nbase_url = "http://127.0.0.1:9/v1"\n'
+    head += '[targets.a]\nid = "a"\nllm_client = "v"\n[targets.b]\nid = "b"\nllm_client = "v"\n'
+    odd_sub = (
+        head + '[routes.r]\ntype = "passthrough"\ntarget = "a"\nsubagents = { type = "random", targets = ["a", "b"] }\n'
+    )
+    result = convert(odd_sub)
+    assert [d.path for d in result.dropped] == ["routes.r.subagents"]
+    assert "subagents" not in result.config["routes"]["r"]
+    extra = head + '[routes.c]\ntype = "composite"\n[routes.c.stage]\ncapable_target = "b"\nefficient_target = "a"\n'
+    extra += 'confidence_threshold = 0.5\nwobble = 1\n[routes.c.classifier]\ntarget = "b"\nbase_threshold = 0.5\n'
+    assert [d.path for d in convert(extra).dropped] == ["routes.c.stage.wobble"]
+
+
 def test_import_errors_are_clear() -> None:
     with pytest.raises(TomlImportError, match="not valid TOML"):
         convert("routes = [")
@@ -242,6 +301,18 @@ def _ask(route: str, text: str) -> dict[str, Any]:
     return {"model": route, "messages": [{"role": "user", "content": text}]}
 
 
+def _oom_agent(route: str) -> dict[str, Any]:
+    """The stuck agent whose tool result is CUDA out of memory: critical for both stage routers."""
+    body = _stuck_agent(route)
+    body["messages"][-1]["content"] = "Traceback (most recent call last):\ntorch.OutOfMemoryError: CUDA out of memory."
+    return body
+
+
+# The advisor route `advise` (gate_trigger pattern "(?i)done"): no review, a review the simulated
+# advisor approves, a review it sends back (the executor's echo reports a failure).
+ADVISOR_CASES = [_ask("advise", "hello"), _ask("advise", "say done"), _ask("advise", "done? the tests FAILED")]
+
+
 CASES = {
     "basic.toml": [_ask("fast", "hello"), _ask("mix", "hi"), _ask("claude", "hi")],
     "llm_classifier.toml": [
@@ -250,7 +321,20 @@ CASES = {
         _ask("sticky", "add a docstring"),
         _ask("watch", "rename a variable"),
     ],
-    "stage_router.toml": [_ask("agent", "add a docstring"), _stuck_agent("agent"), _ask("plain", "hi")],
+    "stage_router.toml": [
+        _ask("agent", "add a docstring"),
+        _stuck_agent("agent"),
+        _ask("plain", "hi"),
+        _ask("delegate", "hi"),
+        *ADVISOR_CASES,
+    ],
+    "composite.toml": [
+        _ask("agent", "add a docstring to utils.py"),
+        _ask("agent", "debug the race condition behind this traceback"),
+        _stuck_agent("agent"),
+        _oom_agent("agent"),
+        _exploring_with_errors("agent"),
+    ],
     "extras.toml": [_ask("agent", "list the files"), _stuck_agent("agent"), _exploring_with_errors("agent")],
 }
 
@@ -288,8 +372,32 @@ def test_same_routing_decisions(nemo_python: str, simulated: Any, tmp_path: Path
     assert [t[0] for t in theirs] == [200] * len(requests), theirs
     assert ours == theirs
     # The cases are not all trivially the same model.
-    if name in ("llm_classifier.toml", "stage_router.toml", "extras.toml"):
+    if name in ("llm_classifier.toml", "stage_router.toml", "extras.toml", "composite.toml"):
         assert len({o[1] for o in ours}) > 1
+
+
+def test_advisor_makes_the_same_upstream_calls(nemo_python: str, simulated: Any, tmp_path: Path) -> None:
+    """The executor always serves, so the selected model says little: compare the model calls.
+
+    Both sides see the simulated advisor: no review, APPROVE (executor, advisor), REDO
+    (executor, advisor, executor again with the plan).
+    """
+    text = re.sub(r"127\.0\.0\.1:9\b", f"127.0.0.1:{simulated.port}", (HERE / "stage_router.toml").read_text())
+    toml = tmp_path / "stage_router.toml"
+    toml.write_text(text)
+    calls: list[list[str]] = []
+    for run in (
+        lambda: _nemo_results(_run_nemo(nemo_python, toml, ADVISOR_CASES)),
+        lambda: _ours(convert(text).config, ADVISOR_CASES),
+    ):
+        simulated.app.reset()
+        run()
+        calls.append([r.body["model"] for r in simulated.app.received])
+    efficient, capable = "nemotron-lightning", "frontier-large"
+    expected = [efficient, efficient, capable, efficient, capable, efficient]
+    assert calls == [expected, expected]
+    redo = simulated.app.received[-1].body["messages"]
+    assert "the tests again" in json.dumps(redo)  # our re-ask carries the advisor's plan
 
 
 if __name__ == "__main__":  # pragma: no cover

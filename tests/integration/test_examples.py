@@ -39,11 +39,42 @@ SERVED = [
     "reliability.yaml",
     "stage-router.yaml",
     "translation.yaml",
+    "compose.yaml",
     "eval/routellm.yaml",
     "eval/swebench.yaml",
     "probe/router.yaml",
 ]
-NOT_CONFIGS = {"probe/minilm-features.yaml"}  # a `features` block read by train-probe, not a router config
+NOT_CONFIGS = {"probe/minilm-features.yaml"}
+
+Expect = tuple[str, str]
+"""``(x-switchyard-decision-source, x-switchyard-selected-model)`` a request must get."""
+
+
+def _turn(name: str) -> dict[str, Any]:
+    body: dict[str, Any] = json.loads((EXAMPLES / "requests" / name).read_text())
+    return body
+
+
+def _chat(route: str, text: str) -> dict[str, Any]:
+    return {"model": route, "messages": [{"role": "user", "content": text}]}
+
+
+# The walkthrough's requests for examples whose routes decide in more than one way, with the
+# decision examples/README.md shows for each (request body, extra headers, expected decision).
+WALKTHROUGH: dict[str, list[tuple[dict[str, Any], dict[str, str], Expect]]] = {
+    "compose.yaml": [
+        (_chat("agent", "add a docstring to utils.py"), {}, ("cascade:2/llm_classifier", "efficient")),
+        (_chat("agent", "debug the race condition in the scheduler"), {}, ("cascade:2/llm_classifier", "capable")),
+        (_turn("stuck-agent.json"), {"x-switchyard-session-id": "demo-1"}, ("cascade:1/stage_router", "capable")),
+        (
+            _chat("agent", "debug the race condition in the scheduler"),
+            {"x-switchyard-session-id": "demo-2", "x-claude-code-agent-id": "explore-1"},
+            ("subagents/cascade:default", "efficient"),
+        ),
+        (_chat("reviewed", "hello"), {}, ("advisor:no_trigger", "efficient")),
+        (_turn("finished-turn.json"), {"x-switchyard-session-id": "review-1"}, ("advisor:redo", "efficient")),
+    ],
+}  # a `features` block read by train-probe, not a router config
 
 
 def _free_port() -> int:
@@ -124,15 +155,22 @@ def _copy(name: str, port: int, tmp: Path) -> Path:
     return path
 
 
-def _requests(config: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
-    """One chat request per route, plus a Messages and a Responses request for the first route."""
-    out: list[tuple[str, dict[str, Any]]] = []
+Request = tuple[str, dict[str, Any], dict[str, str], Expect | None]
+
+
+def _requests(name: str, config: dict[str, Any]) -> list[Request]:
+    """One chat request per route, plus a Messages and a Responses request for the first route,
+    then the example's walkthrough requests."""
+    out: list[Request] = []
     routes = list(config["routes"])
     for route in routes:
-        out.append(("/v1/chat/completions", {"model": route, "messages": [{"role": "user", "content": "hello there"}]}))
+        out.append(("/v1/chat/completions", _chat(route, "hello there"), {}, None))
     first = routes[0]
-    out.append(("/v1/messages", {"model": first, "max_tokens": 64, "messages": [{"role": "user", "content": "hi"}]}))
-    out.append(("/v1/responses", {"model": first, "input": "hi"}))
+    out.append(
+        ("/v1/messages", {"model": first, "max_tokens": 64, "messages": [{"role": "user", "content": "hi"}]}, {}, None)
+    )
+    out.append(("/v1/responses", {"model": first, "input": "hi"}, {}, None))
+    out.extend(("/v1/chat/completions", body, headers, expect) for body, headers, expect in WALKTHROUGH.get(name, []))
     return out
 
 
@@ -162,10 +200,12 @@ def test_example_serves_every_route(fake: int, tmp_path: Path, name: str) -> Non
         _wait(f"http://127.0.0.1:{port}/health", proc)
         models = httpx.get(f"http://127.0.0.1:{port}/v1/models", timeout=5).json()
         assert {m["id"] for m in models["data"]} >= set(config["routes"])
-        for endpoint, body in _requests(config):
-            resp = httpx.post(f"http://127.0.0.1:{port}{endpoint}", json=body, timeout=30)
+        for endpoint, body, headers, expect in _requests(name, config):
+            resp = httpx.post(f"http://127.0.0.1:{port}{endpoint}", json=body, headers=headers, timeout=30)
             assert resp.status_code == 200, (endpoint, body["model"], resp.text)
             target = resp.headers["x-switchyard-selected-model"]
+            if expect is not None:
+                assert (resp.headers["x-switchyard-decision-source"], target) == expect, (body, headers)
             assert resp.headers["x-switchyard-route"] == body["model"]
             model = config["targets"][target].get("model") or "nemotron-3.5-lightning"  # preset targets
             # The simulated model answers "[its model id] ..." in every API's shape.

@@ -10,8 +10,11 @@ import httpx
 import pytest
 
 from switchyard.cli import build_parser, main
+from switchyard.protocol.messages import Message
+from switchyard.protocol.response import ChatResponse
+from switchyard.routers.advisor import parse_verdict, review_transcript
 from switchyard.testing import serve_fake
-from switchyard.testing.simulated import KEEP_RECEIVED, SimulatedUpstream, judge_turn, kind_of
+from switchyard.testing.simulated import KEEP_RECEIVED, SimulatedUpstream, judge_turn, kind_of, simulated_brain
 
 FIXTURES = Path(__file__).resolve().parents[1] / "config" / "nemo_toml"
 
@@ -46,6 +49,32 @@ def test_judge_verdicts() -> None:
     }
     assert _judge(custom, "reset my password") == {"route": "weak", "confidence": 0.8}
     assert _judge(custom, "diagnose the outage")["route"] == "strong"
+
+
+def _review(turn_text: str) -> str:
+    """The simulated advisor's reply to the transcript ``type: advisor`` really sends."""
+    messages = [
+        Message.model_validate({"role": "user", "content": [{"type": "text", "text": "fix the week-date parser"}]}),
+        Message.model_validate({"role": "user", "content": [{"type": "text", "text": "earlier run: FAILED x"}]}),
+    ]
+    turn = ChatResponse.model_validate({"id": "t", "content": [{"type": "text", "text": turn_text}]})
+    body = {
+        "model": "claude-opus-4-8",
+        "messages": [
+            {"role": "system", "content": "review"},
+            {"role": "user", "content": review_transcript(messages, turn, 4000)},
+        ],
+    }
+    return simulated_brain(body, SimulatedUpstream().model("claude-opus-4-8")).text
+
+
+def test_advisor_reviews() -> None:
+    # A failure in the conversation before the turn does not count: only the turn under review.
+    assert _review("Fixed it; all 12 tests pass.") == "APPROVE"
+    redo = _review("tools said: FAILED tests/test_dates.py::test_week_date")
+    assert redo.startswith("REDO: ")
+    verdict = parse_verdict(ChatResponse.model_validate({"id": "a", "content": [{"type": "text", "text": redo}]}))
+    assert verdict is not None and verdict.kind == "redo" and "run the tests again" in verdict.plan
 
 
 def test_any_model_answers_all_three_apis_and_memory_stays_bounded() -> None:
