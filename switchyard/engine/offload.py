@@ -119,3 +119,9 @@ def _release_when_alone(objs: list[Any]) -> None:
         time.sleep(delay)
         delay = min(delay * 2, 0.5)
     _dismantle(objs)
+    # Objects frozen after a decode (``_resume_gc``) go back under the collector, into its oldest
+    # generation: a reference cycle that was alive at the freeze (another request's, say) is
+    # collected again by the next full collection instead of being kept for the process's life.
+    with _lock:
+        if _paused == 0:
+            gc.unfreeze()

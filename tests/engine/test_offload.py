@@ -99,3 +99,18 @@ async def test_large_body_gets_the_same_reply_as_inline(
         assert replies[0][1]["choices"] == replies[1][1]["choices"]
     else:
         assert replies[0][1] == replies[1][1]
+
+
+async def test_objects_frozen_after_a_decode_go_back_to_the_collector_once_released() -> None:
+    # A cycle alive during the decode must still be collectable afterwards (no leak per request).
+    cycle: list[Any] = []
+    cycle.append(cycle)
+    _, request = await offload.decode_off_loop(codec("openai_chat"), _body(3000))
+    assert gc.get_freeze_count() > 0  # the decode's objects (and the cycle) are frozen meanwhile
+    offload.release_off_loop(request)
+    del request, cycle
+    for _ in range(100):
+        await asyncio.sleep(0.02)
+        if gc.get_freeze_count() == 0:
+            break
+    assert gc.get_freeze_count() == 0
