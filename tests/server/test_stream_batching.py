@@ -46,7 +46,12 @@ async def _serve(reply: Reply, disconnect_after: float | None = None) -> list[di
     async def send(message: dict[str, Any]) -> None:
         sent.append(message)
 
-    scope = {"type": "http", "method": "POST", "path": "/v1/chat/completions", "headers": [(b"content-type", b"application/json")]}
+    scope = {
+        "type": "http",
+        "method": "POST",
+        "path": "/v1/chat/completions",
+        "headers": [(b"content-type", b"application/json")],
+    }
     await asyncio.wait_for(app(scope, receive, send), 5)
     return sent
 
