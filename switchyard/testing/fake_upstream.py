@@ -29,7 +29,7 @@ import asyncio
 import itertools
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
@@ -130,6 +130,7 @@ class _Answer:
     model: FakeModel
     fault: str | None
     hold: Callable[[], Awaitable[bool]]
+    headers: dict[str, str] = field(default_factory=dict)
 
 
 _BODY_FAULTS = frozenset({"stall-mid", "reset-mid", "malformed-sse", "empty-stream"})
@@ -250,7 +251,7 @@ class FakeUpstream:
         model = self.model(name)
         if model.first_byte_s:
             await asyncio.sleep(model.first_byte_s)
-        answer = _Answer(send, receive, model, fault, lambda: self._hold(receive, stall, name))
+        answer = _Answer(send, receive, model, fault, lambda: self._hold(receive, stall, name), headers)
         if kind == "messages":
             await self._anthropic(answer, request)
         elif kind == "responses":
@@ -403,7 +404,7 @@ class FakeUpstream:
     async def _anthropic(self, answer: _Answer, request: dict[str, Any]) -> None:
         send, model = answer.send, answer.model
         try:
-            fake_anthropic.validate(request)
+            fake_anthropic.validate(request, answer.headers)
         except fake_anthropic.Invalid as exc:
             await send_json(send, 400, fake_anthropic.error_body("invalid_request_error", str(exc)))
             return
@@ -434,7 +435,7 @@ class FakeUpstream:
 
     async def _chat(self, answer: _Answer, request: dict[str, Any]) -> None:
         send, model = answer.send, answer.model
-        problem = _vllm_problem(request)
+        problem = vllm_problem(request)
         if problem is not None:
             await send_json(send, 400, {"error": {"message": problem, "type": "BadRequestError", "code": 400}})
             return
@@ -570,7 +571,7 @@ def _endpoint(path: str) -> str | None:
     return None
 
 
-def _vllm_problem(request: dict[str, Any]) -> str | None:
+def vllm_problem(request: dict[str, Any]) -> str | None:
     """What vLLM's request validation would reject (``None`` when it accepts the request)."""
     tools = request.get("tools")
     if tools is not None:
@@ -582,4 +583,11 @@ def _vllm_problem(request: dict[str, Any]) -> str | None:
         return "When using `tool_choice`, `tools` must be set."
     if "stream_options" in request and not request.get("stream"):
         return "Stream options can only be defined when `stream=True`."
+    for i, message in enumerate(request.get("messages") or []):
+        if isinstance(message, dict) and message.get("tool_calls") == []:
+            # OpenAI's rule (vLLM tolerates it): an array, when given, has at least one call.
+            return (
+                f"Invalid 'messages[{i}].tool_calls': empty array. Expected an array with minimum length 1, "
+                "but got an empty array instead."
+            )
     return None

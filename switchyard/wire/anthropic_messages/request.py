@@ -4,8 +4,11 @@ Layer: ``wire`` — imports ``protocol`` only.
 
 Mapping notes (see ``docs/translation.md`` for the full tables):
 
-* ``system`` becomes a leading IR ``system`` message; IR system/developer messages anywhere
-  are merged, in order, into the top-level ``system`` of an upstream request.
+* ``system`` becomes a leading IR ``system`` message; a ``{"role": "system"}`` entry inside
+  ``messages`` (the mid-conversation system beta Claude Code uses) becomes an IR ``system``
+  message at its position. On the way out, system messages after the conversation start stay
+  in place when the caller spoke Anthropic (its beta header is forwarded); otherwise IR
+  system/developer messages are merged, in order, into the top-level ``system``.
 * A user turn's ``tool_result`` blocks become one IR ``tool`` message (results in order),
   followed by a ``user`` message for any other blocks; on the way out, consecutive tool and
   user messages merge back into one ``user`` turn whose ``tool_result`` blocks come first.
@@ -169,9 +172,15 @@ def _decode_message(msg: Any, i: int) -> list[Message]:
     path = f"messages[{i}]"
     if not isinstance(msg, dict):
         raise _bad(f"{path} must be an object", path)
+    if msg.get("role") == "system":
+        return _decode_inline_system(msg.get("content"), path)
+    return _decode_turn(msg, path)
+
+
+def _decode_turn(msg: dict[str, Any], path: str) -> list[Message]:
     role = msg.get("role")
     if role not in ("user", "assistant"):
-        raise _bad(f"{path}.role must be 'user' or 'assistant' (got {role!r})", f"{path}.role")
+        raise _bad(f"{path}.role must be 'user', 'assistant' or 'system' (got {role!r})", f"{path}.role")
     content = msg.get("content")
     if isinstance(content, str):
         return [Message.of(role, content)]
@@ -219,6 +228,25 @@ def _decode_message(msg: Any, i: int) -> list[Message]:
     if parts or not results:
         out.append(Message(role=role, content=parts))
     return out
+
+
+def _decode_inline_system(content: Any, path: str) -> list[Message]:
+    """A ``{"role": "system"}`` entry inside ``messages`` → an IR system message at that position.
+
+    Claude Code sends these (a skills list, reminders) with the ``anthropic-beta`` flag
+    ``mid-conversation-system-…``: system text appended later in a conversation without
+    rewriting the cached prefix. Only text can be said there.
+    """
+    if isinstance(content, str):
+        return [Message.of("system", content)]
+    if not isinstance(content, list):
+        raise _bad(f"{path}.content must be a string or a list of text blocks", f"{path}.content")
+    parts: list[ContentPart] = []
+    for j, block in enumerate(content):
+        if not isinstance(block, dict) or block.get("type") != "text":
+            raise _bad(f"{path}.content[{j}] must be a text block", f"{path}.content[{j}]")
+        parts.append(_text_block(block, f"{path}.content[{j}]"))
+    return [Message(role="system", content=parts)]
 
 
 def _decode_system(system: Any) -> list[Message]:
@@ -470,12 +498,27 @@ def _system_blocks(msg: Message) -> list[dict[str, Any]]:
     return blocks
 
 
-def encode_messages(messages: list[Message]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """IR messages → (Anthropic ``system`` blocks, alternating ``messages``)."""
+def encode_messages(
+    messages: list[Message], *, inline_system: bool = False
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """IR messages → (Anthropic ``system`` blocks, alternating ``messages``).
+
+    Args:
+        messages: The conversation.
+        inline_system: Keep system messages after the conversation start at their position, as
+            ``{"role": "system"}`` entries (the caller spoke Anthropic and used the
+            mid-conversation system beta, whose header is forwarded). Otherwise they are merged
+            into the top-level ``system``, which every Anthropic endpoint accepts.
+    """
     system: list[dict[str, Any]] = []
     turns: list[dict[str, Any]] = []
     for msg in messages:
         if msg.role in ("system", "developer"):
+            if turns and inline_system and msg.role == "system":
+                blocks = _system_blocks(msg)
+                if blocks:
+                    turns.append({"role": "system", "content": blocks})
+                continue
             if turns:
                 diagnostics.report(
                     "anthropic_messages.system_merged",
@@ -656,7 +699,7 @@ def encode_request(request: ChatRequest, *, model: str, stream: bool) -> dict[st
         InvalidRequestError: The request cannot be served by Anthropic (e.g. ``n > 1``).
     """
     extra = extras_for(request, FORMAT)
-    system, turns = encode_messages(request.messages)
+    system, turns = encode_messages(request.messages, inline_system=request.origin == FORMAT)
     body: dict[str, Any] = dict(extra)
     body["model"] = model
     body["max_tokens"] = request.max_tokens if request.max_tokens is not None else DEFAULT_MAX_TOKENS
