@@ -386,7 +386,10 @@ def frames(request: dict[str, Any], model: FakeModel, turn: Turn, ids: Any) -> l
                 )
         out.append(_event({"type": "content_block_stop", "index": index}))
     delta = {"stop_reason": full["stop_reason"], "stop_sequence": None}
-    out.append(_event({"type": "message_delta", "delta": delta, "usage": full["usage"]}))
+    # As in Anthropic's streaming guide: message_start carries the input counts, the final
+    # message_delta the output count only (a consumer must merge, not replace).
+    final_usage = {"output_tokens": full["usage"]["output_tokens"]}
+    out.append(_event({"type": "message_delta", "delta": delta, "usage": final_usage}))
     out.append(_event({"type": "message_stop"}))
     return out
 

@@ -1,0 +1,164 @@
+"""What real coding agents send, through the proxy with the real SDKs (issue 12, protocol side).
+
+Each test reproduces one failure seen with Claude Code, Codex or Hermes Agent against
+``switchyard serve`` and checks the fix end to end: SDK → proxy → fake provider (which enforces
+the provider's documented rules, see ``docs/fakes.md``) → proxy → SDK.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import anthropic
+import httpx
+import openai
+import pytest
+
+from switchyard.api import Switchyard
+from switchyard.engine.records import DecisionRecord
+from switchyard.server.runner import ServerThread
+
+BETA = "claude-code-20250219,mid-conversation-system-2026-04-07"
+
+
+def _config(port: int) -> dict[str, Any]:
+    return {
+        "llm_clients": {
+            "vllm": {"format": "openai_chat", "base_url": f"http://127.0.0.1:{port}/v1"},
+            "claude": {"format": "anthropic_messages", "base_url": f"http://127.0.0.1:{port}"},
+            "gpt": {"format": "openai_responses", "base_url": f"http://127.0.0.1:{port}/v1"},
+        },
+        "targets": {
+            "lightning": {"client": "vllm", "model": "fake-lightning"},
+            "opus": {"client": "claude", "model": "fake-opus"},
+            "codex": {"client": "gpt", "model": "fake-codex"},
+        },
+        "routes": {
+            "to-chat": {"type": "passthrough", "target": "lightning"},
+            "to-anthropic": {"type": "passthrough", "target": "opus"},
+            "to-responses": {"type": "passthrough", "target": "codex"},
+        },
+    }
+
+
+@pytest.fixture(scope="module")
+def proxy(module_upstream: Any) -> Iterator[tuple[ServerThread, list[DecisionRecord]]]:
+    sy = Switchyard.from_config(_config(module_upstream.port))
+    records: list[DecisionRecord] = []
+    sy.on_decision(records.append)
+    with ServerThread(sy) as server:
+        yield server, records
+
+
+@pytest.fixture(scope="module")
+def oai(proxy: tuple[ServerThread, list[DecisionRecord]]) -> Iterator[openai.OpenAI]:
+    with openai.OpenAI(base_url=proxy[0].base_url, api_key="test", max_retries=0) as client:
+        yield client
+
+
+@pytest.fixture(scope="module")
+def claude(proxy: tuple[ServerThread, list[DecisionRecord]]) -> Iterator[anthropic.Anthropic]:
+    root = proxy[0].base_url.removesuffix("/v1")
+    with anthropic.Anthropic(base_url=root, api_key="test", max_retries=0) as client:
+        yield client
+
+
+def _skills_conversation() -> list[dict[str, Any]]:
+    return [
+        {"role": "user", "content": "Write hello.txt, then cat it."},
+        {"role": "system", "content": [{"type": "text", "text": "<skills>pdf, xlsx</skills>"}]},
+    ]
+
+
+# -- mid-conversation system messages (Claude Code default mode) -----------------------------------
+
+
+def test_mid_conversation_system_passes_through_to_anthropic(claude: anthropic.Anthropic, module_upstream: Any) -> None:
+    reply = claude.messages.create(
+        model="to-anthropic",
+        max_tokens=256,
+        system="You are Claude Code.",
+        messages=_skills_conversation(),  # type: ignore[arg-type]
+        extra_headers={"anthropic-beta": BETA},
+        extra_query={"beta": "true"},
+    )
+    assert reply.content[0].type == "text"
+    sent = module_upstream.app.received[-1]
+    assert sent.body["messages"][1] == _skills_conversation()[1]
+    assert "mid-conversation-system-2026-04-07" in sent.headers["anthropic-beta"]
+
+
+def test_mid_conversation_system_without_beta_is_the_providers_400(
+    claude: anthropic.Anthropic, module_upstream: Any
+) -> None:
+    # The router forwards; the provider (here its fake) is the one to say no.
+    with pytest.raises(anthropic.BadRequestError, match="role"):
+        claude.messages.create(
+            model="to-anthropic",
+            max_tokens=256,
+            messages=_skills_conversation(),  # type: ignore[arg-type]
+        )
+    assert module_upstream.app.received[-1].body["messages"][1]["role"] == "system"
+
+
+@pytest.mark.parametrize("route", ["to-chat", "to-responses"])
+def test_mid_conversation_system_is_translated(claude: anthropic.Anthropic, module_upstream: Any, route: str) -> None:
+    reply = claude.messages.create(
+        model=route,
+        max_tokens=256,
+        system="You are Claude Code.",
+        messages=_skills_conversation(),  # type: ignore[arg-type]
+        extra_headers={"anthropic-beta": BETA},
+    )
+    assert reply.content[0].type == "text"
+    sent = module_upstream.app.received[-1].body
+    if route == "to-chat":
+        # Chat templates (vLLM) take system text only at the start: merged, in order.
+        assert sent["messages"][0] == {
+            "role": "system",
+            "content": "You are Claude Code.\n\n<skills>pdf, xlsx</skills>",
+        }
+        assert [m["role"] for m in sent["messages"]] == ["system", "user"]
+    else:
+        assert sent["instructions"] == "You are Claude Code."
+        assert sent["input"][-1] == {"type": "message", "role": "developer", "content": "<skills>pdf, xlsx</skills>"}
+    assert "anthropic-beta" not in module_upstream.app.received[-1].headers
+
+
+# -- usage on a translated Chat stream (Hermes Agent) ---------------------------------------------
+
+
+def test_translated_chat_stream_reports_prompt_tokens(oai: openai.OpenAI) -> None:
+    stream = oai.chat.completions.create(
+        model="to-anthropic",
+        messages=[{"role": "user", "content": "a question long enough to count a few prompt tokens"}],
+        stream=True,
+        stream_options={"include_usage": True},
+    )
+    usage = [chunk.usage for chunk in stream if chunk.usage is not None]
+    assert len(usage) == 1
+    assert usage[0].prompt_tokens > 0
+    assert usage[0].completion_tokens > 0
+    assert usage[0].total_tokens == usage[0].prompt_tokens + usage[0].completion_tokens
+
+
+# -- empty tool_calls arrays (Hermes Agent) ---------------------------------------------------------
+
+
+def test_empty_tool_calls_never_reach_a_chat_upstream(oai: openai.OpenAI, module_upstream: Any) -> None:
+    reply = oai.chat.completions.create(
+        model="to-chat",
+        messages=[
+            {"role": "user", "content": "hi"},
+            {"role": "assistant", "content": "Let me start.", "tool_calls": []},
+            {"role": "user", "content": "go on"},
+        ],
+    )
+    assert reply.choices[0].message.content
+    sent = module_upstream.app.received[-1].body
+    assert "tool_calls" not in sent["messages"][1]
+
+
+def test_proxy_answers_http_probe(proxy: tuple[ServerThread, list[DecisionRecord]]) -> None:
+    assert httpx.get(proxy[0].base_url.removesuffix("/v1") + "/health").status_code == 200
