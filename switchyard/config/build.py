@@ -131,6 +131,7 @@ def build_routes(loaded: LoadedConfig, infos: Mapping[str, TargetInfo]) -> dict[
             stateful=spec.keeps_state(),
             hash_session_fallback=spec.hashes_first_message(),
             fallback_on_auth_error=spec.fallback_on_auth_error,
+            reply_model=spec.reply_model,
         )
     return routes
 
@@ -214,7 +215,7 @@ def build_engine(
         if info.client in backends
     }
     built = dict(routes) if routes is not None else build_routes(loaded, infos)
-    return Engine(
+    engine = Engine(
         built,
         targets,
         store=store if store is not None else build_store(loaded),
@@ -223,6 +224,8 @@ def build_engine(
         hash_session_fallback=cfg.session.hash_first_message,
         health=health,
     )
+    engine.reply_model = cfg.reply_model
+    return engine
 
 
 def decision_log_sink(loaded: LoadedConfig, override: str | None = None) -> JsonlSink | None:

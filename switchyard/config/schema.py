@@ -285,3 +285,6 @@ class SwitchyardConfig(_Strict):
     state: StateConfig = Field(default_factory=StateConfig)
     session: SessionConfig = Field(default_factory=SessionConfig)
     decision_log: str | None = None
+    # What a reply's ``model`` says: the requested id (default) or the upstream's (see
+    # switchyard.engine.reply_model; a route's own ``reply_model`` wins).
+    reply_model: Literal["requested", "upstream"] = "requested"

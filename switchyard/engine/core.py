@@ -24,6 +24,8 @@ from switchyard.engine.markup import MarkupScanner, first_marker, flag_leak, res
 from switchyard.engine.monitor import BackendMonitor
 from switchyard.engine.records import Attempt, DecisionRecord, DecisionSink
 from switchyard.engine.reply import Reply
+from switchyard.engine.reply_model import DEFAULT as REPLY_MODEL_DEFAULT
+from switchyard.engine.reply_model import ReplyModel, reply_model
 from switchyard.engine.session import identify
 from switchyard.engine.stream_out import encode_stream
 from switchyard.engine.timeouts import Budget, budget
@@ -113,6 +115,7 @@ class Route:
     store: StateStore | None = None
     hash_session_fallback: bool = False
     fallback_on_auth_error: bool = False
+    reply_model: ReplyModel | None = None  # None: the engine's setting
 
     def order(self, first: Sequence[str]) -> list[str]:
         """The router's candidates, then the route's other targets, then its fallbacks."""
@@ -381,6 +384,7 @@ class Engine:
         self._warned_no_session: set[str] = set()
         self.keepalive_s: float | None = KEEPALIVE_S
         self.monitor = BackendMonitor(self.targets, self.health)
+        self.reply_model: ReplyModel = REPLY_MODEL_DEFAULT
 
     # -- lookup -----------------------------------------------------------------------------
 
@@ -742,7 +746,7 @@ class Engine:
             if request.stream:
                 events = await self._answer_stream(prep)
                 encoder = codec.stream_encoder(
-                    model=events.record.selected_model or request.model, include_usage=request.include_usage
+                    model=self._reply_model(prep, request.model, events.record), include_usage=request.include_usage
                 )
                 return Reply(
                     200,
@@ -754,8 +758,14 @@ class Engine:
             completion = await self._answer(prep)
         except SwitchyardError as exc:
             return self._error_reply(fmt, exc, prep)
-        payload = codec.encode_response(completion.response, model=completion.record.selected_model or "")
+        payload = codec.encode_response(
+            completion.response, model=self._reply_model(prep, request.model, completion.record)
+        )
         return Reply(200, self._headers(completion.record, stream=False), body=dumps(payload))
+
+    def _reply_model(self, prep: _Prepared, requested: str, record: DecisionRecord) -> str:
+        """The ``model`` a reply names (see :mod:`switchyard.engine.reply_model`)."""
+        return reply_model(prep.route.reply_model or self.reply_model, requested, record.selected_model)
 
     async def count_tokens(self, body: bytes, headers: Mapping[str, str]) -> Reply:
         """Serves ``POST /v1/messages/count_tokens`` (Anthropic shape, any route).

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Protocol, TypedDict
+from typing import Any, ClassVar, Literal, Protocol, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -134,6 +134,9 @@ class RouterSpec(BaseModel):
         context_window: Advertised context window (``/v1/models``).
         fallback_on_auth_error: Fall back to the next candidate when a target answers 401/403
             (default: return the upstream's error, since a bad key rarely fixes itself).
+        reply_model: What the ``model`` of this route's replies says: ``requested`` (the id the
+            caller sent) or ``upstream`` (the served target's model id); unset: the config's
+            top-level ``reply_model``.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -148,6 +151,7 @@ class RouterSpec(BaseModel):
     description: str | None = None
     context_window: int | None = Field(default=None, gt=0)
     fallback_on_auth_error: bool = False
+    reply_model: Literal["requested", "upstream"] | None = None
 
     @classmethod
     def variant_for(cls, block: Mapping[str, Any]) -> SpecClass:

@@ -38,6 +38,7 @@ def _config(port: int) -> dict[str, Any]:
             "to-chat": {"type": "passthrough", "target": "lightning"},
             "to-anthropic": {"type": "passthrough", "target": "opus"},
             "to-responses": {"type": "passthrough", "target": "codex"},
+            "upstream-named": {"type": "passthrough", "target": "lightning", "reply_model": "upstream"},
         },
     }
 
@@ -160,5 +161,42 @@ def test_empty_tool_calls_never_reach_a_chat_upstream(oai: openai.OpenAI, module
     assert "tool_calls" not in sent["messages"][1]
 
 
-def test_proxy_answers_http_probe(proxy: tuple[ServerThread, list[DecisionRecord]]) -> None:
-    assert httpx.get(proxy[0].base_url.removesuffix("/v1") + "/health").status_code == 200
+# -- the reply's model (Claude Code keeps signed thinking only when it matches) -------------------
+
+
+def test_reply_names_the_requested_model(claude: anthropic.Anthropic) -> None:
+    raw = claude.messages.with_raw_response.create(
+        model="to-anthropic", max_tokens=64, messages=[{"role": "user", "content": "hi"}]
+    )
+    assert raw.parse().model == "to-anthropic"
+    assert raw.headers["x-switchyard-selected-model"] == "opus"
+    with claude.messages.stream(model="to-chat", max_tokens=64, messages=[{"role": "user", "content": "hi"}]) as stream:
+        final = stream.get_final_message()
+    assert final.model == "to-chat"
+
+
+def test_route_may_name_the_upstream_model(oai: openai.OpenAI) -> None:
+    assert oai.chat.completions.create(model="upstream-named", messages=[{"role": "user", "content": "hi"}]).model == (
+        "fake-lightning"
+    )
+
+
+# -- probes: HEAD /, GET /, GET /v1/models/{id} ---------------------------------------------------
+
+
+@pytest.mark.parametrize("method", ["HEAD", "GET"])
+def test_root_answers_200(proxy: tuple[ServerThread, list[DecisionRecord]], method: str) -> None:
+    root = proxy[0].base_url.removesuffix("/v1")
+    assert httpx.request(method, root + "/").status_code == 200
+
+
+def test_model_lookup(oai: openai.OpenAI, claude: anthropic.Anthropic) -> None:
+    model = oai.models.retrieve("to-chat")
+    assert model.id == "to-chat"
+    info = claude.models.retrieve("to-anthropic")
+    assert info.id == "to-anthropic" and info.type == "model"
+    with pytest.raises(openai.NotFoundError) as err:
+        oai.models.retrieve("no-such-model")
+    assert err.value.code == "model_not_found"
+    with pytest.raises(anthropic.NotFoundError):
+        claude.models.retrieve("no-such-model")
