@@ -156,8 +156,10 @@ KNOWN = frozenset(
 """Top-level fields of the Messages API (its reference and the beta features Claude Code uses);
 anything else is answered ``Extra inputs are not permitted``."""
 
-MID_CONVERSATION_SYSTEM = "mid-conversation-system"
-"""Prefix of the ``anthropic-beta`` flag that allows ``system`` entries inside ``messages``."""
+MID_CONVERSATION = "mid-conversation-"
+"""Prefix of the ``anthropic-beta`` flags that allow ``system`` entries inside ``messages``
+(Claude Code 2.1 sends ``mid-conversation-tool-changes-2026-07-01``; issue 12 saw
+``mid-conversation-system-2026-04-07``)."""
 
 
 def _beta(headers: Mapping[str, str] | None) -> set[str]:
@@ -166,7 +168,7 @@ def _beta(headers: Mapping[str, str] | None) -> set[str]:
 
 
 def _check_system_entry(i: int, msg: dict[str, Any], beta: set[str]) -> None:
-    if not any(flag.startswith(MID_CONVERSATION_SYSTEM) for flag in beta):
+    if not any(flag.startswith(MID_CONVERSATION) for flag in beta):
         raise Invalid(f"messages.{i}.role: Input should be 'user' or 'assistant'")
     content = msg.get("content")
     if isinstance(content, str):

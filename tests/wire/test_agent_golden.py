@@ -262,6 +262,14 @@ def test_same_format_replay_and_encode(req: AgentRequest) -> None:
         if key != "tools":
             assert out.get(key) == value, f"extra field {key!r} not passed through"
     assert _tool_count(fmt, out) == _tool_count(fmt, req.body)
+    if fmt is not WireFormat.OPENAI_CHAT:
+        # Every key of every tool survives (Anthropic's defer_loading, hosted/namespace tools).
+        sent_tools = {t.get("name") or t.get("type"): set(t) for t in out.get("tools") or []}
+        for tool in req.body.get("tools") or []:
+            keys = set(tool)
+            if fmt is WireFormat.ANTHROPIC_MESSAGES and tool.get("type") == "custom":
+                keys.discard("type")  # Anthropic's default tool type, said or not
+            assert keys <= sent_tools[tool.get("name") or tool.get("type")], f"tool keys lost: {tool.get('name')}"
     if fmt is WireFormat.ANTHROPIC_MESSAGES:
         sent = [m for m in out["messages"] if m["role"] == "system"]
         assert len(sent) == len(_inline_system(req.body.get("messages")))
@@ -287,6 +295,8 @@ def test_translated_encode(req: AgentRequest, target: WireFormat) -> None:
     dropped = [k for k in request.extra if k not in PORTABLE[target.value] and k != "n"]
     if dropped:
         assert f"{req.format.value}_to_{target.value}.fields_dropped" in found, "a field was dropped silently"
+    if any(t.native for t in request.tools):
+        assert f"{target.value}.tool_fields_dropped" in found, "tool fields were dropped silently"
     # Headers of the caller's format are not forwarded to another (HttpBackend strips them).
     headers = req.forwarded if target is WireFormat.ANTHROPIC_MESSAGES and req.format is target else {}
     _validate(target, out, headers)

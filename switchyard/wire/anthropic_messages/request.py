@@ -81,6 +81,11 @@ _KNOWN = frozenset(
 )
 
 
+# Keys of a custom tool the IR models; others (``defer_loading``, ``input_examples`` …) ride in
+# ``ToolDefinition.native`` back to Anthropic upstreams.
+_TOOL_KEYS = frozenset({"type", "name", "description", "input_schema", "strict", "cache_control"})
+
+
 def _bad(msg: str, param: str) -> InvalidRequestError:
     return InvalidRequestError(msg, param=param)
 
@@ -277,6 +282,7 @@ def _decode_tools(tools: Any, extra: dict[str, Any]) -> list[ToolDefinition]:
             server.append(tool)
             continue
         schema = tool.get("input_schema")
+        native = {k: v for k, v in tool.items() if k not in _TOOL_KEYS}
         out.append(
             ToolDefinition(
                 name=tool["name"],
@@ -284,6 +290,7 @@ def _decode_tools(tools: Any, extra: dict[str, Any]) -> list[ToolDefinition]:
                 parameters=schema if isinstance(schema, dict) else None,
                 strict=tool.get("strict") if isinstance(tool.get("strict"), bool) else None,
                 cache_control=_cache(tool),
+                native=native or None,
             )
         )
     if server:
@@ -564,8 +571,13 @@ def _limit_cache_breakpoints(body: dict[str, Any]) -> None:
             del block["cache_control"]
 
 
-def encode_tool(tool: ToolDefinition) -> dict[str, Any]:
-    """IR tool → Anthropic custom tool (free-form tools become a one-string-parameter tool)."""
+def encode_tool(tool: ToolDefinition, *, native: bool = False) -> dict[str, Any]:
+    """IR tool → Anthropic custom tool (free-form tools become a one-string-parameter tool).
+
+    Args:
+        tool: The tool.
+        native: The caller spoke Anthropic: its own extra tool keys go back unchanged.
+    """
     if tool.kind == "custom":
         diagnostics.report(
             "anthropic_messages.custom_tool_as_function",
@@ -582,6 +594,8 @@ def encode_tool(tool: ToolDefinition) -> dict[str, Any]:
         out["strict"] = True
     if tool.cache_control is not None:
         out["cache_control"] = tool.cache_control
+    if native and tool.native:
+        out.update({k: v for k, v in tool.native.items() if k not in out})
     return out
 
 
@@ -713,7 +727,8 @@ def encode_request(request: ChatRequest, *, model: str, stream: bool) -> dict[st
     body.pop("tools", None)
     body.pop("tool_choice", None)
     if request.tools or server_tools:
-        body["tools"] = [encode_tool(t) for t in request.tools] + list(server_tools or [])
+        same = request.origin == FORMAT
+        body["tools"] = [encode_tool(t, native=same) for t in request.tools] + list(server_tools or [])
         choice = _tool_choice(request)
         if choice is not None:
             body["tool_choice"] = choice

@@ -336,6 +336,10 @@ def encode_tool(tool: ToolDefinition) -> dict[str, Any]:
             "free-form tool sent as a function with one string parameter; calls are unwrapped to raw text",
         )
         tool = custom_tools.as_function(tool)
+    if tool.native:
+        diagnostics.report(
+            "openai_chat.tool_fields_dropped", f"tool fields {sorted(tool.native)} have no Chat equivalent"
+        )
     fn: dict[str, Any] = {"name": tool.name}
     if tool.description:
         fn["description"] = tool.description
