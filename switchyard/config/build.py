@@ -97,6 +97,7 @@ def target_infos(loaded: LoadedConfig) -> dict[str, TargetInfo]:
             price=t.price,
             extra_body=t.extra_body,
             context_window=t.context_window or loaded.served_context_windows.get(name),
+            max_output_tokens=t.max_output_tokens,
         )
         for name, t in cfg.targets.items()
     }

@@ -236,6 +236,8 @@ class TargetConfig(_Strict):
             :mod:`switchyard.config.presets`; keys set here win).
         probe_context_window: Read the served context window from ``GET /v1/models`` when the
             router starts (never during ``switchyard validate``); a failure is a logged warning.
+        max_output_tokens: Most tokens the model may generate in one answer; a request asking
+            for more is clamped to it (with a diagnostic) instead of being rejected upstream.
     """
 
     client: str
@@ -245,6 +247,7 @@ class TargetConfig(_Strict):
     context_window: PositiveInt | None = None
     preset: str | None = None
     probe_context_window: bool = False
+    max_output_tokens: PositiveInt | None = None
 
 
 class StateConfig(_Strict):

@@ -50,6 +50,7 @@ from switchyard.testing.fake_common import (
     is_fault,
     last_user_text,
     leaky_brain,
+    output_limit_problem,
     pieces,
     prompt_text,
     refused_url,
@@ -405,6 +406,9 @@ class FakeUpstream:
         send, model = answer.send, answer.model
         try:
             fake_anthropic.validate(request, answer.headers)
+            problem = output_limit_problem(request, model, fake_anthropic.count_tokens(request))
+            if problem is not None:
+                raise fake_anthropic.Invalid(problem)
         except fake_anthropic.Invalid as exc:
             await send_json(send, 400, fake_anthropic.error_body("invalid_request_error", str(exc)))
             return
@@ -420,6 +424,9 @@ class FakeUpstream:
         send, model = answer.send, answer.model
         try:
             fake_responses.validate(request)
+            problem = output_limit_problem(request, model, fake_responses.count_tokens(request))
+            if problem is not None:
+                raise fake_responses.Invalid(problem, param="max_output_tokens")
         except fake_responses.Invalid as exc:
             await send_json(send, exc.status, fake_responses.error_body(str(exc), param=exc.param))
             return
@@ -435,7 +442,7 @@ class FakeUpstream:
 
     async def _chat(self, answer: _Answer, request: dict[str, Any]) -> None:
         send, model = answer.send, answer.model
-        problem = vllm_problem(request)
+        problem = vllm_problem(request) or output_limit_problem(request, model, estimate_tokens(prompt_text(request)))
         if problem is not None:
             await send_json(send, 400, {"error": {"message": problem, "type": "BadRequestError", "code": 400}})
             return

@@ -18,6 +18,7 @@ import pytest
 from switchyard.api import Switchyard
 from switchyard.engine.records import DecisionRecord
 from switchyard.server.runner import ServerThread
+from switchyard.testing import FakeModel
 
 BETA = "claude-code-20250219,mid-conversation-system-2026-04-07"
 
@@ -33,18 +34,25 @@ def _config(port: int) -> dict[str, Any]:
             "lightning": {"client": "vllm", "model": "fake-lightning"},
             "opus": {"client": "claude", "model": "fake-opus"},
             "codex": {"client": "gpt", "model": "fake-codex"},
+            "small": {"client": "vllm", "model": "fake-small-output", "max_output_tokens": 4096},
+            "windowed": {"client": "vllm", "model": "fake-windowed", "probe_context_window": True},
         },
         "routes": {
             "to-chat": {"type": "passthrough", "target": "lightning"},
             "to-anthropic": {"type": "passthrough", "target": "opus"},
             "to-responses": {"type": "passthrough", "target": "codex"},
             "upstream-named": {"type": "passthrough", "target": "lightning", "reply_model": "upstream"},
+            "to-small": {"type": "passthrough", "target": "small"},
+            "to-windowed": {"type": "passthrough", "target": "windowed"},
         },
     }
 
 
 @pytest.fixture(scope="module")
 def proxy(module_upstream: Any) -> Iterator[tuple[ServerThread, list[DecisionRecord]]]:
+    fake = module_upstream.app
+    fake.models["fake-small-output"] = FakeModel("fake-small-output", max_output_tokens=4096)
+    fake.models["fake-windowed"] = FakeModel("fake-windowed", context_window=32768, enforce_window=True)
     sy = Switchyard.from_config(_config(module_upstream.port))
     records: list[DecisionRecord] = []
     sy.on_decision(records.append)
@@ -200,3 +208,26 @@ def test_model_lookup(oai: openai.OpenAI, claude: anthropic.Anthropic) -> None:
     assert err.value.code == "model_not_found"
     with pytest.raises(anthropic.NotFoundError):
         claude.models.retrieve("no-such-model")
+
+
+# -- output limits (Hermes Agent asks for 65,536-128,000 tokens) ------------------------------------
+
+
+def test_cap_above_the_targets_output_limit_is_clamped(oai: openai.OpenAI, module_upstream: Any) -> None:
+    reply = oai.chat.completions.create(
+        model="to-small", messages=[{"role": "user", "content": "hi"}], max_tokens=128000
+    )
+    assert reply.choices[0].message.content
+    assert module_upstream.app.received[-1].body["max_tokens"] == 4096
+
+
+def test_cap_above_the_discovered_window_is_clamped(claude: anthropic.Anthropic, module_upstream: Any) -> None:
+    # Translated (Anthropic → Chat): the cap travels as max_completion_tokens; the window was read
+    # from the fake vLLM's /v1/models (max_model_len) at start-up.
+    with claude.messages.stream(
+        model="to-windowed", max_tokens=65536, messages=[{"role": "user", "content": "x " * 2000}]
+    ) as stream:
+        reply = stream.get_final_message()
+    assert reply.content[0].type == "text"
+    sent = module_upstream.app.received[-1].body["max_completion_tokens"]
+    assert 16 <= sent < 32768 - 1000
