@@ -226,6 +226,7 @@ def build_engine(
         health=health,
     )
     engine.reply_model = cfg.reply_model
+    engine.derive_session = cfg.session.derive
     return engine
 
 

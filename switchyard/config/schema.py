@@ -272,9 +272,13 @@ class SessionConfig(_Strict):
     Attributes:
         hash_first_message: Derive a session id from the first user message when the caller
             sent none.
+        derive: When the caller sent no session identity (and ``hash_first_message`` is off),
+            key the session by a hash of the conversation's opening (leading system text and
+            first user message); the decision record says ``session_source: derived``.
     """
 
     hash_first_message: bool = False
+    derive: bool = True
 
 
 class SwitchyardConfig(_Strict):

@@ -385,6 +385,7 @@ class Engine:
         self.keepalive_s: float | None = KEEPALIVE_S
         self.monitor = BackendMonitor(self.targets, self.health)
         self.reply_model: ReplyModel = REPLY_MODEL_DEFAULT
+        self.derive_session = True  # see switchyard.engine.session.derived_session_key
 
     # -- lookup -----------------------------------------------------------------------------
 
@@ -437,7 +438,12 @@ class Engine:
             raise InvalidRequestError("'model' is required: name a route (see GET /v1/models)", param="model")
         route = self.route(request.model)
         limits = budget(headers, time.perf_counter() - t0)
-        session = identify(headers, request, hash_fallback=self.hash_session_fallback or route.hash_session_fallback)
+        session = identify(
+            headers,
+            request,
+            hash_fallback=self.hash_session_fallback or route.hash_session_fallback,
+            derive=self.derive_session,
+        )
         record = DecisionRecord(
             request_id=headers.get(HEADER_REQUEST_ID) or uuid.uuid4().hex[:16],
             route=route.name,
@@ -445,6 +451,7 @@ class Engine:
             inbound_format=inbound.value if inbound else None,
             stream=request.stream,
             session_id=session.session_id,
+            session_source=session.source,
             agent_id=session.agent_id,
             turn_index=session.turn_index,
         )

@@ -231,3 +231,30 @@ def test_cap_above_the_discovered_window_is_clamped(claude: anthropic.Anthropic,
     assert reply.content[0].type == "text"
     sent = module_upstream.app.received[-1].body["max_completion_tokens"]
     assert 16 <= sent < 32768 - 1000
+
+
+# -- session identity for agents that send none (Hermes Agent, Qwen Code) -------------------------
+
+
+def test_agent_without_session_identity_gets_a_derived_session(
+    oai: openai.OpenAI, proxy: tuple[ServerThread, list[DecisionRecord]]
+) -> None:
+    opening = [{"role": "system", "content": "You are Hermes Agent."}, {"role": "user", "content": "write a file"}]
+    oai.chat.completions.create(model="to-chat", messages=opening)  # type: ignore[arg-type]
+    first = proxy[1][-1]
+    follow_up = [*opening, {"role": "assistant", "content": "done"}, {"role": "user", "content": "now read it"}]
+    oai.chat.completions.create(model="to-chat", messages=follow_up)  # type: ignore[arg-type]
+    second = proxy[1][-1]
+    assert first.session_source == second.session_source == "derived"
+    assert first.session_id is not None and first.session_id == second.session_id
+    assert second.to_dict()["session_source"] == "derived"
+
+
+def test_derived_sessions_can_be_turned_off(module_upstream: Any) -> None:
+    config = {**_config(module_upstream.port), "session": {"derive": False}}
+    sy = Switchyard.from_config(config)
+    records: list[DecisionRecord] = []
+    sy.on_decision(records.append)
+    with ServerThread(sy) as server, openai.OpenAI(base_url=server.base_url, api_key="t", max_retries=0) as client:
+        client.chat.completions.create(model="to-chat", messages=[{"role": "user", "content": "hi"}])
+    assert records[-1].session_id is None and records[-1].session_source is None
