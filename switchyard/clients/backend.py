@@ -32,6 +32,7 @@ from switchyard.protocol.stream import StreamEvent
 from switchyard.protocol.targets import TargetInfo
 from switchyard.wire import codec as get_codec
 from switchyard.wire import custom_tools, reasoning
+from switchyard.wire.anthropic_messages.thinking import thinking_turn_missing
 from switchyard.wire.base import WireFormat
 from switchyard.wire.openai_chat.request import normalize_replay as normalize_chat_replay
 from switchyard.wire.sse import SSEParser
@@ -134,6 +135,10 @@ class HttpBackend:
     def _replays(self, request: ChatRequest, options: CallOptions) -> bool:
         """Whether the caller's body goes out verbatim (same format, nothing to strip)."""
         if options.raw_body is None or options.raw_format != self.format.value:
+            return False
+        if self.format is WireFormat.ANTHROPIC_MESSAGES and thinking_turn_missing(options.raw_body):
+            # A turn another tier wrote (no signed thinking) would be refused by Anthropic; the
+            # encoder turns thinking off for this one call instead.
             return False
         # Reasoning another provider issued must be removed before this one sees it.
         return not any(

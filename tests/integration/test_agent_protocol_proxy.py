@@ -258,3 +258,30 @@ def test_derived_sessions_can_be_turned_off(module_upstream: Any) -> None:
     with ServerThread(sy) as server, openai.OpenAI(base_url=server.base_url, api_key="t", max_retries=0) as client:
         client.chat.completions.create(model="to-chat", messages=[{"role": "user", "content": "hi"}])
     assert records[-1].session_id is None and records[-1].session_source is None
+
+
+# -- a tool turn written by another tier reaches Claude with thinking on ---------------------------
+
+
+def test_tool_turn_without_thinking_is_not_replayed_with_thinking_on(
+    claude: anthropic.Anthropic, module_upstream: Any
+) -> None:
+    # Claude Code on a staged route: the efficient tier wrote the tool call (no signed thinking),
+    # the capable tier (Anthropic) gets the history with thinking on. Forwarded verbatim,
+    # Anthropic would refuse it; re-encoded, thinking is off for this one call.
+    reply = claude.messages.create(
+        model="to-anthropic",
+        max_tokens=4096,
+        thinking={"type": "adaptive"},  # type: ignore[typeddict-item]
+        messages=[
+            {"role": "user", "content": "write hello.txt"},
+            {
+                "role": "assistant",
+                "content": [{"type": "tool_use", "id": "toolu_1", "name": "Write", "input": {"path": "hello.txt"}}],
+            },
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "ok"}]},
+        ],
+        tools=[{"name": "Write", "input_schema": {"type": "object", "properties": {"path": {"type": "string"}}}}],
+    )
+    assert reply.content
+    assert "thinking" not in module_upstream.app.received[-1].body

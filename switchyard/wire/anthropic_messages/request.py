@@ -39,6 +39,7 @@ from switchyard.protocol.messages import (
 from switchyard.protocol.request import ChatRequest, ReasoningConfig
 from switchyard.protocol.tools import ToolChoice, ToolDefinition
 from switchyard.wire import custom_tools, diagnostics, guard, reasoning
+from switchyard.wire.anthropic_messages.thinking import apply_thinking
 from switchyard.wire.extras import extras_for
 from switchyard.wire.ids import anthropic_tool_id
 
@@ -51,17 +52,6 @@ DEFAULT_MAX_TOKENS = 16384
 as file edits; set ``extra_body: {max_tokens: N}`` on a target to choose another default.
 """
 
-EFFORT_BUDGET: dict[str, int] = {
-    "minimal": 1024,
-    "low": 2048,
-    "medium": 8192,
-    "high": 16384,
-    "xhigh": 24576,
-    "max": 32000,
-}
-"""Thinking budget for an OpenAI-style ``reasoning_effort`` (Anthropic's minimum is 1024)."""
-
-MIN_BUDGET = 1024
 MAX_CACHE_BREAKPOINTS = 4
 
 _KNOWN = frozenset(
@@ -616,80 +606,6 @@ def _tool_choice(request: ChatRequest) -> dict[str, Any] | None:
     return out
 
 
-def _thinking_config(request: ChatRequest, extra: dict[str, Any]) -> dict[str, Any] | None:
-    config = request.reasoning
-    raw = extra.get("thinking")
-    if config is None:
-        return raw if isinstance(raw, dict) else None
-    if config.enabled is False or config.effort == "none":
-        return None
-    if config.enabled is None and config.effort is None and config.budget_tokens is None:
-        return None
-    if isinstance(raw, dict) and raw.get("type") in ("enabled", "adaptive"):
-        return raw
-    budget = config.budget_tokens or EFFORT_BUDGET.get(config.effort or "", EFFORT_BUDGET["medium"])
-    return {"type": "enabled", "budget_tokens": max(MIN_BUDGET, budget)}
-
-
-def _open_loop_breaks_thinking(turns: list[dict[str, Any]]) -> bool:
-    """Whether the last assistant turn uses tools without starting with a thinking block.
-
-    With thinking on, Anthropic requires that turn to start with the (signed) thinking block it
-    produced; reasoning from another provider cannot stand in for it.
-    """
-    for turn in reversed(turns):
-        if turn["role"] != "assistant":
-            continue
-        blocks = turn["content"]
-        uses_tools = any(b["type"] == "tool_use" for b in blocks)
-        return uses_tools and blocks[0]["type"] not in ("thinking", "redacted_thinking")
-    return False
-
-
-def _apply_thinking(body: dict[str, Any], request: ChatRequest, extra: dict[str, Any]) -> None:
-    body.pop("thinking", None)
-    thinking = _thinking_config(request, extra)
-    if thinking is None or thinking.get("type") == "disabled":
-        if thinking is not None:
-            body["thinking"] = thinking
-        return
-    choice = body.get("tool_choice") or {}
-    if choice.get("type") in ("any", "tool"):
-        diagnostics.report(
-            "anthropic_messages.thinking_disabled_forced_tool",
-            "thinking disabled for this call: Anthropic rejects thinking with a forced tool choice",
-        )
-        return
-    if _open_loop_breaks_thinking(body["messages"]):
-        diagnostics.report(
-            "anthropic_messages.thinking_disabled_open_tool_loop",
-            "thinking disabled for this call: the open tool turn has no Anthropic thinking block to start with",
-        )
-        return
-    if thinking.get("type") == "enabled":
-        budget = int(thinking.get("budget_tokens") or MIN_BUDGET)
-        if body["max_tokens"] <= budget:
-            if request.max_tokens is None:
-                body["max_tokens"] = budget + DEFAULT_MAX_TOKENS
-            elif body["max_tokens"] > MIN_BUDGET:
-                thinking = {**thinking, "budget_tokens": body["max_tokens"] - 1}
-            else:
-                diagnostics.report(
-                    "anthropic_messages.thinking_disabled_small_max_tokens",
-                    f"thinking disabled: max_tokens leaves no room for Anthropic's {MIN_BUDGET}-token minimum budget",
-                )
-                return
-    body["thinking"] = thinking
-    # Anthropic rejects sampling overrides while thinking.
-    for key in ("temperature", "top_k"):
-        if key in body and not (key == "temperature" and body[key] == 1):
-            diagnostics.report(f"anthropic_messages.{key}_dropped_thinking", f"{key} is not allowed with thinking")
-            del body[key]
-    if isinstance(body.get("top_p"), int | float) and body["top_p"] < 0.95:
-        diagnostics.report("anthropic_messages.top_p_dropped_thinking", "top_p < 0.95 is not allowed with thinking")
-        del body["top_p"]
-
-
 def _output_config(request: ChatRequest, extra: dict[str, Any]) -> dict[str, Any] | None:
     raw = extra.get("output_config")
     config: dict[str, Any] = dict(raw) if isinstance(raw, dict) else {}
@@ -753,7 +669,7 @@ def encode_request(request: ChatRequest, *, model: str, stream: bool) -> dict[st
         body["output_config"] = output_config
     else:
         body.pop("output_config", None)
-    _apply_thinking(body, request, extra)
+    apply_thinking(body, request, extra, default_max_tokens=DEFAULT_MAX_TOKENS)
     _limit_cache_breakpoints(body)
     if stream:
         body["stream"] = True
