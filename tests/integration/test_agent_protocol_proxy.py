@@ -13,6 +13,7 @@ from typing import Any
 import anthropic
 import httpx
 import openai
+import orjson
 import pytest
 
 from switchyard.api import Switchyard
@@ -285,3 +286,17 @@ def test_tool_turn_without_thinking_is_not_replayed_with_thinking_on(
     )
     assert reply.content
     assert "thinking" not in module_upstream.app.received[-1].body
+
+
+async def test_model_lookup_with_a_default_route(module_upstream: Any) -> None:
+    config = {**_config(module_upstream.port), "default_route": "to-chat"}
+    sy = Switchyard.from_config(config)
+    try:
+        reply = await sy.dispatch("GET", "/v1/models/nvidia/some-upstream-id", b"", {})
+        entry = orjson.loads(reply.body)
+        assert reply.status == 200
+        assert entry["id"] == "nvidia/some-upstream-id" and entry["alias_of"] == "to-chat"
+        head = await sy.dispatch("HEAD", "/", b"", {})
+        assert head.status == 200
+    finally:
+        await sy.aclose()
