@@ -6,7 +6,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck contracts unit bench clean help
+.PHONY: demo test lint typecheck contracts unit bench clean help redis-server
 
 help:
 	@echo "make demo   - set up .venv and run the routed agent demo on simulated models"
@@ -34,7 +34,20 @@ typecheck: $(STAMP)
 contracts: $(STAMP)
 	$(BIN)/lint-imports
 
-unit: $(STAMP)
+# The Redis state backend is tested against a real redis-server (tests/_redis.py).
+redis-server:
+	@command -v redis-server >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing Debian's redis-server for the Redis state tests"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null; \
+	  else \
+	    echo "make test needs redis-server on PATH for the Redis state tests."; \
+	    echo "  Debian/Ubuntu: sudo apt-get install -y redis-server    macOS: brew install redis"; \
+	    echo "  (or run with SWITCHYARD_SKIP_REDIS=1 to skip those tests)"; \
+	    [ "$$SWITCHYARD_SKIP_REDIS" = 1 ]; \
+	  fi; }
+
+unit: $(STAMP) redis-server
 	$(BIN)/python -m pytest -q
 
 test: lint typecheck contracts unit

@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 from switchyard.config.build import (
     build_engine,
     build_routes,
+    build_span_sink,
     build_store,
     decision_log_sink,
     describe_routes,
@@ -28,6 +29,7 @@ from switchyard.config.build import (
 from switchyard.config.build import target_infos as _target_infos
 from switchyard.config.discovery import probe_context_windows
 from switchyard.config.load import LoadedConfig, load_config
+from switchyard.engine.accounting import UsdLedger
 from switchyard.engine.core import Completion, Engine, EventStream, Route
 from switchyard.engine.health import Health
 from switchyard.engine.records import DecisionRecord, DecisionSink, JsonlSink
@@ -101,6 +103,9 @@ class Switchyard:
     def __init__(self, loaded: LoadedConfig, *, decision_log: str | None = None) -> None:
         self.loaded = loaded
         self._callbacks: list[DecisionSink] = []
+        self.ledger = UsdLedger()
+        """Live USD totals per route and per session (``GET /v1/stats`` → ``usd``)."""
+        self._spans = build_span_sink(loaded)
         self._jsonl: JsonlSink | None = decision_log_sink(loaded, decision_log)
         self._store: StateStore = build_store(loaded)
         # Served context windows (probe_context_window targets) before routers see TargetInfo.
@@ -130,7 +135,9 @@ class Switchyard:
     # -- engines ----------------------------------------------------------------------------
 
     def _sinks(self) -> list[DecisionSink]:
-        sinks: list[DecisionSink] = [self._dispatch_record]
+        sinks: list[DecisionSink] = [self.ledger, self._dispatch_record]
+        if self._spans is not None:
+            sinks.append(self._spans)
         if self._jsonl is not None:
             sinks.append(self._jsonl)
         return sinks
@@ -197,7 +204,15 @@ class Switchyard:
             ``docs/reliability.md``.
         """
         report = await self.engine.health_report(deep=deep)
-        return {"status": report["status"], "routes": self.routes, **report}
+        state = self.state_status()
+        status = "degraded" if state.get("degraded") else report["status"]
+        return {**report, "status": status, "routes": self.routes, "state": state}
+
+    def state_status(self) -> dict[str, Any]:
+        """The session-state backend: ``backend`` and, for Redis, ``degraded`` (serving from this
+        process's own copy because Redis is unreachable) with outage counters."""
+        status = getattr(self._store, "status", None)
+        return status() if callable(status) else {"backend": "memory", "degraded": False}
 
     # -- requests -----------------------------------------------------------------------------
 
@@ -313,7 +328,8 @@ class Switchyard:
                 )
             return await self.engine.handle(fmt, body, headers)
         if sub == "/stats" and method == "GET":
-            return Reply(200, {"content-type": "application/json"}, body=dumps({"reliability": self.stats()}))
+            stats = {"reliability": self.stats(), "usd": self.ledger.snapshot(), "state": self.state_status()}
+            return Reply(200, {"content-type": "application/json"}, body=dumps(stats))
         if sub == "/models" and method == "GET":
             data = {"object": "list", "data": describe_routes(self.engine)}
             return Reply(200, {"content-type": "application/json"}, body=dumps(data))
@@ -362,6 +378,9 @@ class Switchyard:
         engine = self._engines.pop(loop, None)
         if engine is not None:
             await engine.aclose()
+        closer = getattr(self._store, "aclose", None)
+        if closer is not None:
+            await closer()
 
     def close(self) -> None:
         """Closes everything, including the private loop thread."""
@@ -369,6 +388,9 @@ class Switchyard:
         if thread is not None:
             if thread.loop in self._engines:
                 thread.run(self._engines.pop(thread.loop).aclose())
+            closer = getattr(self._store, "aclose", None)
+            if closer is not None:
+                thread.run(closer())
             thread.stop()
         if self._jsonl is not None:
             self._jsonl.close()

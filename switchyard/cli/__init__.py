@@ -15,7 +15,18 @@ from collections.abc import Sequence
 
 from switchyard._version import __version__
 
-_COMMANDS = ("serve", "validate", "route", "eval", "calibrate", "replay", "train_probe", "demo", "vllm_command")
+_COMMANDS = (
+    "serve",
+    "validate",
+    "route",
+    "eval",
+    "calibrate",
+    "replay",
+    "stats",
+    "train_probe",
+    "demo",
+    "vllm_command",
+)
 
 _DESCRIPTION = """\
 Switchyard routes every LLM call of an agent to the model that should serve it (a cheap efficient

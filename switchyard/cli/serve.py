@@ -15,7 +15,9 @@ Point an agent at it:
   OpenAI SDK / LangChain / Hermes Agent:  base_url = http://127.0.0.1:4000/v1, model = <route name>
   curl http://127.0.0.1:4000/v1/models     # lists the routes
 
-Endpoints: POST /v1/chat/completions (JSON and SSE), GET /v1/models, GET /health.
+Endpoints: POST /v1/chat/completions (JSON and SSE), GET /v1/models, GET /health,
+GET /v1/stats (reliability counters, USD spent and saved), GET /metrics (Prometheus).
+Several replicas: state.backend: redis (see docs/deployment.md).
 Every response carries x-switchyard-selected-model, x-switchyard-route,
 x-switchyard-decision-source and x-switchyard-overhead-ms.
 The default bind is 127.0.0.1: the proxy has no inbound auth, so expose it deliberately.

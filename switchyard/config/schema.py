@@ -257,13 +257,57 @@ class StateConfig(_Strict):
         backend: ``memory`` (one process) or ``redis`` (shared by replicas).
         url: Redis URL for the ``redis`` backend.
         ttl_s: Idle lifetime of a session's state.
-        max_entries: Bound on sessions kept by the ``memory`` backend.
+        max_entries: Bound on sessions kept by the ``memory`` backend (and by the ``redis``
+            backend's per-process copy used while Redis is unreachable).
+        prefix: Namespace of every Redis key (``<prefix><route>:<session>:<slot>``).
+        timeout_s: Longest wait for one Redis operation before the request goes on with this
+            process's own copy of the state (degraded mode, see docs/deployment.md).
+        retry_interval_s: While degraded, how often Redis is pinged to resume.
     """
 
     backend: Literal["memory", "redis"] = "memory"
     url: str | None = None
     ttl_s: PositiveFloat = 3600.0
     max_entries: PositiveInt = 100_000
+    prefix: str = "switchyard:"
+    timeout_s: PositiveFloat = 0.25
+    retry_interval_s: PositiveFloat = 2.0
+
+
+class FeaturePriceConfig(_Strict):
+    """What a learned router's feature extraction (probe, kNN) costs.
+
+    Attributes:
+        usd_per_call: Per extraction (an embeddings API's price for one request …).
+        usd_per_second: Per second of extraction time (the feature server's hourly cost / 3600).
+    """
+
+    usd_per_call: NonNegativeFloat = 0.0
+    usd_per_second: NonNegativeFloat = 0.0
+
+
+class AccountingConfig(_Strict):
+    """Live USD accounting (``/v1/stats``, metrics, ``switchyard stats``).
+
+    Attributes:
+        feature_extraction: Price of feature extraction (judge calls are priced by their target).
+        baseline: Per route, the target whose price is the "always this model" baseline for
+            savings; routes with two tiers default to their capable target.
+    """
+
+    feature_extraction: FeaturePriceConfig = Field(default_factory=FeaturePriceConfig)
+    baseline: dict[str, str] = Field(default_factory=dict)
+
+
+class TelemetryConfig(_Strict):
+    """Tracing.
+
+    Attributes:
+        otel: Emit OpenTelemetry spans (GenAI semantic conventions) for every request to the
+            global tracer provider; needs the ``otel`` extra. See docs/deployment.md.
+    """
+
+    otel: bool = False
 
 
 class SessionConfig(_Strict):
@@ -291,6 +335,8 @@ class SwitchyardConfig(_Strict):
     default_route: str | None = None
     state: StateConfig = Field(default_factory=StateConfig)
     session: SessionConfig = Field(default_factory=SessionConfig)
+    accounting: AccountingConfig = Field(default_factory=AccountingConfig)
+    telemetry: TelemetryConfig = Field(default_factory=TelemetryConfig)
     decision_log: str | None = None
     # What a reply's ``model`` says: the requested id (default) or the upstream's (see
     # switchyard.engine.reply_model; a route's own ``reply_model`` wins).

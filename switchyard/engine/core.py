@@ -42,7 +42,7 @@ from switchyard.protocol.errors import (
 )
 from switchyard.protocol.request import ChatRequest
 from switchyard.protocol.response import ChatResponse, Usage
-from switchyard.protocol.session import SessionInfo, StateStore
+from switchyard.protocol.session import SessionInfo, StateStore, Updater
 from switchyard.protocol.stream import (
     MessageStart,
     StreamAccumulator,
@@ -333,6 +333,7 @@ class _RouterCall:
             cost.calls += len(attempts) or 1
             cost.failures += sum(not a.ok for a in attempts) if attempts else 1
             cost.elapsed_ms += (time.perf_counter() - started) * 1000
+            self._record.router_attempts.extend(attempts)  # per-call detail for traces
         elapsed = attempts[-1].elapsed_ms if attempts else (time.perf_counter() - started) * 1000
         usd = target.info.price.cost(response.usage)
         cost.input_tokens += response.usage.input_tokens
@@ -455,6 +456,8 @@ class Engine:
             agent_id=session.agent_id,
             turn_index=session.turn_index,
         )
+        if traceparent := headers.get("traceparent"):  # W3C trace context: spans join the caller's trace
+            record.details["traceparent"] = traceparent
         decision = await self._decide(route, request, session, headers, record, limits)
         candidates = route.order(decision.candidates)
         record.candidates = candidates
@@ -895,6 +898,9 @@ class _KeyedStore:
 
     async def delete(self, key: str) -> None:
         await self._inner.delete(f"{self._key}:{key}")
+
+    async def update(self, key: str, fn: Updater, *, ttl_s: float | None = None) -> dict[str, Any] | None:
+        return await self._inner.update(f"{self._key}:{key}", fn, ttl_s=ttl_s)
 
 
 class _NoBackend:

@@ -84,6 +84,11 @@ class DecisionRecord:
     """Everything worth knowing about how one request was routed and served.
 
     Written once per request when the answer is complete (for streams: when the stream ends).
+
+    ``feature_cost_usd`` (feature extraction of learned routers), ``baseline_cost_usd`` (what the
+    route's capable target would have charged for the same tokens: the always-capable baseline)
+    and ``tier`` (``capable``, ``efficient`` or ``None``) are filled in by
+    :class:`~switchyard.engine.accounting.Pricing` before any sink sees the record.
     """
 
     request_id: str
@@ -113,6 +118,10 @@ class DecisionRecord:
     reasoning_tokens: int = 0
     cost_usd: float = 0.0
     router_cost: RouterCost = field(default_factory=RouterCost)
+    router_attempts: list[Attempt] = field(default_factory=list)
+    feature_cost_usd: float = 0.0
+    baseline_cost_usd: float | None = None
+    tier: str | None = None
     overhead_ms: float = 0.0
     duration_ms: float = 0.0
     status: int = 200
@@ -129,8 +138,8 @@ class DecisionRecord:
 
     @property
     def total_cost_usd(self) -> float:
-        """Answer cost plus routing cost."""
-        return self.cost_usd + self.router_cost.cost_usd
+        """Answer cost plus routing cost (the router's model calls and its feature extraction)."""
+        return self.cost_usd + self.router_cost.cost_usd + self.feature_cost_usd
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict."""

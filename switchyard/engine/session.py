@@ -14,10 +14,37 @@ import orjson
 from switchyard.protocol.request import ChatRequest
 from switchyard.protocol.session import SessionInfo
 
-SESSION_HEADERS = ("x-switchyard-session-id", "x-claude-code-session-id", "x-session-id")
-AGENT_HEADERS = ("x-switchyard-agent-id", "x-claude-code-agent-id")
-PARENT_HEADERS = ("x-switchyard-parent-agent-id", "x-claude-code-parent-agent-id")
+SESSION_HEADERS = (
+    "x-switchyard-session-id",
+    "x-claude-code-session-id",
+    "x-nemo-relay-session-id",
+    "x-session-id",
+)
+AGENT_HEADERS = (
+    "x-switchyard-agent-id",
+    "x-claude-code-agent-id",
+    "x-nemo-relay-subagent-id",
+    "x-dynamo-session-id",
+)
+PARENT_HEADERS = (
+    "x-switchyard-parent-agent-id",
+    "x-claude-code-parent-agent-id",
+    "x-dynamo-parent-session-id",
+    "x-codex-parent-thread-id",
+)
+KIND_HEADERS = ("x-switchyard-agent-kind",)
+SUBAGENT_HEADER = "x-switchyard-is-subagent"
 _CODEX_META = "x-codex-turn-metadata"
+_OPENAI_SUBAGENT = "x-openai-subagent"
+_SUBAGENT_ID_HEADERS = ("x-claude-code-agent-id", "x-nemo-relay-subagent-id")
+"""Agent ids these harnesses send only from a sub-agent (Claude Code's main thread sends none)."""
+
+MAINTENANCE_KINDS = frozenset(("compact", "memory_consolidation", "memgen", "title", "summary"))
+"""Agent kinds that are harness housekeeping run as a child thread, not delegated work: they keep
+the parent's policy (Codex's ``compact`` and ``memory_consolidation``)."""
+
+_TRUE = frozenset(("1", "true", "yes", "on"))
+_FALSE = frozenset(("0", "false", "no", "off"))
 
 
 def _codex_meta(headers: Mapping[str, str]) -> dict[str, Any]:
@@ -113,8 +140,63 @@ def identify(
     agent, _ = _first(headers, AGENT_HEADERS)
     if agent is None and isinstance(codex.get("thread_id"), str):
         agent = codex["thread_id"]
+    if agent is None:
+        agent, _ = _first(headers, ("thread-id",))
     parent, _ = _first(headers, PARENT_HEADERS)
     if parent is None and isinstance(codex.get("parent_thread_id"), str):
         parent = codex["parent_thread_id"]
+    kind = _agent_kind(headers, codex)
+    delegated, delegation = _delegation(headers, codex, parent, kind)
     turns = sum(1 for m in request.messages if m.role == "assistant")
-    return SessionInfo(session_id=session, agent_id=agent, parent_agent_id=parent, source=source, turn_index=turns)
+    return SessionInfo(
+        session_id=session,
+        agent_id=agent,
+        parent_agent_id=parent,
+        source=source,
+        turn_index=turns,
+        agent_kind=kind,
+        delegated=delegated,
+        delegation=delegation,
+    )
+
+
+def _agent_kind(headers: Mapping[str, str], codex: Mapping[str, Any]) -> str | None:
+    kind, _ = _first(headers, KIND_HEADERS)
+    if kind is None:
+        kind, _ = _first(headers, (_OPENAI_SUBAGENT,))
+    if kind is None and isinstance(codex.get("subagent_kind"), str) and codex["subagent_kind"]:
+        kind = codex["subagent_kind"]
+    return kind.lower() if kind else None
+
+
+def _delegation(
+    headers: Mapping[str, str], codex: Mapping[str, Any], parent: str | None, kind: str | None
+) -> tuple[bool, str | None]:
+    """Whether the call is a sub-agent's delegated work, and which signal said so.
+
+    In order: an explicit ``x-switchyard-is-subagent`` (true or false wins over everything);
+    housekeeping kinds (``MAINTENANCE_KINDS``) are never delegated; Claude Code's or NeMo
+    Relay's sub-agent id; Codex's ``x-openai-subagent`` header; Codex turn metadata with
+    ``thread_source: subagent`` and a parent thread; any other agent kind or parent-agent id.
+    """
+    explicit = (headers.get(SUBAGENT_HEADER) or "").strip().lower()
+    if explicit in _TRUE:
+        return True, SUBAGENT_HEADER
+    if explicit in _FALSE:
+        return False, SUBAGENT_HEADER
+    codex_kind = codex.get("subagent_kind")
+    kinds = {k for k in (kind, codex_kind.lower() if isinstance(codex_kind, str) else None) if k}
+    if kinds & MAINTENANCE_KINDS:
+        return False, "maintenance:" + sorted(kinds & MAINTENANCE_KINDS)[0]
+    for name in _SUBAGENT_ID_HEADERS:
+        if (headers.get(name) or "").strip():
+            return True, name
+    if (headers.get(_OPENAI_SUBAGENT) or "").strip():
+        return True, _OPENAI_SUBAGENT
+    if codex.get("thread_source") == "subagent" and parent:
+        return True, _CODEX_META + ".thread_source"
+    if kind is not None:
+        return True, KIND_HEADERS[0] if headers.get(KIND_HEADERS[0]) else _CODEX_META + ".subagent_kind"
+    if parent:
+        return True, "parent-agent-id"
+    return False, None

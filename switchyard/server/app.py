@@ -16,6 +16,8 @@ from typing import Any
 from switchyard.api import Switchyard
 from switchyard.engine.reply import Reply
 from switchyard.protocol.errors import ErrorInfo
+from switchyard.server.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
+from switchyard.server.metrics import Metrics, for_switchyard
 from switchyard.wire import codec as get_codec
 from switchyard.wire.base import WireFormat
 from switchyard.wire.json import dumps
@@ -41,6 +43,7 @@ class SwitchyardApp:
     def __init__(self, sy: Switchyard, *, max_body: int = MAX_BODY) -> None:
         self.switchyard = sy
         self.max_body = max_body
+        self.metrics = _metrics(sy)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         kind = scope["type"]
@@ -102,6 +105,8 @@ class SwitchyardApp:
     ) -> Reply | None:
         """The reply, or ``None`` when the caller disconnected first (the work is cancelled)."""
         path = scope["path"]
+        if path == "/metrics" and self.metrics is not None and scope["method"] in ("GET", "HEAD"):
+            return Reply(200, {"content-type": METRICS_CONTENT_TYPE}, body=self.metrics.render())
         query = scope.get("query_string") or b""
         if query:
             path = f"{path}?{query.decode('latin-1')}"
@@ -208,6 +213,17 @@ def _too_large(limit: int) -> Reply:
     info = ErrorInfo(status=413, type="invalid_request_error", message=f"request body exceeds {limit} bytes")
     codec = get_codec(WireFormat.OPENAI_CHAT)
     return Reply(413, {"content-type": "application/json"}, body=dumps(codec.encode_error(info)))
+
+
+def _metrics(sy: Switchyard) -> Metrics | None:
+    """Prometheus metrics for ``GET /metrics`` when prometheus_client is installed."""
+    if not hasattr(sy, "on_decision"):  # a stand-in object (tests) has no decision records to count
+        return None
+    try:
+        return for_switchyard(sy)
+    except ImportError:
+        logger.info("GET /metrics is off: pip install 'switchyard-router[metrics]' for Prometheus metrics")
+        return None
 
 
 def create_app(sy: Switchyard) -> SwitchyardApp:
