@@ -32,9 +32,11 @@ from switchyard.config.load import LoadedConfig, load_config
 from switchyard.engine.accounting import UsdLedger
 from switchyard.engine.core import Completion, Engine, EventStream, Route
 from switchyard.engine.health import Health
+from switchyard.engine.logs import log_count_tokens
 from switchyard.engine.records import DecisionRecord, DecisionSink, JsonlSink
 from switchyard.engine.reply import Reply
 from switchyard.engine.timeouts import HEADER_TIMEOUT, format_timeout
+from switchyard.protocol.access import allowed_routes
 from switchyard.protocol.errors import ErrorInfo
 from switchyard.protocol.request import ChatRequest
 from switchyard.protocol.session import StateStore
@@ -168,6 +170,11 @@ class Switchyard:
 
     def _background_probing(self) -> bool:
         return any(e.monitor.running for e in self._engines.values())
+
+    @property
+    def state_store(self) -> StateStore:
+        """The session state store (``state:`` in the config), shared with the proxy's budgets."""
+        return self._store
 
     def on_decision(self, callback: DecisionSink) -> None:
         """Calls ``callback(record)`` for every finished request (keep it quick; never raise)."""
@@ -319,19 +326,25 @@ class Switchyard:
         route = route.rstrip("/")
         sub = route[3:] if route.startswith("/v1/") else route
         if sub == "/messages/count_tokens" and method == "POST":
-            return await self.engine.count_tokens(body, headers)
+            counted = await self.engine.count_tokens(body, headers)
+            log_count_tokens(route, counted)
+            return counted
         fmt = _INFERENCE_PATHS.get(sub)
         if fmt is not None and method == "POST":
             if fmt.value not in available_formats():
                 return _error(
                     WireFormat.OPENAI_CHAT, 404, f"{route} is not available in this version", "not_found_error"
                 )
-            return await self.engine.handle(fmt, body, headers)
+            return await self.engine.handle(fmt, body, headers, path=route)
         if sub == "/stats" and method == "GET":
             stats = {"reliability": self.stats(), "usd": self.ledger.snapshot(), "state": self.state_status()}
             return Reply(200, {"content-type": "application/json"}, body=dumps(stats))
         if sub == "/models" and method == "GET":
-            data = {"object": "list", "data": describe_routes(self.engine)}
+            routes = describe_routes(self.engine)
+            allowed = allowed_routes.get()  # an inbound key limited to some routes sees only those
+            if allowed is not None:
+                routes = [r for r in routes if r["id"] in allowed]
+            data = {"object": "list", "data": routes}
             return Reply(200, {"content-type": "application/json"}, body=dumps(data))
         if sub.startswith("/models/") and method in ("GET", "HEAD"):
             return self._model(sub[len("/models/") :], headers)

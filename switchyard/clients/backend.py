@@ -55,13 +55,20 @@ class Timeouts:
         self.total = total
 
     def merged(self, override: Mapping[str, float] | None) -> Timeouts:
-        """These limits with per-request overrides applied."""
+        """These limits with per-request overrides applied.
+
+        A caller may only tighten them: each override is capped by the operator's value
+        (``x-switchyard-timeout: read=3600`` cannot lift a configured ``read: 300``).
+        """
         if not override:
             return self
+        total = self.total
+        if "total" in override:
+            total = float(override["total"]) if total is None else min(total, float(override["total"]))
         return Timeouts(
-            connect=float(override.get("connect", self.connect)),
-            read=float(override.get("read", self.read)),
-            total=float(override["total"]) if "total" in override else self.total,
+            connect=min(self.connect, float(override.get("connect", self.connect))),
+            read=min(self.read, float(override.get("read", self.read))),
+            total=total,
         )
 
 
@@ -93,6 +100,7 @@ class HttpBackend:
     ) -> None:
         self.name = name
         self.format = WireFormat(fmt)
+        self.max_connections = max_connections
         self.codec = get_codec(self.format)
         self.timeouts = timeouts or Timeouts()
         self.url = self._url(base_url.rstrip("/"), self.codec.path)
@@ -175,7 +183,12 @@ class HttpBackend:
         return custom_tools.custom_names(request.tools)
 
     def _request(
-        self, content: bytes, options: CallOptions, timeouts: Timeouts, url: str | None = None
+        self,
+        content: bytes,
+        options: CallOptions,
+        timeouts: Timeouts,
+        url: str | None = None,
+        deadline: float | None = None,
     ) -> httpx.Request:
         headers = self._base_headers
         if options.headers:
@@ -186,7 +199,13 @@ class HttpBackend:
                 # anthropic-* caller headers (beta flags, version) only mean something to Anthropic.
                 if lowered not in _HOP_BY_HOP and (anthropic or not lowered.startswith("anthropic-")):
                     headers[key] = value
-        timeout = httpx.Timeout(timeouts.read, connect=timeouts.connect)
+        # Waiting for a free pooled connection gets its own limit, a little inside the attempt's
+        # deadline, so an exhausted pool surfaces as ``PoolTimeout`` (reported as such) rather
+        # than as the deadline passing while "waiting for headers".
+        pool = timeouts.connect
+        if deadline is not None:
+            pool = max(0.001, min(pool, (deadline - time.monotonic()) * 0.95))
+        timeout = httpx.Timeout(timeouts.read, connect=timeouts.connect, pool=pool)
         return httpx.Request(
             "POST",
             self._target_url if url is None else httpx.URL(url),
@@ -219,7 +238,7 @@ class HttpBackend:
 
     async def complete(self, request: ChatRequest, target: TargetInfo, options: CallOptions) -> ChatResponse:
         timeouts, deadline, label = self._limits(options)
-        req = self._request(self._body(request, target, options, stream=False), options, timeouts)
+        req = self._request(self._body(request, target, options, stream=False), options, timeouts, deadline=deadline)
         try:
             async with asyncio.timeout(_left(deadline)):
                 resp = await self._send(req)
@@ -249,7 +268,7 @@ class HttpBackend:
         self, request: ChatRequest, target: TargetInfo, options: CallOptions
     ) -> AsyncIterator[StreamEvent]:
         timeouts, deadline, label = self._limits(options)
-        req = self._request(self._body(request, target, options, stream=True), options, timeouts)
+        req = self._request(self._body(request, target, options, stream=True), options, timeouts, deadline=deadline)
         try:
             async with asyncio.timeout(_left(deadline)):
                 resp = await self._send(req, stream=True)
@@ -448,8 +467,13 @@ class HttpBackend:
             raise UpstreamProtocolError(f"{target.name}: token count answer has no count", target=target.name)
         return count
 
-    @staticmethod
-    def _transport_error(exc: httpx.HTTPError, target: TargetInfo) -> UpstreamError:
+    def _transport_error(self, exc: httpx.HTTPError, target: TargetInfo) -> UpstreamError:
+        if isinstance(exc, httpx.PoolTimeout):
+            return UpstreamTimeoutError(
+                f"{target.name}: connection pool exhausted: all {self.max_connections} connections to "
+                f"llm_clients.{self.name} are busy (raise its max_connections or lower the load)",
+                target=target.name,
+            )
         if isinstance(exc, httpx.TimeoutException):
             kind = type(exc).__name__
             return UpstreamTimeoutError(f"{target.name}: upstream timed out ({kind})", target=target.name)

@@ -23,6 +23,7 @@ from pydantic import (
     model_validator,
 )
 
+from switchyard.config.server import ServerConfig
 from switchyard.protocol.targets import Price
 
 ClientFormat = Literal["openai_chat", "anthropic_messages", "openai_responses", "litellm"]
@@ -341,3 +342,4 @@ class SwitchyardConfig(_Strict):
     # What a reply's ``model`` says: the requested id (default) or the upstream's (see
     # switchyard.engine.reply_model; a route's own ``reply_model`` wins).
     reply_model: Literal["requested", "upstream"] = "requested"
+    server: ServerConfig = Field(default_factory=ServerConfig)

@@ -23,13 +23,14 @@ from switchyard.engine.health import Health
 from switchyard.engine.markup import MarkupScanner, first_marker, flag_leak, response_marker
 from switchyard.engine.monitor import BackendMonitor
 from switchyard.engine.records import Attempt, DecisionRecord, DecisionSink
-from switchyard.engine.reply import Reply
+from switchyard.engine.reply import SHUTDOWN_CANCEL, Reply
 from switchyard.engine.reply_model import DEFAULT as REPLY_MODEL_DEFAULT
 from switchyard.engine.reply_model import ReplyModel, reply_model
 from switchyard.engine.session import identify
-from switchyard.engine.stream_out import encode_stream
+from switchyard.engine.stream_out import encode_stream, stream_aborter
 from switchyard.engine.timeouts import Budget, budget
 from switchyard.engine.windows import PromptSize
+from switchyard.protocol.access import check_route
 from switchyard.protocol.call import CallOptions, ModelBackend
 from switchyard.protocol.errors import (
     ErrorInfo,
@@ -188,6 +189,7 @@ class EventStream:
         self._complete = False
         self._usage = Usage()
         self._closed = False
+        self._interrupted = False
         self._gen = self._run()
 
     def __aiter__(self) -> EventStream:
@@ -252,15 +254,26 @@ class EventStream:
         if self._closed:
             return
         self._closed = True
-        if not self._complete and not self._failed:
-            # The consumer stopped reading (a caller that disconnected, or aclose()).
+        if not self._complete and not self._failed and not self._interrupted:
+            # The consumer stopped reading (a caller that disconnected, or aclose()): recorded
+            # as a cancelled request, like a caller leaving before the answer (499).
             self.record.details["closed_early"] = True
+            self.record.status = 499
+            self.record.error = "cancelled: the caller stopped reading the stream"
         if self._on_end is not None and not self._failed:
             self._on_end(self._complete)
         self.record.set_usage(self._usage)
         self.record.cost_usd = self._price.cost(self._usage)
         self.record.duration_ms = (time.perf_counter() - self._t0) * 1000
         self._finalize(self.record)
+
+    def interrupt(self, error: ErrorInfo) -> None:
+        """Marks the record for a stream the server ends itself (a shutdown past its drain
+        time): not the upstream's failure, not the caller's cancellation. Call before closing."""
+        self._interrupted = True
+        self.record.status = error.status
+        self.record.error = error.message
+        self.record.details["interrupted"] = error.code or error.type
 
     async def aclose(self) -> None:
         """Stops the stream early (closes the upstream connection) and writes the record."""
@@ -404,6 +417,7 @@ class Engine:
         if found is None:
             known = ", ".join(sorted(self.routes)) or "(none)"
             raise RouteNotFoundError(f"model {model!r} names no route; available routes: {known}", param="model")
+        check_route(found.name)  # the inbound API key's allowlist (switchyard.protocol.access)
         return found
 
     def target(self, name: str) -> Target:
@@ -588,8 +602,8 @@ class Engine:
             target, response = await runner.run(prep.candidates, lambda t, o: self._complete(t, prep, o), prep.options)
         except UpstreamError as exc:
             raise self._exhausted(record, exc, prep.t0, runner) from None
-        except asyncio.CancelledError:
-            self._cancelled(record, prep.t0, runner)
+        except asyncio.CancelledError as exc:
+            self._cancelled(record, prep.t0, runner, exc)
             raise
         record.fallbacks_tried = len(runner.tried) - 1
         self._served(record, target)
@@ -640,8 +654,8 @@ class Engine:
             target, (events, first) = await runner.run(prep.candidates, opened, prep.options)
         except UpstreamError as exc:
             raise self._exhausted(record, exc, prep.t0, runner) from None
-        except asyncio.CancelledError:
-            self._cancelled(record, prep.t0, runner)
+        except asyncio.CancelledError as exc:
+            self._cancelled(record, prep.t0, runner, exc)
             raise
         record.fallbacks_tried = len(runner.tried) - 1
         self._served(record, target)
@@ -663,6 +677,8 @@ class Engine:
                 self.health.succeeded(name)
             elif not complete:
                 self.health.released(name)  # the caller left: says nothing about the upstream
+                if record.status == 499:
+                    self.health.count("cancelled")
 
         return EventStream(
             first,
@@ -717,12 +733,20 @@ class Engine:
         self._emit(record)
         return failure
 
-    def _cancelled(self, record: DecisionRecord, t0: float, runner: Fallback) -> None:
-        """The request was cancelled (the caller went away): record it, then let it unwind."""
-        self.health.count("cancelled")
+    def _cancelled(
+        self, record: DecisionRecord, t0: float, runner: Fallback, exc: asyncio.CancelledError | None = None
+    ) -> None:
+        """The request was cancelled (the caller went away, or the server is shutting down:
+        ``task.cancel(SHUTDOWN_CANCEL)``): record it, then let it unwind."""
         record.fallbacks_tried = max(0, len(runner.tried) - 1)
-        record.status = 499
-        record.error = "cancelled: the caller went away before the answer"
+        if exc is not None and exc.args and exc.args[0] == SHUTDOWN_CANCEL:
+            record.status = 503
+            record.error = "ended by the server's shutdown before the answer"
+            record.details["interrupted"] = SHUTDOWN_CANCEL
+        else:
+            self.health.count("cancelled")
+            record.status = 499
+            record.error = "cancelled: the caller went away before the answer"
         record.duration_ms = (time.perf_counter() - t0) * 1000
         self._emit(record)
 
@@ -735,7 +759,9 @@ class Engine:
 
     # -- wire-level entry point ---------------------------------------------------------------
 
-    async def handle(self, fmt: WireFormat | str, body: bytes, headers: Mapping[str, str]) -> Reply:
+    async def handle(
+        self, fmt: WireFormat | str, body: bytes, headers: Mapping[str, str], *, path: str | None = None
+    ) -> Reply:
         """Serves one HTTP request body in wire format ``fmt``.
 
         Returns a JSON reply or an SSE stream in the caller's format, with the
@@ -751,6 +777,7 @@ class Engine:
             raw = load_object(body)
             request = codec.decode_request(raw)
             prep = await self._prepare(request, hdrs, fmt, raw, t0)
+            prep.record.path = path
             if prep.decision.request is None:
                 prep.body_bytes = len(body)
             if request.stream:
@@ -764,6 +791,7 @@ class Engine:
                     stream=encode_stream(encoder, events),
                     keepalive=codec.keepalive(),
                     keepalive_s=self.keepalive_s,
+                    abort=stream_aborter(encoder, events),
                 )
             completion = await self._answer(prep)
         except SwitchyardError as exc:

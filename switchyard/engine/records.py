@@ -127,6 +127,8 @@ class DecisionRecord:
     status: int = 200
     error: str | None = None
     details: dict[str, Any] = field(default_factory=dict)
+    path: str | None = None
+    """The HTTP path the request came in on (``/v1/messages``…); ``None`` for library calls."""
 
     def set_usage(self, usage: Usage) -> None:
         """Copies token counts from ``usage``."""

@@ -268,6 +268,7 @@ def test_disconnect_cancels_a_stream_upstream(main: Any, fake: Any) -> None:
     assert wait_for(lambda: "stall-mid" in fake.app.disconnects, 2.0)
     record = wait_for(lambda: next((r for r in reversed(main[1]) if r.route == "stall_mid"), None))
     assert record.details["closed_early"] is True and not record.details.get("mid_stream_failure")
+    assert record.status == 499
 
 
 # -- one retry owner -----------------------------------------------------------------------------

@@ -38,7 +38,7 @@ from switchyard.protocol.messages import (
 )
 from switchyard.protocol.request import ChatRequest, ReasoningConfig
 from switchyard.protocol.tools import ToolChoice, ToolDefinition
-from switchyard.wire import custom_tools, diagnostics, guard, reasoning
+from switchyard.wire import custom_tools, diagnostics, guard, reasoning, strict
 from switchyard.wire.anthropic_messages.thinking import apply_thinking
 from switchyard.wire.extras import extras_for
 from switchyard.wire.ids import anthropic_tool_id
@@ -344,6 +344,7 @@ def decode_request(body: dict[str, Any]) -> ChatRequest:
     messages = body.get("messages")
     if not isinstance(messages, list):
         raise _bad("messages: field required (a list of messages)", "messages")
+    strict.check_body(body, messages=messages, messages_key="messages", tokens=("max_tokens",))
     extra = {k: v for k, v in body.items() if k not in _KNOWN}
     stop = body.get("stop_sequences")
     if stop is not None and not (isinstance(stop, list) and all(isinstance(s, str) for s in stop)):

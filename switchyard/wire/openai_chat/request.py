@@ -21,7 +21,7 @@ from switchyard.protocol.messages import (
 )
 from switchyard.protocol.request import ChatRequest, ReasoningConfig
 from switchyard.protocol.tools import ToolChoice, ToolDefinition
-from switchyard.wire import custom_tools, diagnostics, guard, reasoning
+from switchyard.wire import custom_tools, diagnostics, guard, reasoning, strict
 from switchyard.wire.extras import extras_for
 
 FORMAT = "openai_chat"
@@ -219,6 +219,7 @@ def decode_request(body: dict[str, Any]) -> ChatRequest:
     messages = body.get("messages")
     if not isinstance(messages, list):
         raise _bad("'messages' is required and must be a list", "messages")
+    strict.check_body(body, messages=messages, messages_key="messages", tokens=("max_tokens", "max_completion_tokens"))
     stop = body.get("stop")
     stream_options = body.get("stream_options") or {}
     try:
