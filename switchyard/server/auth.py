@@ -23,6 +23,7 @@ import time
 from collections.abc import Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass
+from typing import Any
 
 from switchyard.config.server import ApiKeyConfig
 from switchyard.engine.records import DecisionRecord
@@ -129,7 +130,6 @@ class Budgets:
         self.refresh_s = refresh_s
         self._cache: dict[str, tuple[float, float]] = {}  # store key -> (spent, read at)
         self._writes: set[asyncio.Task[None]] = set()
-        self._lock: asyncio.Lock | None = None
 
     @staticmethod
     def _key(name: str, day: str | None = None) -> str:
@@ -167,11 +167,12 @@ class Budgets:
             task.add_done_callback(self._writes.discard)
 
     async def _add(self, key: str, cost: float) -> None:
-        if self._lock is None:
-            self._lock = asyncio.Lock()
+        def add(value: dict[str, Any] | None) -> dict[str, Any]:
+            return {"usd": float((value or {}).get("usd", 0.0)) + cost}
+
         try:
-            async with self._lock:  # one read-modify-write at a time in this process
-                value = await self.store.get(key) or {}
-                await self.store.set(key, {"usd": float(value.get("usd", 0.0)) + cost}, ttl_s=2 * _DAY_S)
+            # Atomic in the store (a WATCH/MULTI transaction on Redis), so replicas sharing the
+            # store never lose each other's spend.
+            await self.store.update(key, add, ttl_s=2 * _DAY_S)
         except Exception:  # a failing store must not break serving; the cache still counts
             logger.exception("could not store the spend of %s", key)
