@@ -84,19 +84,29 @@ def derived_session_key(request: ChatRequest) -> str | None:
     same system prompt and first message share a key (send ``x-switchyard-session-id`` to tell
     them apart).
     """
-    system: list[str] = []
-    for msg in request.messages:
-        if msg.role not in ("system", "developer"):
-            break
-        system.append(msg.text)
     first = request.first_user_text()
     if not first:
         return None
     digest = hashlib.blake2b(digest_size=12)
-    digest.update("\n\n".join(system).encode())
+    for msg in request.messages:
+        if msg.role not in ("system", "developer"):
+            break
+        _digest_text(digest, msg.text)
     digest.update(b"\0")
-    digest.update(first.encode())
+    _digest_text(digest, first)
     return "d:" + digest.hexdigest()
+
+
+_HEAD_CHARS = 2048
+"""Characters of each opening text that are hashed (with its full length): agent system prompts
+run to tens of kilobytes, and hashing them whole costs tens of microseconds per request."""
+
+
+def _digest_text(digest: Any, text: str) -> None:
+    digest.update(f"{len(text)}:".encode())
+    digest.update(text[:_HEAD_CHARS].encode())
+    if len(text) > _HEAD_CHARS:
+        digest.update(text[-256:].encode())  # the tail too: where date/cwd lines often sit
 
 
 def identify(
