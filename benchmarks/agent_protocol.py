@@ -3,7 +3,9 @@
 Pure functions, no network: decoding each recorded request of ``tests/fixtures/agents/`` (the
 decoder now also reads mid-conversation system entries and tool keys), deriving a session key
 for a caller that sent none (``session.derive``), and clamping an output cap
-(``switchyard.clients.limits``) with and without the prompt estimate. See docs/translation.md.
+(``switchyard.clients.limits``): the check every request pays (``may_clamp``), a 65,536 cap
+beside the body-size bound (what the backend does), and the same cap with the prompt estimate
+(no size known). See docs/translation.md.
 
     PYTHONPATH=$PWD .venv/bin/python benchmarks/agent_protocol.py
 """
@@ -15,7 +17,9 @@ import timeit
 from pathlib import Path
 from typing import Any
 
-from switchyard.clients.limits import clamp_output
+import orjson
+
+from switchyard.clients.limits import clamp_output, may_clamp
 from switchyard.engine.session import identify
 from switchyard.protocol.targets import TargetInfo
 from switchyard.wire import codec, diagnostics
@@ -32,25 +36,28 @@ def _us(fn: Any, number: int = 2000) -> float:
 BIG = TargetInfo(name="t", model="m", context_window=131072, max_output_tokens=32768)
 """A cap of 65,536 against this target is clamped, with the prompt estimate (cap > window / 8)."""
 SMALL_CAP = TargetInfo(name="t", model="m", context_window=131072)
-"""A cap of 4,096 against this target needs no estimate."""
+"""A cap of 4,096 against this target is never clamped (``may_clamp`` says so)."""
 
 
 def _row(name: str, fmt: WireFormat, body: dict[str, Any]) -> str:
     decode = codec(fmt).decode_request
     request = decode(body)
+    size = len(orjson.dumps(body))
     cells = [
         _us(lambda: decode(body), 200),
         _us(lambda: identify({}, request, derive=True)),
         _us(lambda: identify({}, request)),
+        _us(lambda: may_clamp({"max_tokens": 4096}, SMALL_CAP)),
+        _us(lambda: clamp_output({"max_tokens": 65536}, request, BIG, size)),
         _us(lambda: clamp_output({"max_tokens": 65536}, request, BIG)),
-        _us(lambda: clamp_output({"max_tokens": 4096}, request, SMALL_CAP)),
     ]
-    return f"{name:40} {cells[0]:9.1f} {cells[1]:9.1f} {cells[2]:9.1f} {cells[3]:10.1f} {cells[4]:7.2f}"
+    return f"{name:40}" + "".join(f" {c:9.2f}" for c in cells)
 
 
 def main() -> None:
     """Prints microseconds per call for each recorded request."""
-    print(f"{'fixture':40} {'decode':>9} {'derive':>9} {'identify':>9} {'clamp+est':>10} {'clamp':>7}")
+    heads = ("decode", "derive", "identify", "may_clamp", "bounded", "estimate")
+    print(f"{'fixture (us per call)':40}" + "".join(f" {h:>9}" for h in heads))
     for path in sorted(FIXTURES.glob("*.json")):
         data = json.loads(path.read_text())
         print(_row(path.name, FORMATS.get(data["path"], WireFormat.OPENAI_CHAT), data["body"]))

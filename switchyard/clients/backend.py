@@ -16,7 +16,7 @@ import orjson
 
 from switchyard.clients.errors import status_error
 from switchyard.clients.health import Probe, health_url, probe_urls, server_root
-from switchyard.clients.limits import clamp_output
+from switchyard.clients.limits import clamp_output, may_clamp
 from switchyard.clients.models import ModelListError, parse_model_list, served_window
 from switchyard.protocol.call import CallOptions
 from switchyard.protocol.errors import (
@@ -173,8 +173,10 @@ class HttpBackend:
                 body["max_tokens"] = target.extra_body["max_tokens"]
         for key, value in target.extra_body.items():
             body.setdefault(key, value)
-        clamp_output(body, request, target)
-        return orjson.dumps(body)
+        content = orjson.dumps(body)
+        if may_clamp(body, target) and clamp_output(body, request, target, len(content)):
+            content = orjson.dumps(body)
+        return content
 
     def _unwrap_custom(self, request: ChatRequest, options: CallOptions) -> frozenset[str]:
         """Free-form tools that were sent as function stand-ins (their calls need unwrapping)."""

@@ -35,13 +35,26 @@ PROMPT_MARGIN = 0.25
 MIN_OUTPUT = 16
 """Never clamp below this (OpenAI Responses rejects ``max_output_tokens`` under 16)."""
 
+_CHARS_PER_TOKEN = 4
 
-def output_cap(request: ChatRequest, target: TargetInfo, asked: int) -> int | None:
-    """The cap to send instead of ``asked``, or ``None`` when ``asked`` may go out as it is."""
+
+def output_cap(request: ChatRequest, target: TargetInfo, asked: int, body_bytes: int | None = None) -> int | None:
+    """The cap to send instead of ``asked``, or ``None`` when ``asked`` may go out as it is.
+
+    Args:
+        request: The request (its prompt is estimated only when the cap might not fit).
+        target: The target, with its known limits.
+        asked: The cap in the body.
+        body_bytes: Size of the serialized body, when known: a quarter of it bounds the
+            estimate from above (every character the estimate counts is in the body, and the
+            JSON around each message outweighs its per-message allowance), so a cap that fits
+            beside that bound needs no estimate.
+    """
     cap = target.max_output_tokens
     window = target.context_window
-    # A prompt needs no estimate when even an empty one leaves room for the cap.
-    if window and asked > window // 8:
+    # The prompt needs no estimate when even a generous bound leaves room for the cap.
+    bound = int(body_bytes / _CHARS_PER_TOKEN * (1 + PROMPT_MARGIN)) if body_bytes is not None else window
+    if window and asked > window // 8 and asked + (bound or 0) > window:
         prompt = int(estimate_input_tokens(request) * (1 + PROMPT_MARGIN))
         room = window - prompt
         if room >= MIN_OUTPUT:
@@ -51,23 +64,43 @@ def output_cap(request: ChatRequest, target: TargetInfo, asked: int) -> int | No
     return max(cap, MIN_OUTPUT)
 
 
-def clamp_output(body: dict[str, Any], request: ChatRequest, target: TargetInfo) -> None:
-    """Lowers the body's completion cap to what ``target`` can produce (in place)."""
+def may_clamp(body: dict[str, Any], target: TargetInfo) -> bool:
+    """Whether :func:`clamp_output` could change ``body`` (a few dict lookups)."""
+    limit = target.max_output_tokens
+    window = target.context_window
+    if limit is None and window is None:
+        return False
+    for key in OUTPUT_KEYS:
+        asked = body.get(key)
+        if isinstance(asked, int) and ((limit is not None and asked > limit) or (window and asked > window // 8)):
+            return True
+    return False
+
+
+def clamp_output(body: dict[str, Any], request: ChatRequest, target: TargetInfo, body_bytes: int | None = None) -> bool:
+    """Lowers the body's completion cap to what ``target`` can produce (in place).
+
+    Returns:
+        Whether the body changed.
+    """
+    changed = False
     if target.max_output_tokens is None and target.context_window is None:
-        return
+        return changed
     for key in OUTPUT_KEYS:
         asked = body.get(key)
         if not isinstance(asked, int) or isinstance(asked, bool):
             continue
-        cap = output_cap(request, target, asked)
+        cap = output_cap(request, target, asked, body_bytes)
         if cap is None:
             continue
+        changed = True
         body[key] = cap
         diagnostics.report(
             "output_limit.clamped",
             f"{key}={asked} exceeds what target {target.name!r} can produce; sent {cap}",
         )
         _fit_thinking(body, cap)
+    return changed
 
 
 def _fit_thinking(body: dict[str, Any], cap: int) -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from switchyard.clients.limits import MIN_OUTPUT, clamp_output
+from switchyard.clients.limits import MIN_OUTPUT, clamp_output, may_clamp
 from switchyard.protocol.messages import Message
 from switchyard.protocol.request import ChatRequest
 from switchyard.protocol.targets import TargetInfo
@@ -58,3 +58,23 @@ def test_never_below_the_responses_minimum() -> None:
     body = {"max_output_tokens": 64}
     clamp_output(body, _request(), TargetInfo(name="t", model="m", max_output_tokens=1))
     assert body == {"max_output_tokens": MIN_OUTPUT}
+
+
+def test_body_size_bound_skips_the_estimate_when_the_cap_fits() -> None:
+    target = TargetInfo(name="t", model="m", context_window=32768)
+    request = _request("word " * 4000)  # ~5,000 prompt tokens by the estimate
+    # A body of 20 kB bounds the prompt at ~6,250 tokens: 20,000 + that fits, no estimate needed.
+    fits = {"max_tokens": 20000}
+    assert clamp_output(fits, request, target, body_bytes=20_000) is False
+    assert fits == {"max_tokens": 20000}
+    # 30,000 does not fit beside the bound: the estimate decides, and clamps.
+    tight = {"max_tokens": 30000}
+    assert clamp_output(tight, request, target, body_bytes=20_000) is True
+    assert tight["max_tokens"] < 32768 - 5000
+
+
+def test_may_clamp_is_false_for_ordinary_caps() -> None:
+    target = TargetInfo(name="t", model="m", context_window=131072, max_output_tokens=32768)
+    assert not may_clamp({"max_tokens": 4096}, target)
+    assert may_clamp({"max_tokens": 65536}, target)
+    assert not may_clamp({"max_tokens": 65536}, TargetInfo(name="t", model="m"))
