@@ -48,7 +48,6 @@ from switchyard.wire.json import dumps
 
 T = TypeVar("T")
 
-# Paths (below an optional ``/v1``) that carry model calls, by wire format.
 _ROOT = {
     "name": "switchyard",
     "status": "ok",
@@ -56,6 +55,7 @@ _ROOT = {
 }
 """What ``GET /`` and ``HEAD /`` answer: the proxy is up and where to send requests."""
 
+# Paths (below an optional ``/v1``) that carry model calls, by wire format.
 _INFERENCE_PATHS: dict[str, WireFormat] = {
     "/chat/completions": WireFormat.OPENAI_CHAT,
     "/messages": WireFormat.ANTHROPIC_MESSAGES,
@@ -370,6 +370,9 @@ class Switchyard:
         model_id = unquote(model_id)
         anthropic = any(k.lower() == "anthropic-version" for k in headers)
         entry = describe_model(self.engine, model_id)
+        allowed = allowed_routes.get()  # an inbound key limited to some routes sees only those
+        if entry is not None and allowed is not None and not {entry["id"], entry.get("alias_of")} & allowed:
+            entry = None
         if entry is None:
             known = ", ".join(sorted(self.engine.routes)) or "(none)"
             message = f"model {model_id!r} names no route; available routes: {known}"

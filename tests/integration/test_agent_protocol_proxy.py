@@ -300,3 +300,18 @@ async def test_model_lookup_with_a_default_route(module_upstream: Any) -> None:
         assert head.status == 200
     finally:
         await sy.aclose()
+
+
+async def test_model_lookup_respects_an_inbound_keys_routes(module_upstream: Any) -> None:
+    from switchyard.protocol.access import allowed_routes
+
+    sy = Switchyard.from_config(_config(module_upstream.port))
+    try:
+        token = allowed_routes.set(frozenset({"to-chat"}))
+        try:
+            assert (await sy.dispatch("GET", "/v1/models/to-chat", b"", {})).status == 200
+            assert (await sy.dispatch("GET", "/v1/models/to-anthropic", b"", {})).status == 404
+        finally:
+            allowed_routes.reset(token)
+    finally:
+        await sy.aclose()
