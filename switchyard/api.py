@@ -48,6 +48,13 @@ from switchyard.wire.json import dumps
 
 T = TypeVar("T")
 
+_ROOT = {
+    "name": "switchyard",
+    "status": "ok",
+    "endpoints": ["/v1/chat/completions", "/v1/messages", "/v1/responses", "/v1/models", "/health"],
+}
+"""What ``GET /`` and ``HEAD /`` answer: the proxy is up and where to send requests."""
+
 # Paths (below an optional ``/v1``) that carry model calls, by wire format.
 _INFERENCE_PATHS: dict[str, WireFormat] = {
     "/chat/completions": WireFormat.OPENAI_CHAT,
@@ -339,6 +346,11 @@ class Switchyard:
                 routes = [r for r in routes if r["id"] in allowed]
             data = {"object": "list", "data": routes}
             return Reply(200, {"content-type": "application/json"}, body=dumps(data))
+        if sub.startswith("/models/") and method in ("GET", "HEAD"):
+            return self._model(sub[len("/models/") :], headers)
+        if route in ("", "/v1") and method in ("GET", "HEAD"):
+            # Agents probe the base URL before their first call (Claude Code sends HEAD /).
+            return Reply(200, {"content-type": "application/json"}, body=dumps(_ROOT))
         if route in ("/health", "/v1/health") and method in ("GET", "HEAD"):
             # Always 200 while the router runs (a liveness check must not restart it because a
             # backend is down); "status" says whether every backend and target is healthy.
@@ -348,6 +360,31 @@ class Switchyard:
         if fmt is not None or sub in ("/models", "/messages/count_tokens"):
             return _error(envelope, 405, f"method {method} not allowed on {route}", "invalid_request_error")
         return _error(envelope, 404, f"no such endpoint: {method} {route}", "not_found_error")
+
+    def _model(self, model_id: str, headers: Mapping[str, str]) -> Reply:
+        """``GET /v1/models/{id}`` in OpenAI's shape, or Anthropic's for an Anthropic client."""
+        from urllib.parse import unquote
+
+        from switchyard.config.model_list import anthropic_shape, describe_model
+
+        model_id = unquote(model_id)
+        anthropic = any(k.lower() == "anthropic-version" for k in headers)
+        entry = describe_model(self.engine, model_id)
+        allowed = allowed_routes.get()  # an inbound key limited to some routes sees only those
+        if entry is not None and allowed is not None and not {entry["id"], entry.get("alias_of")} & allowed:
+            entry = None
+        if entry is None:
+            known = ", ".join(sorted(self.engine.routes)) or "(none)"
+            message = f"model {model_id!r} names no route; available routes: {known}"
+            if anthropic:
+                return _error(WireFormat.ANTHROPIC_MESSAGES, 404, message, "not_found_error")
+            # OpenAI's answer for an unknown model: invalid_request_error, code model_not_found.
+            info = ErrorInfo(status=404, type="invalid_request_error", code="model_not_found", message=message)
+            info.param = "model"
+            codec = get_codec(WireFormat.OPENAI_CHAT)
+            return Reply(404, {"content-type": "application/json"}, body=dumps(codec.encode_error(info)))
+        body = anthropic_shape(entry) if anthropic else entry
+        return Reply(200, {"content-type": "application/json"}, body=dumps(body))
 
     # -- lifecycle ------------------------------------------------------------------------------
 

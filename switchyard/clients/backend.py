@@ -19,6 +19,7 @@ from switchyard.clients.errors import status_error
 from switchyard.clients.health import Probe, health_url, probe_urls, server_root
 from switchyard.clients.http_parts import DEFAULT_HEADERS, drain, env_proxy, is_pool_timeout, is_timeout, left
 from switchyard.clients.http_parts import Timeouts as Timeouts
+from switchyard.clients.limits import clamp_output, may_clamp
 from switchyard.clients.models import ModelListError, parse_model_list, served_window
 from switchyard.protocol.call import CallOptions
 from switchyard.protocol.errors import (
@@ -34,6 +35,7 @@ from switchyard.protocol.stream import StreamEvent
 from switchyard.protocol.targets import TargetInfo
 from switchyard.wire import codec as get_codec
 from switchyard.wire import custom_tools, reasoning
+from switchyard.wire.anthropic_messages.thinking import thinking_turn_missing
 from switchyard.wire.base import WireFormat
 from switchyard.wire.json import dumps_in_pieces
 from switchyard.wire.openai_chat.request import normalize_replay as normalize_chat_replay
@@ -154,6 +156,10 @@ class HttpBackend:
         """Whether the caller's body goes out verbatim (same format, nothing to strip)."""
         if options.raw_body is None or options.raw_format != self.format.value:
             return False
+        if self.format is WireFormat.ANTHROPIC_MESSAGES and thinking_turn_missing(options.raw_body):
+            # A turn another tier wrote (no signed thinking) would be refused by Anthropic; the
+            # encoder turns thinking off for this one call instead.
+            return False
         # Reasoning another provider issued must be removed before this one sees it.
         return not any(
             reasoning.is_foreign(p, self.format.value)
@@ -210,9 +216,12 @@ class HttpBackend:
                 body["max_tokens"] = target.extra_body["max_tokens"]
         for key, value in target.extra_body.items():
             body.setdefault(key, value)
-        if len(request.messages) >= _LARGE_MESSAGES:
-            return dumps_in_pieces(body)  # on a worker thread: let the event loop in between
-        return orjson.dumps(body)
+        dump = dumps_in_pieces if len(request.messages) >= _LARGE_MESSAGES else orjson.dumps
+        # (In pieces on a worker thread for long conversations: the event loop runs in between.)
+        content = dump(body)
+        if may_clamp(body, target) and clamp_output(body, request, target, len(content)):
+            content = dump(body)
+        return content
 
     def _request(
         self,

@@ -99,6 +99,7 @@ def target_infos(loaded: LoadedConfig) -> dict[str, TargetInfo]:
             price=t.price,
             extra_body=t.extra_body,
             context_window=t.context_window or loaded.served_context_windows.get(name),
+            max_output_tokens=t.max_output_tokens,
         )
         for name, t in cfg.targets.items()
     }
@@ -144,6 +145,7 @@ def build_routes(loaded: LoadedConfig, infos: Mapping[str, TargetInfo]) -> dict[
             stateful=spec.keeps_state() or any(s.keeps_state() for s in [spec.subagent_spec()] if s is not None),
             hash_session_fallback=spec.hashes_first_message(),
             fallback_on_auth_error=spec.fallback_on_auth_error,
+            reply_model=spec.reply_model,
         )
     return routes
 
@@ -301,7 +303,7 @@ def build_engine(
         if info.client in backends
     }
     built = dict(routes) if routes is not None else build_routes(loaded, infos)
-    return Engine(
+    engine = Engine(
         built,
         targets,
         store=store if store is not None else build_store(loaded),
@@ -310,6 +312,9 @@ def build_engine(
         hash_session_fallback=cfg.session.hash_first_message,
         health=health,
     )
+    engine.reply_model = cfg.reply_model
+    engine.derive_session = cfg.session.derive
+    return engine
 
 
 def decision_log_sink(loaded: LoadedConfig, override: str | None = None) -> JsonlSink | None:

@@ -237,6 +237,8 @@ class TargetConfig(_Strict):
             :mod:`switchyard.config.presets`; keys set here win).
         probe_context_window: Read the served context window from ``GET /v1/models`` when the
             router starts (never during ``switchyard validate``); a failure is a logged warning.
+        max_output_tokens: Most tokens the model may generate in one answer; a request asking
+            for more is clamped to it (with a diagnostic) instead of being rejected upstream.
     """
 
     client: str
@@ -246,6 +248,7 @@ class TargetConfig(_Strict):
     context_window: PositiveInt | None = None
     preset: str | None = None
     probe_context_window: bool = False
+    max_output_tokens: PositiveInt | None = None
 
 
 class StateConfig(_Strict):
@@ -314,9 +317,13 @@ class SessionConfig(_Strict):
     Attributes:
         hash_first_message: Derive a session id from the first user message when the caller
             sent none.
+        derive: When the caller sent no session identity (and ``hash_first_message`` is off),
+            key the session by a hash of the conversation's opening (leading system text and
+            first user message); the decision record says ``session_source: derived``.
     """
 
     hash_first_message: bool = False
+    derive: bool = True
 
 
 class SwitchyardConfig(_Strict):
@@ -332,4 +339,7 @@ class SwitchyardConfig(_Strict):
     accounting: AccountingConfig = Field(default_factory=AccountingConfig)
     telemetry: TelemetryConfig = Field(default_factory=TelemetryConfig)
     decision_log: str | None = None
+    # What a reply's ``model`` says: the requested id (default) or the upstream's (see
+    # switchyard.engine.reply_model; a route's own ``reply_model`` wins).
+    reply_model: Literal["requested", "upstream"] = "requested"
     server: ServerConfig = Field(default_factory=ServerConfig)

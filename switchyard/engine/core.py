@@ -37,6 +37,8 @@ from switchyard.engine.replies import (
     reply_headers,
 )
 from switchyard.engine.reply import SHUTDOWN_CANCEL, Reply
+from switchyard.engine.reply_model import DEFAULT as REPLY_MODEL_DEFAULT
+from switchyard.engine.reply_model import ReplyModel, reply_model
 from switchyard.engine.router_call import KeyedStore, RouterCall
 from switchyard.engine.session import identify
 from switchyard.engine.stream_out import encode_stream, stream_aborter
@@ -147,6 +149,8 @@ class Engine:
         self._warned_no_session: set[str] = set()
         self.keepalive_s: float | None = KEEPALIVE_S
         self.monitor = BackendMonitor(self.targets, self.health)
+        self.reply_model: ReplyModel = REPLY_MODEL_DEFAULT
+        self.derive_session = True  # see switchyard.engine.session.derived_session_key
 
     # -- lookup -----------------------------------------------------------------------------
 
@@ -200,7 +204,12 @@ class Engine:
             raise InvalidRequestError("'model' is required: name a route (see GET /v1/models)", param="model")
         route = self.route(request.model)
         limits = budget(headers, time.perf_counter() - t0)
-        session = identify(headers, request, hash_fallback=self.hash_session_fallback or route.hash_session_fallback)
+        session = identify(
+            headers,
+            request,
+            hash_fallback=self.hash_session_fallback or route.hash_session_fallback,
+            derive=self.derive_session,
+        )
         record = DecisionRecord(
             request_id=headers.get(HEADER_REQUEST_ID) or uuid.uuid4().hex[:16],
             route=route.name,
@@ -208,6 +217,7 @@ class Engine:
             inbound_format=inbound.value if inbound else None,
             stream=request.stream,
             session_id=session.session_id,
+            session_source=session.source,
             agent_id=session.agent_id,
             turn_index=session.turn_index,
         )
@@ -531,7 +541,7 @@ class Engine:
             if request.stream:
                 events = await self._answer_stream(prep)
                 encoder = codec.stream_encoder(
-                    model=events.record.selected_model or request.model, include_usage=request.include_usage
+                    model=self._reply_model(prep, request.model, events.record), include_usage=request.include_usage
                 )
                 return Reply(
                     200,
@@ -544,8 +554,14 @@ class Engine:
             completion = await self._answer(prep)
         except SwitchyardError as exc:
             return error_reply(self.targets, fmt, exc, prep.record if prep is not None else None)
-        payload = codec.encode_response(completion.response, model=completion.record.selected_model or "")
+        payload = codec.encode_response(
+            completion.response, model=self._reply_model(prep, request.model, completion.record)
+        )
         return Reply(200, reply_headers(completion.record, stream=False), body=dumps(payload))
+
+    def _reply_model(self, prep: _Prepared, requested: str, record: DecisionRecord) -> str:
+        """The ``model`` a reply names (see :mod:`switchyard.engine.reply_model`)."""
+        return reply_model(prep.route.reply_model or self.reply_model, requested, record.selected_model)
 
     async def count_tokens(self, body: bytes, headers: Mapping[str, str]) -> Reply:
         """Serves ``POST /v1/messages/count_tokens`` (see :func:`switchyard.engine.counting.count_tokens`)."""

@@ -296,13 +296,11 @@ class Fallback:
         if self._unfit and len(self._unfit) == len(self.skipped):
             return self._too_long()
         waits = [s.retry_in_s for s in self.skipped if s.retry_in_s is not None]
-        names = ", ".join(s.target for s in self.skipped) or "(none)"
         headers = {"retry-after": str(max(1, math.ceil(min(waits))))} if waits else {}
-        return NoCandidateError(
-            f"no target could be tried: {names} skipped "
-            "(backend unhealthy, circuit breaker open or context window too small)",
-            headers=headers,
-        )
+        reasons = "; ".join(skip_reason(s) for s in self.skipped) or "no candidates"
+        # Only the reasons that happened: agents classify errors by their words (Hermes Agent
+        # reads "context window" as an overflow and compresses instead of waiting).
+        return NoCandidateError(f"no target could be tried: {reasons}", headers=headers)
 
     # -- context windows --------------------------------------------------------------------
 
@@ -392,3 +390,17 @@ _DEADLINE_RULE = Rule(ErrorClass.TIMEOUT, "request deadline passed", False, "nev
 
 def _ms(started: float) -> float:
     return round((time.perf_counter() - started) * 1000, 3)
+
+
+def skip_reason(skip: Skipped) -> str:
+    """Why one candidate was not tried, in words that name only that cause."""
+    wait = f"; retry in {max(1, math.ceil(skip.retry_in_s))}s" if skip.retry_in_s is not None else ""
+    if skip.reason == "circuit_open":
+        return f"{skip.target}: circuit breaker open after repeated upstream failures{wait}"
+    if skip.reason == "unhealthy":
+        return f"{skip.target}: backend unhealthy (its health check failed){wait}"
+    if skip.reason == "context_window":
+        size = f" of {skip.window} tokens" if skip.window else ""
+        prompt = f" (prompt ~{skip.prompt_tokens} tokens)" if skip.prompt_tokens else ""
+        return f"{skip.target}: prompt does not fit its context window{size}{prompt}"
+    return f"{skip.target}: {skip.reason}"

@@ -98,6 +98,7 @@ class DecisionRecord:
     stream: bool = False
     ts: float = field(default_factory=time.time)
     session_id: str | None = None
+    session_source: str | None = None
     agent_id: str | None = None
     turn_index: int = 0
     source: str = ""

@@ -74,18 +74,59 @@ def first_message_hash(request: ChatRequest) -> str | None:
     return "h:" + hashlib.blake2b(text.encode(), digest_size=12).hexdigest()
 
 
-def identify(headers: Mapping[str, str], request: ChatRequest, *, hash_fallback: bool = False) -> SessionInfo:
+def derived_session_key(request: ChatRequest) -> str | None:
+    """A session key derived from how the conversation began (``None`` when it has no text).
+
+    Hermes Agent, Qwen Code and plain SDK callers send no session identity. Every request of
+    one agent conversation repeats its opening: the leading system/developer text and the first
+    user message. Their hash is stable across the turns of that conversation and differs
+    between conversations that start differently; two conversations that open with exactly the
+    same system prompt and first message share a key (send ``x-switchyard-session-id`` to tell
+    them apart).
+    """
+    first = request.first_user_text()
+    if not first:
+        return None
+    digest = hashlib.blake2b(digest_size=12)
+    for msg in request.messages:
+        if msg.role not in ("system", "developer"):
+            break
+        _digest_text(digest, msg.text)
+    digest.update(b"\0")
+    _digest_text(digest, first)
+    return "d:" + digest.hexdigest()
+
+
+_HEAD_CHARS = 2048
+"""Characters of each opening text that are hashed (with its full length): agent system prompts
+run to tens of kilobytes, and hashing them whole costs tens of microseconds per request."""
+
+
+def _digest_text(digest: Any, text: str) -> None:
+    digest.update(f"{len(text)}:".encode())
+    digest.update(text[:_HEAD_CHARS].encode())
+    if len(text) > _HEAD_CHARS:
+        digest.update(text[-256:].encode())  # the tail too: where date/cwd lines often sit
+
+
+def identify(
+    headers: Mapping[str, str], request: ChatRequest, *, hash_fallback: bool = False, derive: bool = False
+) -> SessionInfo:
     """Resolves who is calling.
 
     Order: ``x-switchyard-session-id``, ``x-claude-code-session-id``, ``x-session-id``, Codex turn
     metadata (``session_id``), ``session-id``; then the body's ``metadata.session_id``,
     ``prompt_cache_key`` (OpenAI's per-conversation cache key, which Codex sends) and ``user``;
-    then, when ``hash_fallback`` is on, a hash of the first user message.
+    then, when ``hash_fallback`` is on, a hash of the first user message (source
+    ``first_message_hash``); else, when ``derive`` is on, :func:`derived_session_key` (source
+    ``derived``).
 
     Args:
         headers: Caller headers with lower-case names.
         request: The decoded request.
         hash_fallback: Whether to derive a session from the first user message.
+        derive: Whether to derive a session from the conversation's opening when nothing
+            else identifies it.
     """
     codex = _codex_meta(headers)
     session, source = _first(headers, SESSION_HEADERS)
@@ -103,6 +144,9 @@ def identify(headers: Mapping[str, str], request: ChatRequest, *, hash_fallback:
         session, source = request.user, "user"
     if session is None and hash_fallback:
         session, source = first_message_hash(request), "first_message_hash"
+    if session is None and derive:
+        session = derived_session_key(request)
+        source = "derived" if session is not None else None
     agent, _ = _first(headers, AGENT_HEADERS)
     if agent is None and isinstance(codex.get("thread_id"), str):
         agent = codex["thread_id"]

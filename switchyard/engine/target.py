@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from switchyard.clients.retry import RetryPolicy
 from switchyard.engine.health import BreakerPolicy, HealthCheckPolicy
 from switchyard.engine.records import DecisionRecord
+from switchyard.engine.reply_model import ReplyModel
 from switchyard.protocol.call import ModelBackend
 from switchyard.protocol.response import ChatResponse
 from switchyard.protocol.session import StateStore
@@ -82,6 +83,7 @@ class Route:
     store: StateStore | None = None
     hash_session_fallback: bool = False
     fallback_on_auth_error: bool = False
+    reply_model: ReplyModel | None = None  # None: the engine's setting
 
     def order(self, first: Sequence[str]) -> list[str]:
         """The router's candidates, then the route's other targets, then its fallbacks."""

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Protocol, TypedDict
+from typing import Any, ClassVar, Literal, Protocol, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
@@ -142,6 +142,9 @@ class RouterSpec(BaseModel):
         context_window: Advertised context window (``/v1/models``).
         fallback_on_auth_error: Fall back to the next candidate when a target answers 401/403
             (default: return the upstream's error, since a bad key rarely fixes itself).
+        reply_model: What the ``model`` of this route's replies says: ``requested`` (the id the
+            caller sent) or ``upstream`` (the served target's model id); unset: the config's
+            top-level ``reply_model``.
         subagents: An inline router spec for sub-agents' delegated calls (see
             docs/subagents.md); validated by ``config`` like a route block.
     """
@@ -158,6 +161,7 @@ class RouterSpec(BaseModel):
     description: str | None = None
     context_window: int | None = Field(default=None, gt=0)
     fallback_on_auth_error: bool = False
+    reply_model: Literal["requested", "upstream"] | None = None
     subagents: dict[str, Any] | None = None
 
     _nested: dict[str, RouterSpec] = PrivateAttr(default_factory=dict)
@@ -169,6 +173,7 @@ class RouterSpec(BaseModel):
         "context_window",
         "fallback_on_auth_error",
         "subagents",
+        "reply_model",
     )
     """Keys that belong to a route, not to a policy: not allowed in an inline router spec."""
 

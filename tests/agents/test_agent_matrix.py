@@ -59,26 +59,6 @@ def check(outcome: Outcome, route: str, agent: str = "") -> None:
         assert set(selected) == {TARGET_OF_ROUTE[route]}, why
 
 
-# Failures caused ONLY by bugs the issue-12 protocol work fixes (decoder/encoder/fakes). strict:
-# once the fix is merged the test passes, XPASS(strict) turns red, and the marker must go.
-MID_SYSTEM = pytest.mark.xfail(
-    strict=True,
-    reason="issue 12 (protocol): Claude Code's mid-conversation {'role': 'system'} message is rejected "
-    "with 400 (by the decoder; with the protocol branch, by the fake Anthropic upstream, which wants a "
-    "'mid-conversation-system' beta while Claude Code 2.1.332 sends mid-conversation-tool-changes-2026-07-01)",
-)
-CLIENT_METADATA = pytest.mark.xfail(
-    strict=True,
-    reason="issue 12 (protocol): Codex's top-level client_metadata is forwarded verbatim to the "
-    "Responses upstream and the fake rejects it as an unknown parameter",
-)
-STRICT_DEFAULT = pytest.mark.xfail(
-    strict=True,
-    reason="issue 12 (protocol): the fake Responses upstream treats a missing `strict` as true and "
-    "rejects ChatOpenAI(use_responses_api=True)'s non-strict tool schemas",
-)
-
-
 def _run(stack: Stack, agent: str, route: str, api: str | None = None) -> None:
     require(agent)
     check(run_agent(stack, agent, route, scratch(), api), route, agent)
@@ -87,12 +67,12 @@ def _run(stack: Stack, agent: str, route: str, api: str | None = None) -> None:
 # -- CLI agents ---------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("route", [pytest.param(r, marks=MID_SYSTEM) for r in ("anthropic", "chat", "staged")])
+@pytest.mark.parametrize("route", ["anthropic", "chat", "staged"])
 def test_claude_code(stack: Stack, route: str) -> None:
     _run(stack, "claude-code", route)
 
 
-@pytest.mark.parametrize("route", [pytest.param("responses", marks=CLIENT_METADATA), "chat", "anthropic", "staged"])
+@pytest.mark.parametrize("route", ["responses", "chat", "anthropic", "staged"])
 def test_codex(stack: Stack, route: str) -> None:
     _run(stack, "codex", route)
 
@@ -123,7 +103,7 @@ def test_openai_agents(stack: Stack, api: str, route: str) -> None:
     [
         ("chat", "chat"),
         ("chat", "anthropic"),
-        pytest.param("responses", "responses", marks=STRICT_DEFAULT),
+        ("responses", "responses"),
         ("responses", "anthropic"),
         ("anthropic", "anthropic"),
         ("anthropic", "chat"),
@@ -155,13 +135,7 @@ def test_smolagents_tool_text_is_invisible_to_the_stage_router(stack: Stack) -> 
     assert sources == {("vllm", "fall_open")}, outcome.explain()
 
 
-DERIVED_SESSION = pytest.mark.xfail(
-    strict=True,
-    reason="issue 12 (protocol): no session key is derived for agents that send no session identity",
-)
-
-
-@pytest.mark.parametrize("agent", [pytest.param(a, marks=DERIVED_SESSION) for a in ("hermes", "qwen-code")])
+@pytest.mark.parametrize("agent", ["hermes", "qwen-code"])
 def test_agents_without_session_headers_still_get_one_session(stack: Stack, agent: str) -> None:
     """Hermes and Qwen Code send no session header or id; the records of one run should still
     carry one session key (derived by the proxy), so stateful routers see one session."""

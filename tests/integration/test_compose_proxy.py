@@ -209,7 +209,9 @@ def test_cascade_names_the_deciding_stage(proxy: tuple[ServerThread, list[Decisi
         assert header == source, messages
         record = records[-1]
         assert record.source == source and record.selected == target
-        assert reply.model == ("fake-small" if target == "efficient" else "fake-big")
+        # The reply names the requested route (reply_model: requested); the record, the served model.
+        assert reply.model == "agent"
+        assert record.selected_model == ("fake-small" if target == "efficient" else "fake-big")
     trail = records[-1].details["cascade"]
     assert [s["abstained"] for s in trail] == [True, True, True]
     assert records[-1].router_cost.calls == 1  # the judge call of the abstaining classifier is paid

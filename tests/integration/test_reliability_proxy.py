@@ -310,6 +310,7 @@ def test_circuit_breaker_skips_then_probes_then_closes(fake: Any) -> None:
         "llm_clients": {"up": client_cfg(fake.port, circuit_breaker={"failures": 2, "cooldown_s": 1.0})},
         "targets": {"flaky": {"client": "up", "model": "flaky-2"}, "backup": {"client": "up", "model": "fake-backup"}},
         "routes": {"r": {"type": "passthrough", "target": "flaky", "fallbacks": ["backup"]}},
+        "reply_model": "upstream",  # replies name the target that served them
     }
     with proxy(config) as (server, records), sdk(server) as client:
         # 1: two 503s open the breaker; the backup answers.

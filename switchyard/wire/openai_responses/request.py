@@ -397,6 +397,10 @@ def encode_input(messages: list[Message]) -> tuple[str | None, list[dict[str, An
 def encode_tool(tool: ToolDefinition) -> dict[str, Any]:
     """IR tool → Responses tool (flat function tools; ``strict`` defaults to false here because
     OpenAI's default of true rejects schemas that were not written for strict mode)."""
+    if tool.native:
+        diagnostics.report(
+            "openai_responses.tool_fields_dropped", f"tool fields {sorted(tool.native)} have no Responses equivalent"
+        )
     if tool.kind == "custom":
         spec: dict[str, Any] = {"type": "custom", "name": tool.name}
         if tool.description:
