@@ -32,6 +32,7 @@ from switchyard.engine.replies import (
     HEADER_ROUTE,
     HEADER_SELECTED,
     HEADER_SOURCE,
+    error_info,
     error_reply,
     lower,
     reply_headers,
@@ -48,7 +49,6 @@ from switchyard.engine.windows import PromptSize
 from switchyard.protocol.access import check_route
 from switchyard.protocol.call import CallOptions
 from switchyard.protocol.errors import (
-    ErrorInfo,
     InvalidRequestError,
     RouteNotFoundError,
     RouterError,
@@ -593,10 +593,3 @@ class _NoBackend:
 
     async def aclose(self) -> None:
         return None
-
-
-def error_info(exc: BaseException) -> ErrorInfo:
-    """An :class:`ErrorInfo` for any exception (typed errors keep their fields)."""
-    if isinstance(exc, SwitchyardError):
-        return exc.info()
-    return ErrorInfo(status=500, type="api_error", message=f"{type(exc).__name__}: {exc}")
