@@ -5,7 +5,6 @@ Layer: ``eval``.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -67,7 +66,7 @@ async def scores_from_dataset(
             loaded, [tiers.capable, tiers.efficient], mapping or {}, dataset.first(), dataset.name
         )
     out = ScoreSet(capable_cost=[] if with_costs else None, efficient_cost=[] if with_costs else None)
-    show = progress if progress is not None else sys.stderr.isatty()
+    show = progress if progress is not None else True
     bar = Progress(dataset.count() if show else None, f"calibrate {route}", enabled=show)
     offline = build_offline_engine(loaded)
     per_call = dict(cost_per_call or {})
