@@ -74,6 +74,16 @@ def test_no_tool_activity_gives_quiet_signals(fmt: str) -> None:
         ("Process exited with code 0\nOutput:\nok", 0.0, None),
         ("exit status: 1", 0.3, "nonzero_exit"),
         ("subprocess returned non-zero exit status 1", 0.3, "nonzero_exit"),
+        # the forms real agents print (mini-SWE-agent's observation template, CompletedProcess, wrappers)
+        ("<returncode>1</returncode>\n<output>\nhello\n</output>", 0.3, "nonzero_exit"),
+        ("<returncode>0</returncode>\n<output>\nok\n</output>", 0.0, None),
+        ("<returncode>127</returncode>\n<output>\n</output>", 0.3, "nonzero_exit"),
+        ("CompletedProcess(args=['make'], returncode=2)", 0.3, "nonzero_exit"),
+        ("returncode: 3\nstdout: ''", 0.3, "nonzero_exit"),
+        ("returncode: 0\nstdout: 'ok'", 0.0, None),
+        ("Exit status 2", 0.3, "nonzero_exit"),
+        ("exit code 2", 0.3, "nonzero_exit"),
+        ("    if proc.returncode == 2:\n        retry()", 0.0, None),
     ],
 )
 def test_error_table(output: str, severity: float, name: str | None) -> None:
