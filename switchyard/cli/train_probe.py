@@ -60,6 +60,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--out", required=True, metavar="DIR", help="checkpoint directory (router.json + router.safetensors)"
     )
     p.add_argument("--router", choices=("probe", "knn"), default="probe", help="what to train")
+    p.add_argument(
+        "--input",
+        choices=("conversation", "first_user", "last_user"),
+        default="conversation",
+        help="which text of each row is read: the route's `input` key (default conversation)",
+    )
+    p.add_argument("--turns", type=int, default=6, help="messages the conversation view keeps (the route's `turns`)")
     p.add_argument("--test-ids", metavar="FILE", help="ids held out for the report (one per line)")
     p.add_argument("--where", action="append", default=[], metavar="KEY=VALUE", help="train only on matching items")
     p.add_argument("--exclude", action="append", default=[], metavar="KEY=VALUE", help="never train on matching items")
@@ -163,6 +170,8 @@ def run(args: argparse.Namespace) -> int:
             compare_knn=args.compare_knn,
             capable=args.capable,
             cache_dir=Path(args.cache_dir),
+            view=args.input,
+            turns=args.turns,
         )
         outcome = run_plan(plan)
     except ValidationError as exc:

@@ -21,6 +21,7 @@ from switchyard.probe.report import SliceReport, baselines, evaluate_router, ren
 from switchyard.probe.train import ProbeParams, build_knn, split_rows, train_probe
 from switchyard.protocol.features import FeatureExtractor, FeatureRecipe
 from switchyard.routers.learned import checkpoint as ckpt
+from switchyard.routers.learned.views import TextView
 
 KNN_GRID = (5, 10, 20, 50, 100, 200, 400, 800)
 
@@ -49,6 +50,8 @@ class Plan:
         compare_knn: Also fit a tuned kNN and report it next to the probe.
         capable: The capable target (default: the one with the higher training quality).
         cache_dir: Feature cache root.
+        view: Which text of each row is read (the route's ``input``).
+        turns: Messages kept by the ``conversation`` view.
     """
 
     dataset: Path
@@ -66,6 +69,8 @@ class Plan:
     compare_knn: bool = False
     capable: str | None = None
     cache_dir: Path = field(default_factory=lambda: Path.home() / ".cache" / "switchyard" / "features")
+    view: TextView = "conversation"
+    turns: int = 6
 
 
 @dataclass(slots=True)
@@ -86,14 +91,14 @@ def _drop(rows: Rows, ids: set[str] | frozenset[str]) -> Rows:
 def _excluded(plan: Plan) -> set[str]:
     out: set[str] = set()
     for f in plan.exclude:
-        rows, _ = read_rows(plan.dataset, plan.mapping, filters=[f])
+        rows, _ = read_rows(plan.dataset, plan.mapping, view=plan.view, turns=plan.turns, filters=[f])
         out.update(rows.ids)
     return out
 
 
 def load_splits(plan: Plan, log: Callable[[str], None]) -> tuple[Rows, dict[str, Rows]]:
     """Training rows and the report slices (``test`` first when ``test_ids`` is given)."""
-    rows, skipped = read_rows(plan.dataset, plan.mapping, filters=plan.where)
+    rows, skipped = read_rows(plan.dataset, plan.mapping, view=plan.view, turns=plan.turns, filters=plan.where)
     if skipped:
         log(f"skipped {skipped} items without a user message")
     held = set(plan.test_ids or ())
@@ -112,10 +117,10 @@ def load_splits(plan: Plan, log: Callable[[str], None]) -> tuple[Rows, dict[str,
     slices: dict[str, Rows] = {}
     trained = set(train.ids)
     if plan.test_ids is not None:
-        test, _ = read_rows(plan.dataset, plan.mapping, ids=plan.test_ids)
+        test, _ = read_rows(plan.dataset, plan.mapping, view=plan.view, turns=plan.turns, ids=plan.test_ids)
         slices["test"] = test
     for name, filters in plan.report_where:
-        part, _ = read_rows(plan.dataset, plan.mapping, filters=filters)
+        part, _ = read_rows(plan.dataset, plan.mapping, view=plan.view, turns=plan.turns, filters=filters)
         slices[name] = _drop(part, trained)
     return train, slices
 
@@ -225,6 +230,8 @@ def run(plan: Plan, log: Callable[[str], None] = print) -> Outcome:
         "capable": capable,
         "efficient": efficient,
         "seed": plan.params.seed,
+        "input": plan.view,
+        "turns": plan.turns,
     }
     routers: dict[str, ckpt.Checkpoint] = {}
     t0 = time.perf_counter()

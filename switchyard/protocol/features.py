@@ -58,6 +58,9 @@ class FeatureRecipe:
         hidden_size: Width of one pooled vector (``None`` until known).
         chat_template: Whether the text was wrapped in the model's chat template.
         max_tokens: Truncation length, when the backend truncates.
+        truncation: Which tokens survive truncation: ``tail`` (the newest), ``head`` (the
+            first; every checkpoint before this key existed) or ``head_tail`` (both ends around
+            a marker).
     """
 
     source: str
@@ -67,6 +70,7 @@ class FeatureRecipe:
     hidden_size: int | None = None
     chat_template: bool = False
     max_tokens: int | None = None
+    truncation: str = "tail"
 
     @property
     def dim(self) -> int | None:
@@ -98,6 +102,8 @@ class FeatureRecipe:
             hidden_size=None if data.get("hidden_size") is None else int(data["hidden_size"]),
             chat_template=bool(data.get("chat_template", False)),
             max_tokens=None if data.get("max_tokens") is None else int(data["max_tokens"]),
+            # recipes written before the key existed truncated from the end (kept the head)
+            truncation=str(data.get("truncation", "head")),
         )
 
     def key(self) -> str:
@@ -121,6 +127,8 @@ class FeatureRecipe:
             problems.append(f"pooling: trained on {list(self.pooling)}, served {list(served.pooling)}")
         if self.chat_template != served.chat_template:
             problems.append(f"chat_template: trained with {self.chat_template}, served with {served.chat_template}")
+        if self.max_tokens is not None and served.max_tokens is not None and self.truncation != served.truncation:
+            problems.append(f"truncation: trained with {self.truncation!r}, served with {served.truncation!r}")
         if self.hidden_size is not None and served.hidden_size is not None and self.hidden_size != served.hidden_size:
             problems.append(f"hidden_size: trained on {self.hidden_size}, served {served.hidden_size}")
         return problems
@@ -233,6 +241,12 @@ class TransformersConfig(_FeatureConfig):
         chat_template: Wrap the text as one user message in the tokenizer's chat template, when
             the tokenizer has one.
         max_tokens: Truncation length.
+        truncation: Which tokens a longer text keeps: ``tail`` (default: the newest, what
+            differs between turns of one session), ``head`` (the first) or ``head_tail``
+            (``head_tokens`` from the start, a marker, the rest from the end).
+        head_tokens: Tokens kept from the start by ``head_tail`` (default a quarter).
+        gguf_file: A GGUF file inside ``model`` (a directory) to load (Transformers
+            dequantises it; needs the ``gguf`` package), e.g. SmolLM2's Q4_1 file.
         batch_size: Texts per forward pass.
         device: ``auto`` (CUDA when available), ``cpu``, ``cuda``, ``cuda:1`` …
         dtype: ``auto`` (bfloat16 on GPU, float32 on CPU), ``float32``, ``bfloat16``, ``float16``.
@@ -245,6 +259,9 @@ class TransformersConfig(_FeatureConfig):
     layers: list[int] | Literal["all", "upper_half"] = "all"
     chat_template: bool = True
     max_tokens: PositiveInt = 512
+    truncation: Literal["tail", "head", "head_tail"] = "tail"
+    head_tokens: PositiveInt | None = None
+    gguf_file: str | None = None
     batch_size: PositiveInt = 32
     device: str = "auto"
     dtype: Literal["auto", "float32", "bfloat16", "float16"] = "auto"
