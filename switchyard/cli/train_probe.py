@@ -26,6 +26,10 @@ Examples:
   switchyard train-probe --dataset outcomes.jsonl --map efficient=lightning --map capable=opus \\
       --features features.yaml --out probes/lightning
 
+  # SmolLM2-135M-Instruct's prefill states -> scikit-learn linear heads (the documented default)
+  switchyard train-probe ... --features examples/probe/smollm2-features.yaml --router linear \
+      --pca-dim 32 --out examples/probe/smollm2
+
   # the kNN baseline as the served router (k and weighting tuned on a validation split)
   switchyard train-probe ... --router knn --out probes/knn
 
@@ -59,7 +63,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument(
         "--out", required=True, metavar="DIR", help="checkpoint directory (router.json + router.safetensors)"
     )
-    p.add_argument("--router", choices=("probe", "knn"), default="probe", help="what to train")
+    p.add_argument(
+        "--router",
+        choices=("probe", "linear", "knn"),
+        default="probe",
+        help="what to train: probe (MLP ensemble), linear (scikit-learn: scaler, whitened PCA, "
+        "cross-validated calibrated logistic regression per head; served as a prefill_probe), knn",
+    )
     p.add_argument(
         "--input",
         choices=("conversation", "first_user", "last_user"),

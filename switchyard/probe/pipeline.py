@@ -39,7 +39,7 @@ class Plan:
         mapping: Target (head) name → dataset model id, in head order.
         features: A validated ``features`` block.
         out: Checkpoint directory.
-        router: ``probe`` or ``knn``.
+        router: ``probe``, ``linear`` (scikit-learn) or ``knn``.
         test_ids: Ids held out for the report (never trained or tuned on).
         where: Keep only these items for training.
         exclude: Drop items matching any of these from training.
@@ -235,6 +235,12 @@ def run(plan: Plan, log: Callable[[str], None] = print) -> Outcome:
     }
     routers: dict[str, ckpt.Checkpoint] = {}
     t0 = time.perf_counter()
+    if plan.router == "linear":
+        from switchyard.probe.sk_train import LinearParams, train_linear
+
+        linear = train_linear(x, y, names, recipe, LinearParams(pca_dim=plan.params.pca_dim, seed=plan.params.seed))
+        meta["linear"] = linear.chosen
+        routers["linear"] = linear.checkpoint
     if plan.router == "probe":
         total = plan.params.ensemble * plan.params.epochs
         with Progress(total, "training") as bar:
@@ -260,6 +266,6 @@ def run(plan: Plan, log: Callable[[str], None] = print) -> Outcome:
     meta["timings"] = timings
     main = routers[plan.router]
     ckpt.save(main, plan.out, meta)
-    if plan.compare_knn and plan.router == "probe":
+    if plan.compare_knn and plan.router != "knn":
         ckpt.save(routers["knn"], plan.out / "knn", meta)
     return Outcome(plan.out, report, text, timings, meta)
