@@ -17,7 +17,8 @@ from switchyard.eval.progress import Progress
 from switchyard.features import build_extractor
 from switchyard.features.cache import FeatureCache, find_cache
 from switchyard.probe.data import Rows, read_rows
-from switchyard.probe.report import SliceReport, baselines, evaluate_router, render
+from switchyard.probe.operating import OperatingPoint, Scored, curve_lines, operating_points, render_points
+from switchyard.probe.report import SliceReport, baselines, evaluate_router, render, score_of
 from switchyard.probe.train import ProbeParams, build_knn, split_rows, train_probe
 from switchyard.protocol.features import FeatureExtractor, FeatureRecipe
 from switchyard.routers.learned import checkpoint as ckpt
@@ -198,6 +199,34 @@ def tune_knn(
     return best[1], best[2], (best[0] if best[0] >= 0 else None)
 
 
+def _operating(
+    cp: ckpt.Checkpoint,
+    x: Any,
+    train: Rows,
+    slices: dict[str, tuple[Any, Rows]],
+    names: list[str],
+    capable: str,
+    efficient: str,
+) -> tuple[list[OperatingPoint], str]:
+    """Thresholds picked on the training rows and the share they give on every slice, plus
+    the curve of the first slice."""
+
+    def scored(xs: Any, rows: Rows) -> Scored:
+        heads = [cp.output_names.index(t) for t in names]
+        probs = cp.predict(xs)
+        score = score_of(probs, heads, names.index(capable), names.index(efficient))
+        groups = [str(f.get("benchmark", "-")) for f in rows.fields]
+        return Scored(score, groups, rows.quality[capable], rows.quality[efficient])
+
+    held = {k: scored(xs, rows) for k, (xs, rows) in slices.items() if len(rows)}
+    points = operating_points(scored(x, train), held)
+    lines = ["operating points (thresholds picked on the training rows):", *render_points(points)]
+    if held:
+        first = next(iter(held))
+        lines += ["", f"curve on {first} (capable share -> quality / always-capable, PGR):", *curve_lines(held[first])]
+    return points, "\n".join(lines) + "\n"
+
+
 def run(plan: Plan, log: Callable[[str], None] = print) -> Outcome:
     """Runs the whole pipeline and writes the checkpoint.
 
@@ -262,10 +291,21 @@ def run(plan: Plan, log: Callable[[str], None] = print) -> Outcome:
         report[name] = [evaluate_router(r, cp, xs, rows, names, capable, efficient) for r, cp in routers.items()]
         report[name] += baselines(rows, capable, efficient)
     text = render(report, names)
+    main_router = routers[plan.router]
+    points, point_text = _operating(
+        main_router,
+        x,
+        train,
+        {k: (x_all[[pos[t] for t in r.texts]], r) for k, r in slices.items()},
+        names,
+        capable,
+        efficient,
+    )
+    text += "\n" + point_text
+    meta["operating_points"] = [p.to_dict() for p in points]
     meta["report"] = {k: [r.to_dict() for r in v] for k, v in report.items()}
     meta["timings"] = timings
-    main = routers[plan.router]
-    ckpt.save(main, plan.out, meta)
+    ckpt.save(main_router, plan.out, meta)
     if plan.compare_knn and plan.router != "knn":
         ckpt.save(routers["knn"], plan.out / "knn", meta)
     return Outcome(plan.out, report, text, timings, meta)
