@@ -297,7 +297,7 @@ async def run_eval(
     show = progress if progress is not None else True
     offline = build_offline_engine(loaded)
     no_prompt = 0
-    bar = Progress(dataset.count() if show else None, f"eval {route}", enabled=show)
+    bar = Progress(dataset.count() if show else None, f"eval {route}", enabled=None if show else False)
 
     async def work(item: EvalItem) -> ItemResult:
         nonlocal no_prompt

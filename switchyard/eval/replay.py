@@ -225,7 +225,7 @@ async def replay(
     summary = ReplaySummary(route, spec.type, tiers=tiers)
     show = progress if progress is not None else True
     total = sum(1 for _ in read_trajectories(path, limit=limit)) if show else None
-    bar = Progress(total, f"replay {route}", enabled=show)
+    bar = Progress(total, f"replay {route}", enabled=None if show else False)
     offline = build_offline_engine(loaded)
 
     async def work(traj: Trajectory) -> list[TurnDecision]:

@@ -67,7 +67,7 @@ async def scores_from_dataset(
         )
     out = ScoreSet(capable_cost=[] if with_costs else None, efficient_cost=[] if with_costs else None)
     show = progress if progress is not None else True
-    bar = Progress(dataset.count() if show else None, f"calibrate {route}", enabled=show)
+    bar = Progress(dataset.count() if show else None, f"calibrate {route}", enabled=None if show else False)
     offline = build_offline_engine(loaded)
     per_call = dict(cost_per_call or {})
 

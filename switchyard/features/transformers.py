@@ -113,6 +113,9 @@ class TransformersExtractor:
         )
         self._frame = self._template_frame()
         self._lock = threading.Lock()
+        self._pending: list[tuple[list[str], asyncio.Future[Any]]] = []
+        self._running = False
+        self._timer: asyncio.TimerHandle | None = None
         self._model: Any = None
         self._device: Any = None
 
@@ -260,7 +263,50 @@ class TransformersExtractor:
         return out
 
     async def extract(self, texts: Sequence[str]) -> Any:
-        return await asyncio.to_thread(self.extract_sync, list(texts))
+        """Features of ``texts``; concurrent calls share forward passes.
+
+        A call waits up to ``batch_window_ms`` for others; calls that arrive while a pass runs
+        join the next one. So ``switchyard eval --concurrency 64`` and a busy proxy extract in
+        batches, while a lone request waits only the window.
+        """
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[Any] = loop.create_future()
+        self._pending.append((list(texts), future))
+        if not self._running:
+            if sum(len(t) for t, _ in self._pending) >= self.config.batch_size or not self.config.batch_window_ms:
+                self._flush(loop)
+            elif self._timer is None:
+                self._timer = loop.call_later(self.config.batch_window_ms / 1000, self._flush, loop)
+        return await future
+
+    def _flush(self, loop: asyncio.AbstractEventLoop) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if self._running or not self._pending:
+            return
+        batch, self._pending = self._pending, []
+        self._running = True
+        loop.create_task(self._run(batch, loop))
+
+    async def _run(self, batch: list[tuple[list[str], asyncio.Future[Any]]], loop: asyncio.AbstractEventLoop) -> None:
+        texts = [t for part, _ in batch for t in part]
+        try:
+            out = await asyncio.to_thread(self.extract_sync, texts)
+        except Exception as exc:  # every waiter gets the failure (the router falls open)
+            for _, future in batch:
+                if not future.done():
+                    future.set_exception(exc)
+        else:
+            at = 0
+            for part, future in batch:
+                if not future.done():
+                    future.set_result(out[at : at + len(part)])
+                at += len(part)
+        finally:
+            self._running = False
+            if self._pending:
+                self._flush(loop)
 
     async def aclose(self) -> None:
         self._model = None

@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Annotated, Any, Literal, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt, field_validator
+from pydantic import BaseModel, ConfigDict, Field, NonNegativeFloat, PositiveFloat, PositiveInt, field_validator
 
 from switchyard.protocol.errors import SwitchyardError
 
@@ -248,6 +248,9 @@ class TransformersConfig(_FeatureConfig):
         gguf_file: A GGUF file inside ``model`` (a directory) to load (Transformers
             dequantises it; needs the ``gguf`` package), e.g. SmolLM2's Q4_1 file.
         batch_size: Texts per forward pass.
+        batch_window_ms: How long the first of several concurrent requests waits for others
+            to share its forward pass (0: no waiting; requests arriving while a pass runs
+            always join the next one).
         device: ``auto`` (CUDA when available), ``cpu``, ``cuda``, ``cuda:1`` …
         dtype: ``auto`` (bfloat16 on GPU, float32 on CPU), ``float32``, ``bfloat16``, ``float16``.
         threads: CPU threads for torch (``null``: torch's default).
@@ -263,6 +266,7 @@ class TransformersConfig(_FeatureConfig):
     head_tokens: PositiveInt | None = None
     gguf_file: str | None = None
     batch_size: PositiveInt = 32
+    batch_window_ms: NonNegativeFloat = 2.0
     device: str = "auto"
     dtype: Literal["auto", "float32", "bfloat16", "float16"] = "auto"
     threads: PositiveInt | None = None

@@ -99,3 +99,28 @@ def test_token_selection_modes() -> None:
     assert decode(short) == "[CLS] hello there [SEP]"
     assert tail.recipe.key() != head.recipe.key()
     assert tail.recipe.mismatches(head.recipe) == ["truncation: trained with 'tail', served with 'head'"]
+
+
+def test_concurrent_requests_share_forward_passes() -> None:
+    import asyncio
+
+    ex = extractor(batch_size=8, batch_window_ms=50)
+    calls: list[int] = []
+    original = ex.extract_sync
+
+    def counting(texts: list[str], progress: Any = None) -> Any:
+        calls.append(len(texts))
+        return original(texts)
+
+    ex.extract_sync = counting  # type: ignore[method-assign]
+    texts = [f"question number {i}: what is {i} squared?" for i in range(12)]
+
+    async def many() -> list[Any]:
+        return list(await asyncio.gather(*(ex.extract([t]) for t in texts)))
+
+    out = asyncio.run(many())
+    assert sum(calls) == 12 and len(calls) < 12  # batched: 8 at once, then the rest
+    alone = original(texts)
+    for i, row in enumerate(out):
+        assert row.shape == (1, alone.shape[1])
+        assert float(np.abs(row[0] - alone[i]).max()) < 1e-4
