@@ -20,18 +20,18 @@ Examples:
       --where benchmark=mmlu --where benchmark=gsm8k --exclude routellm_contaminated=true \\
       --test-ids ../shared/data/routellm-evals/dev_test_ids.txt \\
       --report-where mt_bench:benchmark=mt_bench,routellm_contaminated=false \\
-      --compare-knn --seed 0 --out probes/minilm
+      --compare-knn --seed 0 --out examples/probe/minilm
 
   # features from a vLLM instance with the hidden-state connector (see docs/learned-routers.md)
   switchyard train-probe --dataset outcomes.jsonl --map efficient=lightning --map capable=opus \\
-      --features features.yaml --out probes/lightning
+      --features features.yaml --out examples/probe/lightning
 
   # SmolLM2-135M-Instruct's prefill states -> scikit-learn linear heads (the documented default)
   switchyard train-probe ... --features examples/probe/smollm2-features.yaml --router linear \
       --pca-dim 32 --out examples/probe/smollm2
 
   # the kNN baseline as the served router (k and weighting tuned on a validation split)
-  switchyard train-probe ... --router knn --out probes/knn
+  switchyard train-probe ... --router knn --out examples/probe/knn
 
 --features takes a JSON/YAML object or a file holding one: the same block a prefill_probe or knn
 route has under `features:` (backend vllm_hidden_states | transformers | embeddings). Features are
