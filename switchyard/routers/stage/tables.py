@@ -90,6 +90,9 @@ in ``<returncode>N</returncode>``; Python's ``CompletedProcess`` repr says ``ret
 many tool wrappers write ``returncode: N``. Only spaces may follow the form before the number,
 so source code (``if proc.returncode == 2:``) stays clean."""
 
+OBSERVATION_PREFIX = "<returncode>"
+"""How mini-SWE-agent's observation template starts a user message holding command output."""
+
 EXIT_GATES = ("exit", "returncode", "return code")
 """A text holding none of these cannot report an exit status (skips the scans)."""
 

@@ -293,3 +293,31 @@ def test_search_tools_and_custom_semantics() -> None:
 
 def test_default_profile_is_the_default() -> None:
     assert extract([]) == extract([], profile=DEFAULT_PROFILE)
+
+
+# -- text-protocol agents (mini-SWE-agent): observations arrive as user messages ----------------
+
+MINI_SWE_SYSTEM: Step = ("system", "You are a helpful assistant that can interact with a computer shell.")
+
+
+def mini_swe(*observations: str) -> list[Step]:
+    """A mini-SWE-agent conversation: the model writes one ```bash block per reply and the agent
+    sends the output back as a user message in its observation template."""
+    steps: list[Step] = [MINI_SWE_SYSTEM, ("user", "<pr_description>Fix the parser.</pr_description>")]
+    for i, out in enumerate(observations):
+        steps.append(("assistant", f"THOUGHT: step {i}\n\n```bash\npython -m pytest -q\n```"))
+        steps.append(("user", out))
+    return steps
+
+
+@pytest.mark.parametrize("fmt", WIRE_FORMATS)
+def test_mini_swe_agent_observations_count_as_tool_results(fmt: str) -> None:
+    failing = "<returncode>2</returncode>\n<output>\nERROR: file or directory not found: tests/x.py\n</output>"
+    ok = "<returncode>0</returncode>\n<output>\n4 passed in 0.12s\n</output>"
+    bad = signals(mini_swe(ok, failing), fmt)
+    assert bad.severity >= 0.3 and "nonzero_exit" in bad.errors
+    good = signals(mini_swe(failing, ok), fmt, window=1)
+    assert good.severity == 0.0
+    # an ordinary user message is not an observation
+    plain = signals([MINI_SWE_SYSTEM, ("user", "exit code 2 is what I get, please fix")], fmt)
+    assert plain.severity == 0.0
