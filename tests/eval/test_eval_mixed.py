@@ -134,3 +134,24 @@ def test_replay_summary_by_is_resolved(tmp_path: Path, capsys: pytest.CaptureFix
     assert set(res["capable_share_by_success"]) == {"success", "failure"}
     lines = [json.loads(x) for x in out.read_text().splitlines()]
     assert [x["is_resolved"] for x in lines] == [True, False]
+
+
+def test_calibrate_reports_drift_and_per_benchmark_thresholds(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cfg = tmp_path / "router.yaml"
+    cfg.write_text(config_text(ROUTES))
+    data = write_jsonl(tmp_path / "d.jsonl", mixed_rows())
+    argv = ["calibrate", "-c", str(cfg), "--route", "scored", "--dataset", str(data), "--capable-share", "0.5"]
+    assert main([*argv, "--json", "--no-progress"]) == 0
+    res = json.loads(capsys.readouterr().out)
+    groups = {g["benchmark"]: g for g in res["per_benchmark"]}
+    # scores .9 .8 .7 .6 (quiz) and .3 .2 (judge): half of all six requests is three quiz items
+    # (threshold .65) and no judge item; each benchmark's own threshold gives it half.
+    assert res["capable_share"] == pytest.approx(0.5) and res["threshold"] == pytest.approx(0.65)
+    assert groups["quiz"]["capable_share"] == pytest.approx(0.75)
+    assert groups["judge"]["capable_share"] == 0.0
+    assert groups["quiz"]["threshold"] == pytest.approx(0.75) and groups["judge"]["threshold"] == pytest.approx(0.25)
+    assert main([*argv, "--no-progress"]) == 0
+    out = capsys.readouterr().out
+    assert "per benchmark (the same threshold; drift up to" in out and "its own threshold for 50.0%" in out
