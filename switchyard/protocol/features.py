@@ -128,7 +128,10 @@ class FeatureRecipe:
         if self.chat_template != served.chat_template:
             problems.append(f"chat_template: trained with {self.chat_template}, served with {served.chat_template}")
         if self.max_tokens is not None and served.max_tokens is not None and self.truncation != served.truncation:
-            problems.append(f"truncation: trained with {self.truncation!r}, served with {served.truncation!r}")
+            problems.append(
+                f"truncation: trained with {self.truncation!r}, served with {served.truncation!r} "
+                f"(set features.truncation: {self.truncation} to serve this checkpoint)"
+            )
         if self.hidden_size is not None and served.hidden_size is not None and self.hidden_size != served.hidden_size:
             problems.append(f"hidden_size: trained on {self.hidden_size}, served {served.hidden_size}")
         return problems

@@ -98,7 +98,9 @@ def test_token_selection_modes() -> None:
     short = tail.token_ids(["hello there"])[0]
     assert decode(short) == "[CLS] hello there [SEP]"
     assert tail.recipe.key() != head.recipe.key()
-    assert tail.recipe.mismatches(head.recipe) == ["truncation: trained with 'tail', served with 'head'"]
+    assert tail.recipe.mismatches(head.recipe) == [
+        "truncation: trained with 'tail', served with 'head' (set features.truncation: tail to serve this checkpoint)"
+    ]
 
 
 def test_concurrent_requests_share_forward_passes() -> None:
