@@ -258,3 +258,19 @@ def test_built_through_config_with_a_real_extractor(tmp_path: Path, probe_dir: P
         "capable": "capable",
         "efficient": "efficient",
     }
+
+
+def test_probe_examples_validate() -> None:
+    import yaml
+
+    from switchyard.features import parse_features
+
+    root = Path(__file__).resolve().parents[2] / "examples" / "probe"
+    loaded = load_config(root / "router.yaml", env={})
+    agent = loaded.routes["agent"]
+    assert agent.input == "conversation" and agent.threshold == pytest.approx(0.581)  # type: ignore[attr-defined]
+    for name in ("smollm2-features.yaml", "minilm-features.yaml"):
+        block = parse_features(yaml.safe_load((root / name).read_text()))
+        assert block.truncation == "tail"  # type: ignore[union-attr]
+    smol = parse_features(yaml.safe_load((root / "smollm2-features.yaml").read_text()))
+    assert smol.model_dump() == agent.features.model_dump()  # type: ignore[attr-defined]
