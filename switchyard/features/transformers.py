@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -110,6 +111,7 @@ class TransformersExtractor:
             chat_template=self._templated,
             max_tokens=config.max_tokens,
             truncation=config.truncation,
+            quantize=config.quantize,
         )
         self._frame = self._template_frame()
         self._lock = threading.Lock()
@@ -153,6 +155,15 @@ class TransformersExtractor:
         model = AutoModel.from_pretrained(self._path, dtype=dtype, **self._gguf)
         model.to(device)
         model.eval()
+        if self.config.quantize == "int8":
+            if device.type != "cpu":
+                raise FeatureError("quantize: int8 runs on the CPU only (set device: cpu)", reason="model")
+            # Dynamic int8 linear layers: weights quantized once, activations per batch. torch
+            # 2.13 warns that torch.ao.quantization is deprecated; it still runs, and a torch
+            # without it fails the first extraction with a FeatureError.
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                model = torch.ao.quantization.quantize_dynamic(model, {torch.nn.Linear}, dtype=torch.qint8)  # type: ignore[no-untyped-call]
         self._model, self._device = model, device
 
     def _template_frame(self) -> tuple[list[int], list[int]]:

@@ -61,6 +61,8 @@ class FeatureRecipe:
         truncation: Which tokens survive truncation: ``tail`` (the newest), ``head`` (the
             first; every checkpoint before this key existed) or ``head_tail`` (both ends around
             a marker).
+        quantize: ``int8`` when the model's linear layers ran dynamically quantized (CPU),
+            else ``None``: the features differ, so train and serve must agree.
     """
 
     source: str
@@ -71,6 +73,7 @@ class FeatureRecipe:
     chat_template: bool = False
     max_tokens: int | None = None
     truncation: str = "tail"
+    quantize: str | None = None
 
     @property
     def dim(self) -> int | None:
@@ -104,11 +107,15 @@ class FeatureRecipe:
             max_tokens=None if data.get("max_tokens") is None else int(data["max_tokens"]),
             # recipes written before the key existed truncated from the end (kept the head)
             truncation=str(data.get("truncation", "head")),
+            quantize=None if data.get("quantize") is None else str(data["quantize"]),
         )
 
     def key(self) -> str:
         """A short stable hash of the recipe (names on-disk feature caches)."""
-        text = json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
+        data = self.to_dict()
+        if data["quantize"] is None:
+            del data["quantize"]  # caches written before the key existed stay valid
+        text = json.dumps(data, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
     def mismatches(self, served: FeatureRecipe) -> list[str]:
@@ -132,6 +139,8 @@ class FeatureRecipe:
                 f"truncation: trained with {self.truncation!r}, served with {served.truncation!r} "
                 f"(set features.truncation: {self.truncation} to serve this checkpoint)"
             )
+        if self.quantize != served.quantize:
+            problems.append(f"quantize: trained with {self.quantize}, served with {served.quantize}")
         if self.hidden_size is not None and served.hidden_size is not None and self.hidden_size != served.hidden_size:
             problems.append(f"hidden_size: trained on {self.hidden_size}, served {served.hidden_size}")
         return problems
@@ -248,6 +257,9 @@ class TransformersConfig(_FeatureConfig):
             differs between turns of one session), ``head`` (the first) or ``head_tail``
             (``head_tokens`` from the start, a marker, the rest from the end).
         head_tokens: Tokens kept from the start by ``head_tail`` (default a quarter).
+        quantize: ``int8``: run the model's linear layers dynamically quantized (CPU only;
+            about 3x faster for MiniLM here; the features differ, so the checkpoint must be
+            trained with the same setting).
         gguf_file: A GGUF file inside ``model`` (a directory) to load (Transformers
             dequantises it; needs the ``gguf`` package), e.g. SmolLM2's Q4_1 file.
         batch_size: Texts per forward pass.
@@ -268,6 +280,7 @@ class TransformersConfig(_FeatureConfig):
     truncation: Literal["tail", "head", "head_tail"] = "tail"
     head_tokens: PositiveInt | None = None
     gguf_file: str | None = None
+    quantize: Literal["int8"] | None = None
     batch_size: PositiveInt = 32
     batch_window_ms: NonNegativeFloat = 2.0
     device: str = "auto"

@@ -126,3 +126,20 @@ def test_concurrent_requests_share_forward_passes() -> None:
     for i, row in enumerate(out):
         assert row.shape == (1, alone.shape[1])
         assert float(np.abs(row[0] - alone[i]).max()) < 1e-4
+
+
+def test_int8_quantized_features_are_recorded_in_the_recipe() -> None:
+    from switchyard.protocol.features import FeatureRecipe
+
+    plain, q8 = extractor(), extractor(quantize="int8")
+    assert q8.recipe.quantize == "int8" and plain.recipe.quantize is None
+    assert plain.recipe.mismatches(q8.recipe) == ["quantize: trained with None, served with int8"]
+    # recipes without quantization hash as before the setting existed (caches stay valid)
+    old = FeatureRecipe.from_dict({k: v for k, v in plain.recipe.to_dict().items() if k != "quantize"})
+    assert old.key() == plain.recipe.key() != q8.recipe.key()
+    texts = ["What is the capital of France?", "Prove that there are infinitely many primes."]
+    a, b = plain.extract_sync(texts), q8.extract_sync(texts)
+    assert a.shape == b.shape and not np.array_equal(a, b)
+    # close in direction: the same text stays nearer to itself than to the other text
+    cos = (a @ b.T) / np.outer(np.linalg.norm(a, axis=1), np.linalg.norm(b, axis=1))
+    assert cos[0, 0] > cos[0, 1] and cos[1, 1] > cos[1, 0]
