@@ -5,21 +5,53 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
+# Real agents for tests/agents, in a git-ignored prefix (pins in tests/agents/pins.mk).
+AGENTS := .agents
+AGENTS_STAMP := $(AGENTS)/.installed
+include tests/agents/pins.mk
 
-.PHONY: demo test lint typecheck contracts unit bench clean help
+.PHONY: demo test lint typecheck contracts unit bench clean help redis-server docs nemo-venv agents
 
 help:
 	@echo "make demo   - set up .venv and run the routed agent demo on simulated models"
 	@echo "make test   - set up .venv and run ruff, mypy, import contracts and the whole test suite"
 	@echo "make bench  - proxy overhead benchmark (see docs/benchmarks.md)"
+	@echo "make docs   - build the documentation site into site/ (strict: broken links fail)"
+	@echo "make agents - install the real agents the agent matrix runs into .agents/ (see docs/agents.md)"
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
+# NVIDIA's nemo-switchyard 0.3.0 in its own venv (its import package is also `switchyard`):
+# tests/config/test_nemo_import.py proves the `config import` fixtures with its loader.
+NEMO_VENV  ?= .nemo-venv
+NEMO_STAMP := $(NEMO_VENV)/.installed-0.3.0
+
+$(NEMO_STAMP):
+	$(PYTHON) -m venv $(NEMO_VENV)
+	$(NEMO_VENV)/bin/python -m pip install --quiet nemo-switchyard==0.3.0
+	touch $(NEMO_STAMP)
+
+nemo-venv: $(NEMO_STAMP)
+
 $(STAMP): pyproject.toml constraints.txt | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[all,dev,probe]'
 	touch $(STAMP)
+
+# npm and pip only (registries); idempotent: reinstalls only when the pins change. Two venvs:
+# hermes-agent's dependency pins conflict with openai-agents'.
+$(AGENTS_STAMP): tests/agents/pins.mk tests/agents/constraints-py.txt tests/agents/constraints-hermes.txt
+	mkdir -p $(AGENTS)
+	test -f $(AGENTS)/package.json || echo '{"name": "switchyard-agents", "private": true}' > $(AGENTS)/package.json
+	npm install --prefix $(AGENTS) --no-audit --no-fund --save-exact --loglevel=error $(NPM_AGENTS)
+	test -x $(AGENTS)/py/bin/python || $(PYTHON) -m venv $(AGENTS)/py
+	$(AGENTS)/py/bin/python -m pip install --quiet --disable-pip-version-check -c tests/agents/constraints-py.txt $(PY_AGENTS)
+	test -x $(AGENTS)/hermes/bin/python || $(PYTHON) -m venv $(AGENTS)/hermes
+	$(AGENTS)/hermes/bin/python -m pip install --quiet --disable-pip-version-check -c tests/agents/constraints-hermes.txt $(HERMES_AGENT)
+	touch $@
+
+agents: $(AGENTS_STAMP)
 
 demo: $(STAMP)
 	$(BIN)/switchyard demo
@@ -34,13 +66,29 @@ typecheck: $(STAMP)
 contracts: $(STAMP)
 	$(BIN)/lint-imports
 
-unit: $(STAMP)
+# The Redis state backend is tested against a real redis-server (tests/_redis.py).
+redis-server:
+	@command -v redis-server >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing Debian's redis-server for the Redis state tests"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null; \
+	  else \
+	    echo "make test needs redis-server on PATH for the Redis state tests."; \
+	    echo "  Debian/Ubuntu: sudo apt-get install -y redis-server    macOS: brew install redis"; \
+	    echo "  (or run with SWITCHYARD_SKIP_REDIS=1 to skip those tests)"; \
+	    [ "$$SWITCHYARD_SKIP_REDIS" = 1 ]; \
+	  fi; }
+
+unit: $(STAMP) redis-server $(NEMO_STAMP) $(AGENTS_STAMP)
 	$(BIN)/python -m pytest -q
 
-test: lint typecheck contracts unit
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
+
+test: lint typecheck contracts docs unit
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/proxy_overhead.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(NEMO_VENV) $(AGENTS) site .pytest_cache .mypy_cache .ruff_cache

@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 from switchyard.config.build import (
     build_engine,
     build_routes,
+    build_span_sink,
     build_store,
     decision_log_sink,
     describe_routes,
@@ -28,11 +29,14 @@ from switchyard.config.build import (
 from switchyard.config.build import target_infos as _target_infos
 from switchyard.config.discovery import probe_context_windows
 from switchyard.config.load import LoadedConfig, load_config
+from switchyard.engine.accounting import UsdLedger
 from switchyard.engine.core import Completion, Engine, EventStream, Route
 from switchyard.engine.health import Health
+from switchyard.engine.logs import log_count_tokens
 from switchyard.engine.records import DecisionRecord, DecisionSink, JsonlSink
 from switchyard.engine.reply import Reply
 from switchyard.engine.timeouts import HEADER_TIMEOUT, format_timeout
+from switchyard.protocol.access import allowed_routes
 from switchyard.protocol.errors import ErrorInfo
 from switchyard.protocol.request import ChatRequest
 from switchyard.protocol.session import StateStore
@@ -43,6 +47,13 @@ from switchyard.wire.base import WireFormat
 from switchyard.wire.json import dumps
 
 T = TypeVar("T")
+
+_ROOT = {
+    "name": "switchyard",
+    "status": "ok",
+    "endpoints": ["/v1/chat/completions", "/v1/messages", "/v1/responses", "/v1/models", "/health"],
+}
+"""What ``GET /`` and ``HEAD /`` answer: the proxy is up and where to send requests."""
 
 # Paths (below an optional ``/v1``) that carry model calls, by wire format.
 _INFERENCE_PATHS: dict[str, WireFormat] = {
@@ -94,6 +105,9 @@ class Switchyard:
     def __init__(self, loaded: LoadedConfig, *, decision_log: str | None = None) -> None:
         self.loaded = loaded
         self._callbacks: list[DecisionSink] = []
+        self.ledger = UsdLedger()
+        """Live USD totals per route and per session (``GET /v1/stats`` → ``usd``)."""
+        self._spans = build_span_sink(loaded)
         self._jsonl: JsonlSink | None = decision_log_sink(loaded, decision_log)
         self._store: StateStore = build_store(loaded)
         # Served context windows (probe_context_window targets) before routers see TargetInfo.
@@ -123,7 +137,9 @@ class Switchyard:
     # -- engines ----------------------------------------------------------------------------
 
     def _sinks(self) -> list[DecisionSink]:
-        sinks: list[DecisionSink] = [self._dispatch_record]
+        sinks: list[DecisionSink] = [self.ledger, self._dispatch_record]
+        if self._spans is not None:
+            sinks.append(self._spans)
         if self._jsonl is not None:
             sinks.append(self._jsonl)
         return sinks
@@ -154,6 +170,11 @@ class Switchyard:
 
     def _background_probing(self) -> bool:
         return any(e.monitor.running for e in self._engines.values())
+
+    @property
+    def state_store(self) -> StateStore:
+        """The session state store (``state:`` in the config), shared with the proxy's budgets."""
+        return self._store
 
     def on_decision(self, callback: DecisionSink) -> None:
         """Calls ``callback(record)`` for every finished request (keep it quick; never raise)."""
@@ -190,7 +211,15 @@ class Switchyard:
             ``docs/reliability.md``.
         """
         report = await self.engine.health_report(deep=deep)
-        return {"status": report["status"], "routes": self.routes, **report}
+        state = self.state_status()
+        status = "degraded" if state.get("degraded") else report["status"]
+        return {**report, "status": status, "routes": self.routes, "state": state}
+
+    def state_status(self) -> dict[str, Any]:
+        """The session-state backend: ``backend`` and, for Redis, ``degraded`` (serving from this
+        process's own copy because Redis is unreachable) with outage counters."""
+        status = getattr(self._store, "status", None)
+        return status() if callable(status) else {"backend": "memory", "degraded": False}
 
     # -- requests -----------------------------------------------------------------------------
 
@@ -297,19 +326,31 @@ class Switchyard:
         route = route.rstrip("/")
         sub = route[3:] if route.startswith("/v1/") else route
         if sub == "/messages/count_tokens" and method == "POST":
-            return await self.engine.count_tokens(body, headers)
+            counted = await self.engine.count_tokens(body, headers)
+            log_count_tokens(route, counted)
+            return counted
         fmt = _INFERENCE_PATHS.get(sub)
         if fmt is not None and method == "POST":
             if fmt.value not in available_formats():
                 return _error(
                     WireFormat.OPENAI_CHAT, 404, f"{route} is not available in this version", "not_found_error"
                 )
-            return await self.engine.handle(fmt, body, headers)
+            return await self.engine.handle(fmt, body, headers, path=route)
         if sub == "/stats" and method == "GET":
-            return Reply(200, {"content-type": "application/json"}, body=dumps({"reliability": self.stats()}))
+            stats = {"reliability": self.stats(), "usd": self.ledger.snapshot(), "state": self.state_status()}
+            return Reply(200, {"content-type": "application/json"}, body=dumps(stats))
         if sub == "/models" and method == "GET":
-            data = {"object": "list", "data": describe_routes(self.engine)}
+            routes = describe_routes(self.engine)
+            allowed = allowed_routes.get()  # an inbound key limited to some routes sees only those
+            if allowed is not None:
+                routes = [r for r in routes if r["id"] in allowed]
+            data = {"object": "list", "data": routes}
             return Reply(200, {"content-type": "application/json"}, body=dumps(data))
+        if sub.startswith("/models/") and method in ("GET", "HEAD"):
+            return self._model(sub[len("/models/") :], headers)
+        if route in ("", "/v1") and method in ("GET", "HEAD"):
+            # Agents probe the base URL before their first call (Claude Code sends HEAD /).
+            return Reply(200, {"content-type": "application/json"}, body=dumps(_ROOT))
         if route in ("/health", "/v1/health") and method in ("GET", "HEAD"):
             # Always 200 while the router runs (a liveness check must not restart it because a
             # backend is down); "status" says whether every backend and target is healthy.
@@ -320,6 +361,31 @@ class Switchyard:
             return _error(envelope, 405, f"method {method} not allowed on {route}", "invalid_request_error")
         return _error(envelope, 404, f"no such endpoint: {method} {route}", "not_found_error")
 
+    def _model(self, model_id: str, headers: Mapping[str, str]) -> Reply:
+        """``GET /v1/models/{id}`` in OpenAI's shape, or Anthropic's for an Anthropic client."""
+        from urllib.parse import unquote
+
+        from switchyard.config.model_list import anthropic_shape, describe_model
+
+        model_id = unquote(model_id)
+        anthropic = any(k.lower() == "anthropic-version" for k in headers)
+        entry = describe_model(self.engine, model_id)
+        allowed = allowed_routes.get()  # an inbound key limited to some routes sees only those
+        if entry is not None and allowed is not None and not {entry["id"], entry.get("alias_of")} & allowed:
+            entry = None
+        if entry is None:
+            known = ", ".join(sorted(self.engine.routes)) or "(none)"
+            message = f"model {model_id!r} names no route; available routes: {known}"
+            if anthropic:
+                return _error(WireFormat.ANTHROPIC_MESSAGES, 404, message, "not_found_error")
+            # OpenAI's answer for an unknown model: invalid_request_error, code model_not_found.
+            info = ErrorInfo(status=404, type="invalid_request_error", code="model_not_found", message=message)
+            info.param = "model"
+            codec = get_codec(WireFormat.OPENAI_CHAT)
+            return Reply(404, {"content-type": "application/json"}, body=dumps(codec.encode_error(info)))
+        body = anthropic_shape(entry) if anthropic else entry
+        return Reply(200, {"content-type": "application/json"}, body=dumps(body))
+
     # -- lifecycle ------------------------------------------------------------------------------
 
     async def aclose(self) -> None:
@@ -328,6 +394,9 @@ class Switchyard:
         engine = self._engines.pop(loop, None)
         if engine is not None:
             await engine.aclose()
+        closer = getattr(self._store, "aclose", None)
+        if closer is not None:
+            await closer()
 
     def close(self) -> None:
         """Closes everything, including the private loop thread."""
@@ -335,6 +404,9 @@ class Switchyard:
         if thread is not None:
             if thread.loop in self._engines:
                 thread.run(self._engines.pop(thread.loop).aclose())
+            closer = getattr(self._store, "aclose", None)
+            if closer is not None:
+                thread.run(closer())
             thread.stop()
         if self._jsonl is not None:
             self._jsonl.close()

@@ -15,7 +15,21 @@ from collections.abc import Sequence
 
 from switchyard._version import __version__
 
-_COMMANDS = ("serve", "validate", "route", "eval", "calibrate", "replay", "train_probe", "demo", "vllm_command")
+_COMMANDS = (
+    "serve",
+    "validate",
+    "route",
+    "eval",
+    "calibrate",
+    "replay",
+    "stats",
+    "train_probe",
+    "demo",
+    "vllm_command",
+    "fake_upstream",
+    "config_cmd",
+    "keys",
+)
 
 _DESCRIPTION = """\
 Switchyard routes every LLM call of an agent to the model that should serve it (a cheap efficient
@@ -23,7 +37,10 @@ model such as Nemotron 3.5 Lightning, or a frontier model) and translates betwee
 
 Start here:
   switchyard demo                          # simulated models, no keys, no GPU
+  switchyard fake-upstream                 # simulated model servers for the examples (examples/README.md)
   switchyard validate router.yaml          # check a config; bad keys are named by YAML path
+  switchyard config schema > schema.json   # JSON Schema of the config, for editor completion
+  switchyard config import routes.toml     # convert a NeMo Switchyard 0.3 TOML config to YAML
   switchyard serve -c router.yaml          # OpenAI-compatible proxy on 127.0.0.1:4000
   switchyard route -c router.yaml -m ROUTE --message "fix the failing test"   # show a decision
   switchyard vllm-command --profile h100   # a checked vllm serve command for Nemotron 3.5 Lightning

@@ -38,11 +38,41 @@ def load_or_exit(path: str) -> LoadedConfig | None:
     return loaded
 
 
+_CHATTY = (
+    "httpx",
+    "httpcore",
+    "hpack",
+    "h2",
+    "asyncio",
+    "urllib3",
+    "uvicorn",
+    "litellm",
+    "LiteLLM",
+    "openai",
+    "anthropic",
+)
+"""Third-party loggers kept at INFO under ``--log-level debug`` (their debug lines drown ours)."""
+
+
 def setup_logging(level: str) -> None:
-    """Plain logging to stderr."""
+    """Plain logging to stderr.
+
+    ``debug`` shows Switchyard's own debug lines (each routing decision) and keeps third-party
+    libraries at INFO; ``debug-all`` shows everything.
+    """
+    everything = level == "debug-all"
+    name = "DEBUG" if everything else level.upper()
     logging.basicConfig(
-        level=getattr(logging, level.upper(), logging.INFO), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+        level=getattr(logging, name, logging.INFO), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
+    if name == "DEBUG" and not everything:
+        for chatty in _CHATTY:
+            logging.getLogger(chatty).setLevel(logging.INFO)
+
+
+def uvicorn_level(level: str) -> str:
+    """uvicorn's log level for ours (``debug-all`` is uvicorn's ``debug``; ``debug`` keeps it at info)."""
+    return {"debug-all": "debug", "debug": "info"}.get(level, level)
 
 
 def fail(message: str, code: int = 1) -> int:

@@ -4,29 +4,55 @@ from __future__ import annotations
 
 import argparse
 
-from switchyard.cli._common import HelpFormatter, add_config_arg, fail, load_or_exit, setup_logging
+from switchyard.cli._common import HelpFormatter, add_config_arg, fail, load_or_exit, setup_logging, uvicorn_level
 
 _EPILOG = """\
 Examples:
   switchyard serve -c router.yaml
-  switchyard serve -c router.yaml --port 8080 --decision-log decisions.jsonl
+  switchyard serve -c router.yaml --port 8080 --decision-log decisions.jsonl --access-log
+  switchyard fake-upstream &  switchyard serve -c examples/router.yaml   # try it without keys
 
-Point an agent at it:
-  OpenAI SDK / LangChain / Hermes Agent:  base_url = http://127.0.0.1:4000/v1, model = <route name>
+Endpoints (every inference endpoint takes any route as its model, in JSON or SSE):
+  POST /v1/chat/completions          OpenAI Chat Completions  (Hermes Agent, LangChain, OpenAI SDK)
+  POST /v1/messages                  Anthropic Messages       (Claude Code; ?beta=true accepted)
+  POST /v1/messages/count_tokens     Anthropic token count    (Claude Code calls it often)
+  POST /v1/responses                 OpenAI Responses         (Codex)
+  GET  /v1/models                    the routes, as models
+  GET  /health                       200 while serving; ?deep=1 probes every backend now
+  GET  /v1/stats                     reliability counters, USD spent and saved per route and session
+  GET  /metrics                      Prometheus metrics (docs/deployment.md)
+  GET  /openapi.json                 an OpenAPI description of these endpoints
+
+Point an agent at it (recipes for Claude Code, Codex, Hermes Agent and others: docs/agents.md):
+  OpenAI SDK / LangChain / Hermes:  base_url = http://127.0.0.1:4000/v1, model = <route name>
+  Claude Code:  ANTHROPIC_BASE_URL=http://127.0.0.1:4000 ANTHROPIC_MODEL=<route name> claude
   curl http://127.0.0.1:4000/v1/models     # lists the routes
 
-Endpoints: POST /v1/chat/completions (JSON and SSE), GET /v1/models, GET /health.
 Every response carries x-switchyard-selected-model, x-switchyard-route,
 x-switchyard-decision-source and x-switchyard-overhead-ms.
-The default bind is 127.0.0.1: the proxy has no inbound auth, so expose it deliberately.
+Logs: every routed request writes its decision record (JSON, with the request path) at info on
+the switchyard.decisions logger, and every count_tokens call a line on switchyard.count_tokens;
+--access-log adds one line per request (method, path, route, status, model, overhead, duration);
+--log-level debug adds Switchyard's debug lines and keeps third-party libraries at info;
+debug-all also shows httpx/httpcore/uvicorn internals.
+Several replicas: state.backend: redis (see docs/deployment.md).
+
+Security (docs/security.md): the default bind is 127.0.0.1. Without server.api_keys only
+loopback Host names (and server.allowed_hosts) are answered, browser Origins are refused unless
+listed in server.allowed_origins, and bodies must be application/json. Create keys with
+`switchyard keys create`. Slow clients are cut (server.client_timeouts); on SIGTERM open
+requests get server.drain_s, then end with an error event.
 """
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "serve",
-        help="run the OpenAI-compatible routing proxy",
-        description="Serve a router config as an HTTP proxy speaking the OpenAI API.",
+        help="run the routing proxy (OpenAI Chat, Anthropic Messages and OpenAI Responses)",
+        description=(
+            "Serve a router config as an HTTP proxy speaking OpenAI Chat Completions, Anthropic Messages "
+            "and OpenAI Responses; every request is routed and translated to the chosen model's API."
+        ),
         epilog=_EPILOG,
         formatter_class=HelpFormatter,
     )
@@ -34,12 +60,25 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--host", default="127.0.0.1", help="address to bind")
     p.add_argument("-p", "--port", type=int, default=4000, help="port to bind")
     p.add_argument("--decision-log", metavar="FILE", help="append one JSON decision record per request")
-    p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    p.add_argument(
+        "--access-log", action="store_true", help="log one line per request (route, status, model, overhead, duration)"
+    )
+    p.add_argument(
+        "--log-level",
+        default="info",
+        choices=["debug-all", "debug", "info", "warning", "error"],
+        help="debug: Switchyard's own decisions; debug-all: also library internals (httpx, httpcore, uvicorn)",
+    )
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     setup_logging(args.log_level)
+    if args.access_log:
+        import logging
+
+        # Asked for explicitly, so shown even under --log-level warning.
+        logging.getLogger("switchyard.access").setLevel(logging.INFO)
     loaded = load_or_exit(args.config)
     if loaded is None:
         return 1
@@ -51,12 +90,35 @@ def run(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         return fail(f"cannot build {args.config}:\n  " + str(exc).replace("\n", "\n  "))
     try:
+        from switchyard.server.auth import KeyRing
         from switchyard.server.runner import serve
     except ImportError:
         return fail("the proxy needs the server extra: pip install 'switchyard-router[server]'")
+    settings = loaded.config.server
+    try:
+        keys = KeyRing(settings.api_keys)
+    except ValueError as exc:
+        return fail(str(exc))
+    if not keys and not _loopback(args.host):
+        print(
+            f"switchyard: warning: binding {args.host} without server.api_keys; only loopback Host names "
+            f"and server.allowed_hosts are answered (see docs/security.md)",
+            flush=True,
+        )
     print(
         f"switchyard: serving {len(sy.routes)} route(s) ({', '.join(sy.routes)}) on http://{args.host}:{args.port}/v1",
         flush=True,
     )
-    serve(sy, args.host, args.port, log_level=args.log_level)
+    serve(sy, args.host, args.port, log_level=uvicorn_level(args.log_level), access_log=args.access_log)
     return 0
+
+
+def _loopback(host: str) -> bool:
+    import ipaddress
+
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False

@@ -1,21 +1,25 @@
 """HTTP backend: encode → POST → decode, JSON and SSE, for any wire format with a codec.
 
-Layer: ``clients`` — the only layer that speaks HTTP (through ``httpx``).
+Layer: ``clients`` — the only layer that speaks HTTP: answer calls through the lean HTTP/1.1
+pool of :mod:`switchyard.clients.h1` when it applies, everything else through ``httpx`` (imported
+on first use, so that starting the proxy does not pay for it).
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
+import os
 import time
 from collections.abc import AsyncIterator, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import httpx
 import orjson
 
 from switchyard.clients.errors import status_error
 from switchyard.clients.health import Probe, health_url, probe_urls, server_root
+from switchyard.clients.http_parts import DEFAULT_HEADERS, drain, env_proxy, is_pool_timeout, is_timeout, left
+from switchyard.clients.http_parts import Timeouts as Timeouts
+from switchyard.clients.limits import clamp_output, may_clamp
 from switchyard.clients.models import ModelListError, parse_model_list, served_window
 from switchyard.protocol.call import CallOptions
 from switchyard.protocol.errors import (
@@ -31,36 +35,19 @@ from switchyard.protocol.stream import StreamEvent
 from switchyard.protocol.targets import TargetInfo
 from switchyard.wire import codec as get_codec
 from switchyard.wire import custom_tools, reasoning
+from switchyard.wire.anthropic_messages.thinking import thinking_turn_missing
 from switchyard.wire.base import WireFormat
+from switchyard.wire.json import dumps_in_pieces
 from switchyard.wire.openai_chat.request import normalize_replay as normalize_chat_replay
 from switchyard.wire.sse import SSEParser
 
-# Bounds on reading the tail of a stream whose answer is complete (see ``_drain``).
-_DRAIN_S = 5.0
-_DRAIN_BYTES = 64 * 1024
+if TYPE_CHECKING:
+    import httpx
+
+# A request with this many messages is encoded off the event loop (see ``HttpBackend._encode``).
+_LARGE_MESSAGES = 2000
 
 _HOP_BY_HOP = frozenset({"host", "content-length", "connection", "transfer-encoding", "accept-encoding"})
-
-
-class Timeouts:
-    """Connect, read (longest silence between bytes) and total (per request) limits in seconds."""
-
-    __slots__ = ("connect", "read", "total")
-
-    def __init__(self, connect: float = 10.0, read: float = 300.0, total: float | None = 900.0) -> None:
-        self.connect = connect
-        self.read = read
-        self.total = total
-
-    def merged(self, override: Mapping[str, float] | None) -> Timeouts:
-        """These limits with per-request overrides applied."""
-        if not override:
-            return self
-        return Timeouts(
-            connect=float(override.get("connect", self.connect)),
-            read=float(override.get("read", self.read)),
-            total=float(override["total"]) if "total" in override else self.total,
-        )
 
 
 class HttpBackend:
@@ -91,6 +78,7 @@ class HttpBackend:
     ) -> None:
         self.name = name
         self.format = WireFormat(fmt)
+        self.max_connections = max_connections
         self.codec = get_codec(self.format)
         self.timeouts = timeouts or Timeouts()
         self.url = self._url(base_url.rstrip("/"), self.codec.path)
@@ -101,17 +89,51 @@ class HttpBackend:
         self._headers = base_headers
         self._drains: set[asyncio.Task[None]] = set()
         self._no_health_endpoint = False  # learned: the default /health answered 404/405
-        self._client = httpx.AsyncClient(
-            transport=transport,
-            limits=httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections),
-            timeout=httpx.Timeout(self.timeouts.read, connect=self.timeouts.connect),
-            follow_redirects=False,
-        )
-        # Requests are built and sent below the client (see ``_send``): parse the URL and pick the
-        # transport (an injected one, or the proxy the environment names for this URL) once.
-        self._target_url = httpx.URL(self.url)
-        self._transport = self._client._transport_for_url(self._target_url)
-        self._base_headers = {**self._client.headers, **base_headers}
+        self._injected = transport
+        self._max_connections = max_connections
+        self._http: httpx.AsyncClient | None = None
+        self._pool = self._fast_pool(transport, max_connections)
+        # What a failed request raises, by client: checked by ``except self._errors``.
+        self._errors: tuple[type[BaseException], ...] = (self._pool.errors,) if self._pool is not None else ()
+
+    @property
+    def _client(self) -> httpx.AsyncClient:
+        """The httpx client: probes, ``/models``, token counts, and answer calls when the lean pool
+        does not apply. Built (and httpx imported) on first use."""
+        if self._http is None:
+            import httpx
+
+            self._http = httpx.AsyncClient(
+                transport=self._injected,
+                limits=httpx.Limits(
+                    max_connections=self._max_connections, max_keepalive_connections=self._max_connections
+                ),
+                timeout=httpx.Timeout(self.timeouts.read, connect=self.timeouts.connect),
+                follow_redirects=False,
+            )
+            # Requests are built and sent below the client (see ``_send``): parse the URL and pick
+            # the transport (an injected one, or the proxy the environment names for this URL) once.
+            self._target_url = httpx.URL(self.url)
+            self._transport = self._http._transport_for_url(self._target_url)
+            self._base_headers = {**self._http.headers, **self._headers}
+            self._errors = (*self._errors, httpx.HTTPError)
+        return self._http
+
+    def _fast_pool(self, transport: httpx.AsyncBaseTransport | None, max_connections: int) -> Any:
+        """The lean HTTP/1.1 pool for answer calls (:mod:`switchyard.clients.h1`), or ``None``
+        to stay on httpx: a transport was injected, the environment names a proxy for this
+        scheme (``HTTP_PROXY``/``HTTPS_PROXY``/``ALL_PROXY``, which httpx would honour),
+        httptools is not installed, or ``SWITCHYARD_HTTP_CLIENT=httpx`` asks for it."""
+        if transport is not None or os.environ.get("SWITCHYARD_HTTP_CLIENT", "").lower() == "httpx":
+            return None
+        scheme = self.url.split(":", 1)[0].lower()
+        if scheme not in ("http", "https") or env_proxy(scheme):
+            return None
+        try:
+            from switchyard.clients.h1 import H1Pool
+        except ImportError:  # httptools comes with the ``server`` extra
+            return None
+        return H1Pool(self.url, {**DEFAULT_HEADERS, **self._headers}, max_connections=max_connections)
 
     @staticmethod
     def _url(base: str, path: str) -> str:
@@ -134,6 +156,10 @@ class HttpBackend:
         """Whether the caller's body goes out verbatim (same format, nothing to strip)."""
         if options.raw_body is None or options.raw_format != self.format.value:
             return False
+        if self.format is WireFormat.ANTHROPIC_MESSAGES and thinking_turn_missing(options.raw_body):
+            # A turn another tier wrote (no signed thinking) would be refused by Anthropic; the
+            # encoder turns thinking off for this one call instead.
+            return False
         # Reasoning another provider issued must be removed before this one sees it.
         return not any(
             reasoning.is_foreign(p, self.format.value)
@@ -142,8 +168,39 @@ class HttpBackend:
             if isinstance(p, ReasoningPart)
         )
 
-    def _body(self, request: ChatRequest, target: TargetInfo, options: CallOptions, stream: bool) -> bytes:
-        if self._replays(request, options):
+    async def _encode(
+        self, request: ChatRequest, target: TargetInfo, options: CallOptions, stream: bool
+    ) -> tuple[bytes, frozenset[str]]:
+        """The request body, and the free-form tools whose calls need unwrapping in the answer.
+
+        A long conversation (``_LARGE_MESSAGES`` messages and more) is encoded on a worker
+        thread: walking and serialising 100,000 messages takes a few hundred ms, which would
+        stall every other request on the event loop.
+        """
+        if len(request.messages) >= _LARGE_MESSAGES:
+            return await asyncio.to_thread(self._encode_now, request, target, options, stream)
+        return self._encode_now(request, target, options, stream)
+
+    def _encode_now(
+        self, request: ChatRequest, target: TargetInfo, options: CallOptions, stream: bool
+    ) -> tuple[bytes, frozenset[str]]:
+        replays = self._replays(request, options)
+        # Free-form tools sent as function stand-ins (not for a verbatim replay or a Responses
+        # upstream, which takes them as they are).
+        plain = replays or self.format is WireFormat.OPENAI_RESPONSES
+        names = frozenset() if plain else custom_tools.custom_names(request.tools)
+        return self._body(request, target, options, stream, replays=replays), names
+
+    def _body(
+        self,
+        request: ChatRequest,
+        target: TargetInfo,
+        options: CallOptions,
+        stream: bool,
+        *,
+        replays: bool | None = None,
+    ) -> bytes:
+        if self._replays(request, options) if replays is None else replays:
             assert options.raw_body is not None
             body: dict[str, Any] = dict(options.raw_body)
             body["model"] = target.model
@@ -159,17 +216,22 @@ class HttpBackend:
                 body["max_tokens"] = target.extra_body["max_tokens"]
         for key, value in target.extra_body.items():
             body.setdefault(key, value)
-        return orjson.dumps(body)
-
-    def _unwrap_custom(self, request: ChatRequest, options: CallOptions) -> frozenset[str]:
-        """Free-form tools that were sent as function stand-ins (their calls need unwrapping)."""
-        if self.format is WireFormat.OPENAI_RESPONSES or self._replays(request, options):
-            return frozenset()
-        return custom_tools.custom_names(request.tools)
+        dump = dumps_in_pieces if len(request.messages) >= _LARGE_MESSAGES else orjson.dumps
+        # (In pieces on a worker thread for long conversations: the event loop runs in between.)
+        content = dump(body)
+        if may_clamp(body, target) and clamp_output(body, request, target, len(content)):
+            content = dump(body)
+        return content
 
     def _request(
-        self, content: bytes, options: CallOptions, timeouts: Timeouts, url: str | None = None
+        self,
+        content: bytes,
+        options: CallOptions,
+        timeouts: Timeouts,
+        url: str | None = None,
+        deadline: float | None = None,
     ) -> httpx.Request:
+        _ = self._client  # builds the client, its transport and merged headers on first use
         headers = self._base_headers
         if options.headers:
             headers = dict(headers)
@@ -179,13 +241,53 @@ class HttpBackend:
                 # anthropic-* caller headers (beta flags, version) only mean something to Anthropic.
                 if lowered not in _HOP_BY_HOP and (anthropic or not lowered.startswith("anthropic-")):
                     headers[key] = value
-        timeout = httpx.Timeout(timeouts.read, connect=timeouts.connect)
+        import httpx
+
+        pool = timeouts.pool_wait(deadline)
+        timeout = httpx.Timeout(timeouts.read, connect=timeouts.connect, pool=pool)
         return httpx.Request(
             "POST",
             self._target_url if url is None else httpx.URL(url),
             content=content,
             headers=headers,
             extensions={"timeout": timeout.as_dict()},
+        )
+
+    async def _post(
+        self,
+        content: bytes,
+        options: CallOptions,
+        timeouts: Timeouts,
+        *,
+        deadline: float | None = None,
+        stream: bool = False,
+    ) -> Any:
+        """POSTs an answer call: through the lean pool when there is one, else through httpx.
+        Either way the result has ``status_code``, ``headers``, ``content``, ``aiter_bytes``,
+        ``aread`` and ``aclose``, and failures are among ``self._errors``."""
+        if self._pool is None:
+            return await self._send(self._request(content, options, timeouts, deadline=deadline), stream=stream)
+        extra = None
+        if options.headers:
+            extra = {}
+            anthropic = self.format is WireFormat.ANTHROPIC_MESSAGES
+            fixed = self._pool.base_headers
+            for key, value in options.headers.items():
+                lowered = key.lower()
+                # The same filter as ``_request``; a caller's value replaces a fixed header.
+                if lowered not in _HOP_BY_HOP and (anthropic or not lowered.startswith("anthropic-")):
+                    if lowered in fixed:
+                        return await self._send(
+                            self._request(content, options, timeouts, deadline=deadline), stream=stream
+                        )
+                    extra[lowered] = value
+        return await self._pool.post(
+            content,
+            extra_headers=extra,
+            connect_timeout=timeouts.connect,
+            pool_timeout=timeouts.pool_wait(deadline),
+            read_timeout=timeouts.read,
+            stream=stream,
         )
 
     async def _send(self, request: httpx.Request, *, stream: bool = False) -> httpx.Response:
@@ -212,16 +314,16 @@ class HttpBackend:
 
     async def complete(self, request: ChatRequest, target: TargetInfo, options: CallOptions) -> ChatResponse:
         timeouts, deadline, label = self._limits(options)
-        req = self._request(self._body(request, target, options, stream=False), options, timeouts)
+        content, names = await self._encode(request, target, options, stream=False)
         try:
-            async with asyncio.timeout(_left(deadline)):
-                resp = await self._send(req)
+            async with asyncio.timeout(left(deadline)):
+                resp = await self._post(content, options, timeouts, deadline=deadline)
         except TimeoutError as exc:
             raise UpstreamTimeoutError(
                 f"{target.name}: no complete answer within its {label}",
                 target=target.name,
             ) from exc
-        except httpx.HTTPError as exc:
+        except self._errors as exc:
             raise self._transport_error(exc, target) from exc
         if resp.status_code >= 400:
             raise status_error(self.codec, resp.status_code, resp.content, resp.headers, target=target.name)
@@ -236,33 +338,35 @@ class HttpBackend:
         except UpstreamError as exc:
             exc.target = target.name
             raise
-        return custom_tools.restore_response(response, self._unwrap_custom(request, options))
+        return custom_tools.restore_response(response, names)
 
     async def open_stream(
         self, request: ChatRequest, target: TargetInfo, options: CallOptions
     ) -> AsyncIterator[StreamEvent]:
         timeouts, deadline, label = self._limits(options)
-        req = self._request(self._body(request, target, options, stream=True), options, timeouts)
+        content, names = await self._encode(request, target, options, stream=True)
         try:
-            async with asyncio.timeout(_left(deadline)):
-                resp = await self._send(req, stream=True)
+            async with asyncio.timeout(left(deadline)):
+                resp = await self._post(content, options, timeouts, deadline=deadline, stream=True)
         except TimeoutError as exc:
             raise UpstreamTimeoutError(
                 f"{target.name}: no response headers within its {label}",
                 target=target.name,
             ) from exc
-        except httpx.HTTPError as exc:
+        except self._errors as exc:
             raise self._transport_error(exc, target) from exc
         if resp.status_code >= 400:
             try:
                 body = await resp.aread()
-            except httpx.HTTPError:
+            except self._errors:
                 body = b""
             finally:
                 await resp.aclose()
             raise status_error(self.codec, resp.status_code, body, resp.headers, target=target.name)
-        content_type = resp.headers.get("content-type", "")
-        names = self._unwrap_custom(request, options)
+        # The lean pool's response carries its content type parsed (no header mapping built).
+        content_type = getattr(resp, "content_type", None)
+        if content_type is None:
+            content_type = resp.headers.get("content-type", "")
         if "text/event-stream" not in content_type:
             # The upstream ignored ``stream`` and answered in one piece: replay it as a stream.
             body = await resp.aread()
@@ -282,25 +386,28 @@ class HttpBackend:
         for event in response_to_events(self.codec.decode_response(data)):
             yield event
 
-    async def _events(
-        self, resp: httpx.Response, target: TargetInfo, deadline: float | None
-    ) -> AsyncIterator[StreamEvent]:
+    async def _events(self, resp: Any, target: TargetInfo, deadline: float | None) -> AsyncIterator[StreamEvent]:
         parser = SSEParser()
         decoder = self.codec.stream_decoder()
         chunks = resp.aiter_bytes()
+        # The lean pool's response can hand over everything already received in one piece: no
+        # timeout scope and one parser call for a burst of events instead of one per event.
+        take_ready = getattr(resp, "take_ready", None)
         handed_off = False
         try:
             while True:
-                # The total deadline bounds every wait for bytes, so a stream that trickles (each
-                # gap shorter than ``read``) still ends on time. The timeout scope never spans a
-                # ``yield``: it only wraps the read.
-                try:
-                    async with asyncio.timeout(_left(deadline)):
-                        chunk = await anext(chunks, None)
-                except TimeoutError as exc:
-                    raise UpstreamTimeoutError(
-                        f"{target.name}: stream exceeded its total deadline", target=target.name
-                    ) from exc
+                chunk = take_ready() if take_ready is not None else None
+                if chunk is None:
+                    # The total deadline bounds every wait for bytes, so a stream that trickles
+                    # (each gap shorter than ``read``) still ends on time. The timeout scope never
+                    # spans a ``yield``: it only wraps the read.
+                    try:
+                        async with asyncio.timeout(left(deadline)):
+                            chunk = await anext(chunks, None)
+                    except TimeoutError as exc:
+                        raise UpstreamTimeoutError(
+                            f"{target.name}: stream exceeded its total deadline", target=target.name
+                        ) from exc
                 if chunk is None:
                     break
                 for sse in parser.feed(chunk):
@@ -320,7 +427,7 @@ class HttpBackend:
                     yield event
             for event in decoder.finish():
                 yield event
-        except httpx.HTTPError as exc:
+        except self._errors as exc:
             raise self._transport_error(exc, target) from exc
         except UpstreamError as exc:
             exc.target = target.name
@@ -329,8 +436,8 @@ class HttpBackend:
             if not handed_off:
                 await resp.aclose()
 
-    def _drain_later(self, resp: httpx.Response, chunks: AsyncIterator[bytes]) -> None:
-        task = asyncio.get_running_loop().create_task(_drain(resp, chunks))
+    def _drain_later(self, resp: Any, chunks: AsyncIterator[bytes]) -> None:
+        task = asyncio.get_running_loop().create_task(drain(resp, chunks, self._errors))
         self._drains.add(task)
         task.add_done_callback(self._drains.discard)
 
@@ -344,9 +451,11 @@ class HttpBackend:
         """
         url = self._models_url()
         headers = {k: v for k, v in self._headers.items() if k != "content-type"}
+        import httpx
+
         try:
             resp = await self._client.get(url, headers=headers, timeout=httpx.Timeout(timeout_s))
-        except httpx.HTTPError as exc:
+        except self._errors as exc:
             raise self._transport_error(exc, target) from exc
         if resp.status_code != 200:
             return None
@@ -428,7 +537,7 @@ class HttpBackend:
                 resp = await self._client.send(req)
         except TimeoutError as exc:
             raise UpstreamTimeoutError(f"{target.name}: token count timed out", target=target.name) from exc
-        except httpx.HTTPError as exc:
+        except self._errors as exc:
             raise self._transport_error(exc, target) from exc
         if resp.status_code >= 400:
             raise status_error(self.codec, resp.status_code, resp.content, resp.headers, target=target.name)
@@ -441,9 +550,14 @@ class HttpBackend:
             raise UpstreamProtocolError(f"{target.name}: token count answer has no count", target=target.name)
         return count
 
-    @staticmethod
-    def _transport_error(exc: httpx.HTTPError, target: TargetInfo) -> UpstreamError:
-        if isinstance(exc, httpx.TimeoutException):
+    def _transport_error(self, exc: BaseException, target: TargetInfo) -> UpstreamError:
+        if is_pool_timeout(exc):
+            return UpstreamTimeoutError(
+                f"{target.name}: connection pool exhausted: all {self.max_connections} connections to "
+                f"llm_clients.{self.name} are busy (raise its max_connections or lower the load)",
+                target=target.name,
+            )
+        if is_timeout(exc):
             kind = type(exc).__name__
             return UpstreamTimeoutError(f"{target.name}: upstream timed out ({kind})", target=target.name)
         return UpstreamConnectionError(f"{target.name}: {type(exc).__name__}: {exc}", target=target.name)
@@ -452,27 +566,7 @@ class HttpBackend:
         """Closes pooled connections."""
         for task in list(self._drains):
             task.cancel()
-        await self._client.aclose()
-
-
-def _left(deadline: float | None) -> float | None:
-    """Seconds until ``deadline`` (a ``time.monotonic()`` value), for ``asyncio.timeout``."""
-    return None if deadline is None else deadline - time.monotonic()
-
-
-async def _drain(resp: httpx.Response, chunks: AsyncIterator[bytes]) -> None:
-    """Reads what is left of a finished stream's response (normally just the end of the chunked
-    body), briefly and boundedly, then closes it; a complete response leaves its connection
-    pooled, anything else closes it."""
-    try:
-        async with asyncio.timeout(_DRAIN_S):
-            left = _DRAIN_BYTES
-            async for chunk in chunks:
-                left -= len(chunk)
-                if left < 0:
-                    break
-    except (TimeoutError, httpx.HTTPError):
-        pass
-    finally:
-        with contextlib.suppress(httpx.HTTPError):
-            await resp.aclose()
+        if self._pool is not None:
+            await self._pool.aclose()
+        if self._http is not None:
+            await self._http.aclose()

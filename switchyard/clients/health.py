@@ -22,9 +22,10 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-import httpx
+if TYPE_CHECKING:
+    import httpx
 
 ProbeState = Literal["up", "down", "auth_error", "not_probed"]
 
@@ -71,6 +72,8 @@ async def probe_urls(
     Returns:
         The probe, and whether the first URL was missing (so the caller can skip it next time).
     """
+    import httpx  # loaded with the first probe, not at start-up
+
     missing_first = False
     started = time.perf_counter()
     probe = Probe("not_probed")

@@ -7,10 +7,12 @@ any event loop serves traffic, and is bounded by a short timeout.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import httpx
 import orjson
+
+if TYPE_CHECKING:
+    import httpx
 
 
 class ModelListError(Exception):
@@ -37,6 +39,8 @@ def fetch_models(
     Raises:
         ModelListError: Unreachable, an HTTP error status, or not a model list.
     """
+    import httpx  # only when a router asks for the list, not at start-up
+
     url = base_url.rstrip("/") + "/models"
     sent = {"accept": "application/json", **dict(headers or {})}
     if api_key:

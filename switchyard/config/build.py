@@ -13,6 +13,7 @@ from typing import Any
 from switchyard.clients.retry import RetryPolicy
 from switchyard.config.load import ConfigError, ConfigIssue, LoadedConfig
 from switchyard.config.schema import LlmClientConfig
+from switchyard.engine.accounting import Pricing, RouteTiers
 from switchyard.engine.core import Engine, Route, Target
 from switchyard.engine.fallback import Reliability
 from switchyard.engine.health import BreakerPolicy, Health, HealthCheckPolicy
@@ -21,7 +22,8 @@ from switchyard.protocol.call import ModelBackend
 from switchyard.protocol.features import FeatureError, FeatureExtractor
 from switchyard.protocol.session import StateStore
 from switchyard.protocol.targets import TargetInfo
-from switchyard.routers.base import BuildContext
+from switchyard.routers.base import BuildContext, Router
+from switchyard.routers.subagent import build_router
 from switchyard.wire import available_formats
 
 BackendFactory = Callable[[str, LlmClientConfig, "str | None"], ModelBackend]
@@ -97,6 +99,7 @@ def target_infos(loaded: LoadedConfig) -> dict[str, TargetInfo]:
             price=t.price,
             extra_body=t.extra_body,
             context_window=t.context_window or loaded.served_context_windows.get(name),
+            max_output_tokens=t.max_output_tokens,
         )
         for name, t in cfg.targets.items()
     }
@@ -109,30 +112,100 @@ def _feature_factory(config: Any, config_dir: str | None) -> FeatureExtractor:
 
 
 def build_routes(loaded: LoadedConfig, infos: Mapping[str, TargetInfo]) -> dict[str, Route]:
-    """Builds every route's router."""
+    """Builds every route's router (each once, also when a cascade stage names it)."""
+    built: dict[str, Router] = {}
+
+    def router_of(name: str) -> Router:
+        if name not in built:
+            spec = loaded.routes[name]
+            ctx = BuildContext(
+                route=name,
+                targets=infos,
+                config_dir=str(loaded.base_dir),
+                features=_feature_factory,
+                router_of=router_of,
+            )
+            try:
+                built[name] = build_router(spec, ctx)
+            except (ValueError, OSError, FeatureError) as exc:
+                raise ConfigError([ConfigIssue(f"routes.{name}", str(exc))], loaded.source) from exc
+        return built[name]
+
     routes: dict[str, Route] = {}
     for name, spec in loaded.routes.items():
-        try:
-            router = spec.build(
-                BuildContext(route=name, targets=infos, config_dir=str(loaded.base_dir), features=_feature_factory)
-            )
-        except (ValueError, OSError, FeatureError) as exc:
-            raise ConfigError([ConfigIssue(f"routes.{name}", str(exc))], loaded.source) from exc
-        own = tuple(dict.fromkeys(t for _, t in spec.target_refs()))
         routes[name] = Route(
             name=name,
             kind=spec.type,
-            router=router,
-            targets=own,
+            router=router_of(name),
+            targets=tuple(spec.routable_targets()),
             fallbacks=tuple(spec.fallbacks),
             aliases=tuple(spec.aliases),
             description=spec.description,
             context_window=spec.context_window,
-            stateful=spec.keeps_state(),
+            stateful=spec.keeps_state() or any(s.keeps_state() for s in [spec.subagent_spec()] if s is not None),
             hash_session_fallback=spec.hashes_first_message(),
             fallback_on_auth_error=spec.fallback_on_auth_error,
+            reply_model=spec.reply_model,
         )
     return routes
+
+
+def build_pricing(loaded: LoadedConfig) -> Pricing:
+    """The record enricher for USD accounting (tiers, feature cost, always-capable baseline)."""
+    cfg = loaded.config
+    tiers: dict[str, RouteTiers] = {}
+    for name, spec in loaded.routes.items():
+        found = spec.tiers()
+        capable: str | None
+        efficient: str | None
+        if found is not None:
+            capable, efficient = found["capable"], found["efficient"]
+        else:  # routes that name their tiers ``capable``/``efficient`` (stage_router) but declare none
+            capable, efficient = (
+                _target_field(spec, "capable", cfg.targets),
+                _target_field(spec, "efficient", cfg.targets),
+            )
+        tiers[name] = RouteTiers(capable=cfg.accounting.baseline.get(name, capable), efficient=efficient)
+    price = cfg.accounting.feature_extraction
+    return Pricing(
+        tiers=tiers,
+        prices={name: t.price for name, t in cfg.targets.items()},
+        feature_usd_per_call=price.usd_per_call,
+        feature_usd_per_second=price.usd_per_second,
+    )
+
+
+def build_span_sink(loaded: LoadedConfig) -> DecisionSink | None:
+    """The OpenTelemetry span sink when ``telemetry.otel`` is on (``None`` otherwise).
+
+    Raises:
+        ConfigError: ``telemetry.otel`` is on but opentelemetry-api is not installed.
+    """
+    cfg = loaded.config
+    if not cfg.telemetry.otel:
+        return None
+    from urllib.parse import urlsplit
+
+    from switchyard.engine.telemetry import SpanSink, TargetMeta, provider_name
+
+    meta: dict[str, TargetMeta] = {}
+    for name, target in cfg.targets.items():
+        client = cfg.llm_clients.get(target.client)
+        fmt = client.format if client is not None else "unknown"
+        host = urlsplit(client.base_url).hostname if client is not None and client.base_url else None
+        meta[name] = TargetMeta(model=target.model, provider=provider_name(fmt), address=host)
+    try:
+        return SpanSink(meta)
+    except ImportError as exc:
+        raise ConfigError(
+            [ConfigIssue("telemetry.otel", "needs OpenTelemetry: pip install 'switchyard-router[otel]'")],
+            loaded.source,
+        ) from exc
+
+
+def _target_field(spec: object, field: str, targets: Mapping[str, object]) -> str | None:
+    value = getattr(spec, field, None)
+    return value if isinstance(value, str) and value in targets else None
 
 
 def build_store(loaded: LoadedConfig) -> StateStore:
@@ -142,9 +215,25 @@ def build_store(loaded: LoadedConfig) -> StateStore:
         from switchyard.state.memory import MemoryStore
 
         return MemoryStore(max_entries=state.max_entries, default_ttl_s=state.ttl_s)
-    raise ConfigError(
-        [ConfigIssue("state.backend", "the 'redis' backend is not available in this version")], loaded.source
-    )
+    try:
+        from switchyard.state.redis_store import RedisStore
+
+        assert state.url is not None  # the schema requires it for this backend
+        return RedisStore(
+            state.url,
+            prefix=state.prefix,
+            default_ttl_s=state.ttl_s,
+            timeout_s=state.timeout_s,
+            retry_interval_s=state.retry_interval_s,
+            max_entries=state.max_entries,
+        )
+    except ImportError as exc:
+        raise ConfigError(
+            [ConfigIssue("state.backend", "backend 'redis' needs redis-py: pip install 'switchyard-router[redis]'")],
+            loaded.source,
+        ) from exc
+    except ValueError as exc:  # redis-py rejects a malformed URL
+        raise ConfigError([ConfigIssue("state.url", str(exc))], loaded.source) from exc
 
 
 def build_engine(
@@ -214,15 +303,18 @@ def build_engine(
         if info.client in backends
     }
     built = dict(routes) if routes is not None else build_routes(loaded, infos)
-    return Engine(
+    engine = Engine(
         built,
         targets,
         store=store if store is not None else build_store(loaded),
-        sinks=[log_sink, *sinks],
+        sinks=[build_pricing(loaded), log_sink, *sinks],
         default_route=cfg.default_route,
         hash_session_fallback=cfg.session.hash_first_message,
         health=health,
     )
+    engine.reply_model = cfg.reply_model
+    engine.derive_session = cfg.session.derive
+    return engine
 
 
 def decision_log_sink(loaded: LoadedConfig, override: str | None = None) -> JsonlSink | None:

@@ -20,7 +20,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from switchyard.config.presets import apply_presets
+from switchyard.config import nested
 from switchyard.config.schema import SwitchyardConfig
 from switchyard.routers.base import RouterSpec
 from switchyard.routers.registry import router_types, spec_for
@@ -282,6 +282,7 @@ def load_config(source: str | Path | Mapping[str, Any], *, env: Mapping[str, str
             spec = _route_spec(str(route_name), block, issues, lines)
             if spec is not None:
                 routes[str(route_name)] = spec
+        _compose(routes, {str(n) for n in raw_routes}, issues, lines)
     _cross_check(data, config, routes, issues, warnings, lines, env)
     if issues or config is None:
         raise ConfigError(issues, name)
@@ -290,6 +291,11 @@ def load_config(source: str | Path | Mapping[str, Any], *, env: Mapping[str, str
 
 def _presets(data: dict[str, Any], issues: list[ConfigIssue], warnings: list[ConfigIssue], lines: _Lines) -> set[str]:
     """Expands target presets in place; returns the targets whose preset could not be resolved."""
+    targets = data.get("targets")
+    if not isinstance(targets, dict) or not any(isinstance(t, dict) and "preset" in t for t in targets.values()):
+        return set()  # nothing to expand: the preset tables (and vLLM profiles) stay unloaded
+    from switchyard.config.presets import apply_presets
+
     found, failed = apply_presets(data)
     for item in found:
         issue = ConfigIssue(format_path(item.path), item.message, lines.line(item.path), item.severity)
@@ -301,8 +307,28 @@ def _under_target(path: str, targets: set[str]) -> bool:
     return any(path.startswith(f"targets.{t}.") for t in targets)
 
 
+def _compose(routes: dict[str, RouterSpec], raw_names: set[str], issues: list[ConfigIssue], lines: _Lines) -> None:
+    """Validates inline router specs (cascade stages, ``subagents``) and resolves the routes
+    stages name; a route left incomplete is dropped (its problems are reported)."""
+
+    def report(path: PathT, message: str) -> None:
+        issues.append(ConfigIssue(format_path(path), message, lines.line(path)))
+
+    def validate(path: PathT, block: Any) -> RouterSpec | None:
+        return _spec_at(path, block, issues, lines)
+
+    incomplete = {n for n, spec in routes.items() if not nested.attach_inline(spec, ("routes", n), validate, report)}
+    # References are resolved (and cycles found) among incomplete routes too, so one run
+    # reports every problem; then the routes that cannot be used are left out.
+    for name in incomplete | nested.resolve_routes(routes, raw_names, report):
+        routes.pop(name, None)
+
+
 def _route_spec(name: str, block: Any, issues: list[ConfigIssue], lines: _Lines) -> RouterSpec | None:
-    prefix: PathT = ("routes", name)
+    return _spec_at(("routes", name), block, issues, lines)
+
+
+def _spec_at(prefix: PathT, block: Any, issues: list[ConfigIssue], lines: _Lines) -> RouterSpec | None:
     if not isinstance(block, dict):
         issues.append(ConfigIssue(format_path(prefix), "a route must be a mapping with a 'type'", lines.line(prefix)))
         return None
@@ -360,7 +386,7 @@ def _cross_check(
             issues.append(ConfigIssue(format_path(path), _unknown("client", client, clients), lines.line(path)))
     for rname, spec in routes.items():
         refs = [
-            *spec.target_refs(),
+            *spec.checked_target_refs(),
             *spec.auxiliary_refs(),
             *((f"fallbacks[{i}]", t) for i, t in enumerate(spec.fallbacks)),
         ]
@@ -389,6 +415,16 @@ def _cross_check(
         )
     if config.state.backend == "redis" and not config.state.url:
         issues.append(ConfigIssue("state.url", "required when state.backend is 'redis'", lines.line(("state",))))
+    elif config.state.backend == "redis" and not str(config.state.url).startswith(("redis://", "rediss://", "unix://")):
+        issues.append(
+            ConfigIssue("state.url", "must start with redis://, rediss:// or unix://", lines.line(("state", "url")))
+        )
+    for route, target in config.accounting.baseline.items():
+        path = ("accounting", "baseline", route)
+        if route not in config.routes:
+            issues.append(ConfigIssue(format_path(path), _unknown("route", route, config.routes), lines.line(path)))
+        elif target not in config.targets:
+            issues.append(ConfigIssue(format_path(path), _unknown("target", target, config.targets), lines.line(path)))
     if not config.routes:
         warnings.append(ConfigIssue("routes", "no routes are configured; every request will get 404", None, "warning"))
 

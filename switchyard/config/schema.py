@@ -23,6 +23,7 @@ from pydantic import (
     model_validator,
 )
 
+from switchyard.config.server import ServerConfig
 from switchyard.protocol.targets import Price
 
 ClientFormat = Literal["openai_chat", "anthropic_messages", "openai_responses", "litellm"]
@@ -236,6 +237,8 @@ class TargetConfig(_Strict):
             :mod:`switchyard.config.presets`; keys set here win).
         probe_context_window: Read the served context window from ``GET /v1/models`` when the
             router starts (never during ``switchyard validate``); a failure is a logged warning.
+        max_output_tokens: Most tokens the model may generate in one answer; a request asking
+            for more is clamped to it (with a diagnostic) instead of being rejected upstream.
     """
 
     client: str
@@ -245,6 +248,7 @@ class TargetConfig(_Strict):
     context_window: PositiveInt | None = None
     preset: str | None = None
     probe_context_window: bool = False
+    max_output_tokens: PositiveInt | None = None
 
 
 class StateConfig(_Strict):
@@ -254,13 +258,57 @@ class StateConfig(_Strict):
         backend: ``memory`` (one process) or ``redis`` (shared by replicas).
         url: Redis URL for the ``redis`` backend.
         ttl_s: Idle lifetime of a session's state.
-        max_entries: Bound on sessions kept by the ``memory`` backend.
+        max_entries: Bound on sessions kept by the ``memory`` backend (and by the ``redis``
+            backend's per-process copy used while Redis is unreachable).
+        prefix: Namespace of every Redis key (``<prefix><route>:<session>:<slot>``).
+        timeout_s: Longest wait for one Redis operation before the request goes on with this
+            process's own copy of the state (degraded mode, see docs/deployment.md).
+        retry_interval_s: While degraded, how often Redis is pinged to resume.
     """
 
     backend: Literal["memory", "redis"] = "memory"
     url: str | None = None
     ttl_s: PositiveFloat = 3600.0
     max_entries: PositiveInt = 100_000
+    prefix: str = "switchyard:"
+    timeout_s: PositiveFloat = 0.25
+    retry_interval_s: PositiveFloat = 2.0
+
+
+class FeaturePriceConfig(_Strict):
+    """What a learned router's feature extraction (probe, kNN) costs.
+
+    Attributes:
+        usd_per_call: Per extraction (an embeddings API's price for one request …).
+        usd_per_second: Per second of extraction time (the feature server's hourly cost / 3600).
+    """
+
+    usd_per_call: NonNegativeFloat = 0.0
+    usd_per_second: NonNegativeFloat = 0.0
+
+
+class AccountingConfig(_Strict):
+    """Live USD accounting (``/v1/stats``, metrics, ``switchyard stats``).
+
+    Attributes:
+        feature_extraction: Price of feature extraction (judge calls are priced by their target).
+        baseline: Per route, the target whose price is the "always this model" baseline for
+            savings; routes with two tiers default to their capable target.
+    """
+
+    feature_extraction: FeaturePriceConfig = Field(default_factory=FeaturePriceConfig)
+    baseline: dict[str, str] = Field(default_factory=dict)
+
+
+class TelemetryConfig(_Strict):
+    """Tracing.
+
+    Attributes:
+        otel: Emit OpenTelemetry spans (GenAI semantic conventions) for every request to the
+            global tracer provider; needs the ``otel`` extra. See docs/deployment.md.
+    """
+
+    otel: bool = False
 
 
 class SessionConfig(_Strict):
@@ -269,9 +317,13 @@ class SessionConfig(_Strict):
     Attributes:
         hash_first_message: Derive a session id from the first user message when the caller
             sent none.
+        derive: When the caller sent no session identity (and ``hash_first_message`` is off),
+            key the session by a hash of the conversation's opening (leading system text and
+            first user message); the decision record says ``session_source: derived``.
     """
 
     hash_first_message: bool = False
+    derive: bool = True
 
 
 class SwitchyardConfig(_Strict):
@@ -284,4 +336,10 @@ class SwitchyardConfig(_Strict):
     default_route: str | None = None
     state: StateConfig = Field(default_factory=StateConfig)
     session: SessionConfig = Field(default_factory=SessionConfig)
+    accounting: AccountingConfig = Field(default_factory=AccountingConfig)
+    telemetry: TelemetryConfig = Field(default_factory=TelemetryConfig)
     decision_log: str | None = None
+    # What a reply's ``model`` says: the requested id (default) or the upstream's (see
+    # switchyard.engine.reply_model; a route's own ``reply_model`` wins).
+    reply_model: Literal["requested", "upstream"] = "requested"
+    server: ServerConfig = Field(default_factory=ServerConfig)

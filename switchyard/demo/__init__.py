@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from switchyard.demo.agent import STAGE_TASKS, TASKS, TOOLS, Repo, judge_model, models, parse_args
+from switchyard.demo.agent import STAGE_TASKS, TASKS, TOOLS, Repo, advisor_model, judge_model, models, parse_args
 from switchyard.engine.records import DecisionRecord
 from switchyard.protocol.response import Usage
 
@@ -39,6 +39,10 @@ targets:
     client: lightning-sim
     model: judge-sim
     price: {{input_per_mtok: 0.10, output_per_mtok: 0.40}}
+  advisor:
+    client: frontier-sim
+    model: advisor-sim
+    price: {{input_per_mtok: 15.0, output_per_mtok: 75.0}}
 routes:
   mix:
     type: random
@@ -75,6 +79,24 @@ routes:
       escalation_note: "[router] A cheaper model was stuck on this; re-check the state first."
       deescalation_note: "[router] The tests pass again; carry on with routine work."
     description: the agent's own tool activity picks the tier, no extra model call
+  cascade:
+    type: cascade
+    stages:
+      - {{type: stage_router, capable: frontier, efficient: efficient, confidence_threshold: 0.5,
+         tool_semantics: {{edit_file: edit}}}}
+      - {{type: llm_classifier, mode: capability, classifier_target: judge, strong_target: frontier,
+         weak_target: efficient, base_threshold: 0.6, classify_trigger: user_turn}}
+    default: frontier
+    description: tool signals first; when they are not decisive a judge forecasts; else frontier
+  advisor:
+    type: advisor
+    executor_target: efficient
+    advisor_target: advisor
+    gate_trigger: no_tool_call
+    gate_min_tool_results: 1
+    max_reviews: 3
+    redo_feedback_prefix: "[router] A reviewer sent your last turn back: "
+    description: the efficient model does every turn; the frontier model reviews each claimed finish
 """
 
 
@@ -116,6 +138,29 @@ SCENARIOS: list[Scenario] = [
             "sources: fall_open = no decisive signal, the picker's default (efficient); override = the same\n"
             "traceback twice in the last three results; hold = hold_turns keeps the frontier model after\n"
             "the switch; tests_passed = tests pass after code changes with no error in the window."
+        ),
+    ),
+    Scenario(
+        "Cascade: stage router, then a judge when the signals are not decisive, frontier by default (drop-in)",
+        "cascade",
+        "drop-in",
+        tasks=list(STAGE_TASKS),
+        parser=True,
+        legend=(
+            "sources: cascade:N/TYPE = stage N decided (the earlier stages abstained); the stage router\n"
+            "abstains without a decisive signal, the judge then forecasts at each user turn and its\n"
+            "choice holds for the turn's tool calls (affinity); cascade:default = every stage abstained."
+        ),
+    ),
+    Scenario(
+        "Advisor gate: the efficient model works, the frontier model reviews each finish (proxy, SSE)",
+        "advisor",
+        "proxy",
+        legend=(
+            "sources: advisor:no_trigger = a tool-calling turn, served as is; advisor:approve = reviewed\n"
+            "and replayed unchanged; advisor:redo = sent back with a plan (here: run the tests after the\n"
+            "edit) and answered again by the efficient model. 'judge' counts the advisor's review and the\n"
+            "discarded turn; their cost is in the turn's cost."
         ),
     ),
 ]
@@ -188,7 +233,7 @@ def run_session(
 
 def _table(records: list[DecisionRecord], frontier_cost: Callable[[Usage], float]) -> tuple[float, float]:
     header = (
-        f"{'turn':>4}  {'route':<10} {'target':<10} {'model':<24} {'source':<16} {'tokens in/out':>14} "
+        f"{'turn':>4}  {'route':<10} {'target':<10} {'model':<24} {'source':<24} {'tokens in/out':>14} "
         f"{'judge':>5} {'cost USD':>11}"
     )
     print(header)
@@ -201,7 +246,7 @@ def _table(records: list[DecisionRecord], frontier_cost: Callable[[Usage], float
         tokens = f"{rec.input_tokens}/{rec.output_tokens}"
         print(
             f"{i:>4}  {rec.route:<10} {rec.selected or '-':<10} {(rec.selected_model or '-')[:24]:<24} "
-            f"{rec.source:<16} {tokens:>14} {rec.router_cost.calls:>5} {rec.total_cost_usd:>11.6f}"
+            f"{rec.source:<24} {tokens:>14} {rec.router_cost.calls:>5} {rec.total_cost_usd:>11.6f}"
         )
     return total, baseline
 
@@ -216,7 +261,10 @@ def main(*, show_config: bool = False, use_proxy: bool = True) -> int:
         print(CONFIG_TEMPLATE.format(efficient_port="<port>", frontier_port="<port>"))
         return 0
     efficient_model, frontier_model = models()
-    servers = [serve_fake(FakeUpstream([efficient_model, judge_model()])), serve_fake(FakeUpstream([frontier_model]))]
+    servers = [
+        serve_fake(FakeUpstream([efficient_model, judge_model()])),
+        serve_fake(FakeUpstream([frontier_model, advisor_model()])),
+    ]
     try:
         import yaml
 

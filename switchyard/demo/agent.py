@@ -127,6 +127,12 @@ def agent_brain(body: dict[str, Any], model: FakeModel) -> Turn:
     """A deterministic coding agent: enough judgement to finish both demo tasks."""
     verbose = "frontier" in model.name
     names, output, task = _history(body)
+    last = (body.get("messages") or [{}])[-1]
+    if last.get("role") == "user" and str(last.get("content") or "").startswith("[router] A reviewer"):
+        # The advisor sent the turn back with a plan; this agent's only plan is to run the tests.
+        return Turn(
+            text="" if not verbose else "Running the suite as the reviewer asked.", tool_calls=[("run_tests", {})]
+        )
     if "parse_pair" in task:
         return _parser_brain(names, output, verbose)
 
@@ -263,6 +269,23 @@ def judge_brain(body: dict[str, Any], model: FakeModel) -> Turn:
         red = _suite_is_red(view)
         verdict = {"reason": "the suite is red" if red else "progressing", "escalate": red}
     return Turn(text=orjson.dumps(verdict).decode())
+
+
+def advisor_brain(body: dict[str, Any], model: FakeModel) -> Turn:
+    """The demo's simulated advisor: REDO when code was edited after the last passing test run
+    (a claimed finish nobody verified), else APPROVE."""
+    view = last_user_text(body)
+    work = view.split("=== The executor's latest turn")[0]
+    edited = work.rfind("tool_call edit_file")
+    passed = work.rfind(" passed")
+    if edited > passed:
+        return Turn(text="REDO: the code changed after the last test run. Run the test suite and report the result.")
+    return Turn(text="APPROVE")
+
+
+def advisor_model() -> FakeModel:
+    """The simulated advisor, served next to the frontier model (it is the frontier model's job)."""
+    return FakeModel("advisor-sim", brain=advisor_brain, first_byte_s=0.05)
 
 
 def judge_model() -> FakeModel:

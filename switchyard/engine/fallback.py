@@ -29,13 +29,15 @@ import math
 import random
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Generic, Protocol, TypeVar, runtime_checkable
+from dataclasses import dataclass, replace
+from typing import Generic, Protocol, TypeVar, runtime_checkable
 
 from switchyard.clients.errors import overflow_limit
-from switchyard.clients.retry import ErrorClass, RetryPolicy, Rule, judge
-from switchyard.engine.health import BreakerPolicy, Health, HealthCheckPolicy
+from switchyard.clients.retry import ErrorClass, Rule, judge
+from switchyard.engine.health import Health
 from switchyard.engine.records import Attempt, Skipped
+from switchyard.engine.target import Reliability as Reliability
+from switchyard.engine.target import Target
 from switchyard.engine.timeouts import Budget
 from switchyard.engine.windows import PromptSize
 from switchyard.protocol.call import CallOptions
@@ -47,9 +49,6 @@ from switchyard.protocol.errors import (
 )
 from switchyard.protocol.targets import TargetInfo
 
-if TYPE_CHECKING:
-    from switchyard.engine.core import Target
-
 logger = logging.getLogger("switchyard.engine")
 
 T = TypeVar("T")
@@ -58,29 +57,6 @@ WINDOW_LOOKUP_TIMEOUT_S = 2.0
 """Longest time a ``GET /models`` context-window lookup may take."""
 WINDOW_MEMORY_S = 600.0
 """How long a learned (or not found) context window is remembered."""
-
-
-@dataclass(slots=True)
-class Reliability:
-    """Per-target reliability settings, from the target's ``llm_clients`` entry.
-
-    Attributes:
-        retry: Retries of the target.
-        breaker: Its circuit breaker.
-        discover_context_window: Ask the upstream's ``GET /models`` for ``max_model_len`` when
-            the target has no ``context_window`` and a context-overflow fallback needs it.
-        health_check: How the upstream's health endpoint is probed.
-        markup_leak: What an answer with reasoning/tool-call markup in its text does: ``off``
-            (not checked), ``flag`` (passed on; the target is flagged and counted) or
-            ``fallback`` (also a failure: the next candidate is tried while nothing has reached
-            the caller, and it counts towards the circuit breaker).
-    """
-
-    retry: RetryPolicy = field(default_factory=RetryPolicy)
-    breaker: BreakerPolicy = field(default_factory=BreakerPolicy)
-    discover_context_window: bool = True
-    health_check: HealthCheckPolicy = field(default_factory=HealthCheckPolicy)
-    markup_leak: str = "off"
 
 
 @runtime_checkable
@@ -320,13 +296,11 @@ class Fallback:
         if self._unfit and len(self._unfit) == len(self.skipped):
             return self._too_long()
         waits = [s.retry_in_s for s in self.skipped if s.retry_in_s is not None]
-        names = ", ".join(s.target for s in self.skipped) or "(none)"
         headers = {"retry-after": str(max(1, math.ceil(min(waits))))} if waits else {}
-        return NoCandidateError(
-            f"no target could be tried: {names} skipped "
-            "(backend unhealthy, circuit breaker open or context window too small)",
-            headers=headers,
-        )
+        reasons = "; ".join(skip_reason(s) for s in self.skipped) or "no candidates"
+        # Only the reasons that happened: agents classify errors by their words (Hermes Agent
+        # reads "context window" as an overflow and compresses instead of waiting).
+        return NoCandidateError(f"no target could be tried: {reasons}", headers=headers)
 
     # -- context windows --------------------------------------------------------------------
 
@@ -416,3 +390,17 @@ _DEADLINE_RULE = Rule(ErrorClass.TIMEOUT, "request deadline passed", False, "nev
 
 def _ms(started: float) -> float:
     return round((time.perf_counter() - started) * 1000, 3)
+
+
+def skip_reason(skip: Skipped) -> str:
+    """Why one candidate was not tried, in words that name only that cause."""
+    wait = f"; retry in {max(1, math.ceil(skip.retry_in_s))}s" if skip.retry_in_s is not None else ""
+    if skip.reason == "circuit_open":
+        return f"{skip.target}: circuit breaker open after repeated upstream failures{wait}"
+    if skip.reason == "unhealthy":
+        return f"{skip.target}: backend unhealthy (its health check failed){wait}"
+    if skip.reason == "context_window":
+        size = f" of {skip.window} tokens" if skip.window else ""
+        prompt = f" (prompt ~{skip.prompt_tokens} tokens)" if skip.prompt_tokens else ""
+        return f"{skip.target}: prompt does not fit its context window{size}{prompt}"
+    return f"{skip.target}: {skip.reason}"

@@ -31,7 +31,7 @@ from switchyard.protocol.stream import StreamEvent, TextDelta
 from switchyard.protocol.targets import TargetInfo
 
 if TYPE_CHECKING:
-    from switchyard.engine.core import Target
+    from switchyard.engine.target import Target
 
 logger = logging.getLogger("switchyard.health")
 

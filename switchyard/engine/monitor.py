@@ -37,7 +37,7 @@ from switchyard.clients.health import Probe
 from switchyard.engine.health import Health, HealthCheckPolicy
 
 if TYPE_CHECKING:
-    from switchyard.engine.core import Target
+    from switchyard.engine.target import Target
 
 logger = logging.getLogger("switchyard.health")
 

@@ -84,6 +84,11 @@ class DecisionRecord:
     """Everything worth knowing about how one request was routed and served.
 
     Written once per request when the answer is complete (for streams: when the stream ends).
+
+    ``feature_cost_usd`` (feature extraction of learned routers), ``baseline_cost_usd`` (what the
+    route's capable target would have charged for the same tokens: the always-capable baseline)
+    and ``tier`` (``capable``, ``efficient`` or ``None``) are filled in by
+    :class:`~switchyard.engine.accounting.Pricing` before any sink sees the record.
     """
 
     request_id: str
@@ -93,6 +98,7 @@ class DecisionRecord:
     stream: bool = False
     ts: float = field(default_factory=time.time)
     session_id: str | None = None
+    session_source: str | None = None
     agent_id: str | None = None
     turn_index: int = 0
     source: str = ""
@@ -112,11 +118,17 @@ class DecisionRecord:
     reasoning_tokens: int = 0
     cost_usd: float = 0.0
     router_cost: RouterCost = field(default_factory=RouterCost)
+    router_attempts: list[Attempt] = field(default_factory=list)
+    feature_cost_usd: float = 0.0
+    baseline_cost_usd: float | None = None
+    tier: str | None = None
     overhead_ms: float = 0.0
     duration_ms: float = 0.0
     status: int = 200
     error: str | None = None
     details: dict[str, Any] = field(default_factory=dict)
+    path: str | None = None
+    """The HTTP path the request came in on (``/v1/messages``…); ``None`` for library calls."""
 
     def set_usage(self, usage: Usage) -> None:
         """Copies token counts from ``usage``."""
@@ -128,8 +140,8 @@ class DecisionRecord:
 
     @property
     def total_cost_usd(self) -> float:
-        """Answer cost plus routing cost."""
-        return self.cost_usd + self.router_cost.cost_usd
+        """Answer cost plus routing cost (the router's model calls and its feature extraction)."""
+        return self.cost_usd + self.router_cost.cost_usd + self.feature_cost_usd
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict."""

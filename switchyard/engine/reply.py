@@ -5,8 +5,14 @@ Layer: ``engine``.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
+
+from switchyard.protocol.errors import ErrorInfo
+
+SHUTDOWN_CANCEL = "server_shutting_down"
+"""The message a server cancels a request's work with when its shutdown drain time is over
+(the engine then records 503 ``details.interrupted`` instead of a caller's 499)."""
 
 
 @dataclass(slots=True)
@@ -22,6 +28,10 @@ class Reply:
             ``keepalive_s`` (an Anthropic ``ping`` event, an SSE comment otherwise), so idle
             connections are not cut while the model thinks; in-process callers ignore them.
         keepalive_s: Silence before a keep-alive (``None``: never).
+        abort: For streams, ends the answer early on the server's behalf (a shutdown past its
+            drain time): marks the decision record and returns the closing error event, in the
+            caller's format, to write before the end of the body. Call it before closing
+            ``stream``.
     """
 
     status: int
@@ -30,6 +40,7 @@ class Reply:
     stream: AsyncIterator[bytes] | None = None
     keepalive: bytes | None = None
     keepalive_s: float | None = None
+    abort: Callable[[ErrorInfo], bytes] | None = None
 
     @property
     def is_stream(self) -> bool:

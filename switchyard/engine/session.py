@@ -14,10 +14,37 @@ import orjson
 from switchyard.protocol.request import ChatRequest
 from switchyard.protocol.session import SessionInfo
 
-SESSION_HEADERS = ("x-switchyard-session-id", "x-claude-code-session-id", "x-session-id")
-AGENT_HEADERS = ("x-switchyard-agent-id", "x-claude-code-agent-id")
-PARENT_HEADERS = ("x-switchyard-parent-agent-id", "x-claude-code-parent-agent-id")
+SESSION_HEADERS = (
+    "x-switchyard-session-id",
+    "x-claude-code-session-id",
+    "x-nemo-relay-session-id",
+    "x-session-id",
+)
+AGENT_HEADERS = (
+    "x-switchyard-agent-id",
+    "x-claude-code-agent-id",
+    "x-nemo-relay-subagent-id",
+    "x-dynamo-session-id",
+)
+PARENT_HEADERS = (
+    "x-switchyard-parent-agent-id",
+    "x-claude-code-parent-agent-id",
+    "x-dynamo-parent-session-id",
+    "x-codex-parent-thread-id",
+)
+KIND_HEADERS = ("x-switchyard-agent-kind",)
+SUBAGENT_HEADER = "x-switchyard-is-subagent"
 _CODEX_META = "x-codex-turn-metadata"
+_OPENAI_SUBAGENT = "x-openai-subagent"
+_SUBAGENT_ID_HEADERS = ("x-claude-code-agent-id", "x-nemo-relay-subagent-id")
+"""Agent ids these harnesses send only from a sub-agent (Claude Code's main thread sends none)."""
+
+MAINTENANCE_KINDS = frozenset(("compact", "memory_consolidation", "memgen", "title", "summary"))
+"""Agent kinds that are harness housekeeping run as a child thread, not delegated work: they keep
+the parent's policy (Codex's ``compact`` and ``memory_consolidation``)."""
+
+_TRUE = frozenset(("1", "true", "yes", "on"))
+_FALSE = frozenset(("0", "false", "no", "off"))
 
 
 def _codex_meta(headers: Mapping[str, str]) -> dict[str, Any]:
@@ -47,18 +74,59 @@ def first_message_hash(request: ChatRequest) -> str | None:
     return "h:" + hashlib.blake2b(text.encode(), digest_size=12).hexdigest()
 
 
-def identify(headers: Mapping[str, str], request: ChatRequest, *, hash_fallback: bool = False) -> SessionInfo:
+def derived_session_key(request: ChatRequest) -> str | None:
+    """A session key derived from how the conversation began (``None`` when it has no text).
+
+    Hermes Agent, Qwen Code and plain SDK callers send no session identity. Every request of
+    one agent conversation repeats its opening: the leading system/developer text and the first
+    user message. Their hash is stable across the turns of that conversation and differs
+    between conversations that start differently; two conversations that open with exactly the
+    same system prompt and first message share a key (send ``x-switchyard-session-id`` to tell
+    them apart).
+    """
+    first = request.first_user_text()
+    if not first:
+        return None
+    digest = hashlib.blake2b(digest_size=12)
+    for msg in request.messages:
+        if msg.role not in ("system", "developer"):
+            break
+        _digest_text(digest, msg.text)
+    digest.update(b"\0")
+    _digest_text(digest, first)
+    return "d:" + digest.hexdigest()
+
+
+_HEAD_CHARS = 2048
+"""Characters of each opening text that are hashed (with its full length): agent system prompts
+run to tens of kilobytes, and hashing them whole costs tens of microseconds per request."""
+
+
+def _digest_text(digest: Any, text: str) -> None:
+    digest.update(f"{len(text)}:".encode())
+    digest.update(text[:_HEAD_CHARS].encode())
+    if len(text) > _HEAD_CHARS:
+        digest.update(text[-256:].encode())  # the tail too: where date/cwd lines often sit
+
+
+def identify(
+    headers: Mapping[str, str], request: ChatRequest, *, hash_fallback: bool = False, derive: bool = False
+) -> SessionInfo:
     """Resolves who is calling.
 
     Order: ``x-switchyard-session-id``, ``x-claude-code-session-id``, ``x-session-id``, Codex turn
     metadata (``session_id``), ``session-id``; then the body's ``metadata.session_id``,
     ``prompt_cache_key`` (OpenAI's per-conversation cache key, which Codex sends) and ``user``;
-    then, when ``hash_fallback`` is on, a hash of the first user message.
+    then, when ``hash_fallback`` is on, a hash of the first user message (source
+    ``first_message_hash``); else, when ``derive`` is on, :func:`derived_session_key` (source
+    ``derived``).
 
     Args:
         headers: Caller headers with lower-case names.
         request: The decoded request.
         hash_fallback: Whether to derive a session from the first user message.
+        derive: Whether to derive a session from the conversation's opening when nothing
+            else identifies it.
     """
     codex = _codex_meta(headers)
     session, source = _first(headers, SESSION_HEADERS)
@@ -76,11 +144,69 @@ def identify(headers: Mapping[str, str], request: ChatRequest, *, hash_fallback:
         session, source = request.user, "user"
     if session is None and hash_fallback:
         session, source = first_message_hash(request), "first_message_hash"
+    if session is None and derive:
+        session = derived_session_key(request)
+        source = "derived" if session is not None else None
     agent, _ = _first(headers, AGENT_HEADERS)
     if agent is None and isinstance(codex.get("thread_id"), str):
         agent = codex["thread_id"]
+    if agent is None:
+        agent, _ = _first(headers, ("thread-id",))
     parent, _ = _first(headers, PARENT_HEADERS)
     if parent is None and isinstance(codex.get("parent_thread_id"), str):
         parent = codex["parent_thread_id"]
+    kind = _agent_kind(headers, codex)
+    delegated, delegation = _delegation(headers, codex, parent, kind)
     turns = sum(1 for m in request.messages if m.role == "assistant")
-    return SessionInfo(session_id=session, agent_id=agent, parent_agent_id=parent, source=source, turn_index=turns)
+    return SessionInfo(
+        session_id=session,
+        agent_id=agent,
+        parent_agent_id=parent,
+        source=source,
+        turn_index=turns,
+        agent_kind=kind,
+        delegated=delegated,
+        delegation=delegation,
+    )
+
+
+def _agent_kind(headers: Mapping[str, str], codex: Mapping[str, Any]) -> str | None:
+    kind, _ = _first(headers, KIND_HEADERS)
+    if kind is None:
+        kind, _ = _first(headers, (_OPENAI_SUBAGENT,))
+    if kind is None and isinstance(codex.get("subagent_kind"), str) and codex["subagent_kind"]:
+        kind = codex["subagent_kind"]
+    return kind.lower() if kind else None
+
+
+def _delegation(
+    headers: Mapping[str, str], codex: Mapping[str, Any], parent: str | None, kind: str | None
+) -> tuple[bool, str | None]:
+    """Whether the call is a sub-agent's delegated work, and which signal said so.
+
+    In order: an explicit ``x-switchyard-is-subagent`` (true or false wins over everything);
+    housekeeping kinds (``MAINTENANCE_KINDS``) are never delegated; Claude Code's or NeMo
+    Relay's sub-agent id; Codex's ``x-openai-subagent`` header; Codex turn metadata with
+    ``thread_source: subagent`` and a parent thread; any other agent kind or parent-agent id.
+    """
+    explicit = (headers.get(SUBAGENT_HEADER) or "").strip().lower()
+    if explicit in _TRUE:
+        return True, SUBAGENT_HEADER
+    if explicit in _FALSE:
+        return False, SUBAGENT_HEADER
+    codex_kind = codex.get("subagent_kind")
+    kinds = {k for k in (kind, codex_kind.lower() if isinstance(codex_kind, str) else None) if k}
+    if kinds & MAINTENANCE_KINDS:
+        return False, "maintenance:" + sorted(kinds & MAINTENANCE_KINDS)[0]
+    for name in _SUBAGENT_ID_HEADERS:
+        if (headers.get(name) or "").strip():
+            return True, name
+    if (headers.get(_OPENAI_SUBAGENT) or "").strip():
+        return True, _OPENAI_SUBAGENT
+    if codex.get("thread_source") == "subagent" and parent:
+        return True, _CODEX_META + ".thread_source"
+    if kind is not None:
+        return True, KIND_HEADERS[0] if headers.get(KIND_HEADERS[0]) else _CODEX_META + ".subagent_kind"
+    if parent:
+        return True, "parent-agent-id"
+    return False, None

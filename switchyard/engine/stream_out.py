@@ -10,8 +10,11 @@ and when): they are about idle connections, which in-process callers do not have
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
+
+from switchyard.protocol.errors import ErrorInfo
+from switchyard.protocol.stream import StreamError
 
 
 async def encode_stream(encoder: Any, events: Any) -> AsyncIterator[bytes]:
@@ -27,3 +30,16 @@ async def encode_stream(encoder: Any, events: Any) -> AsyncIterator[bytes]:
             yield end
     finally:
         await events.aclose()
+
+
+def stream_aborter(encoder: Any, events: Any) -> Callable[[ErrorInfo], bytes]:
+    """``Reply.abort`` for a stream: marks ``events``' record as interrupted and encodes the
+    closing error event with the stream's own encoder (so a Responses stream's sequence numbers
+    and open items stay consistent)."""
+
+    def abort(error: ErrorInfo) -> bytes:
+        events.interrupt(error)
+        out: bytes = encoder.encode(StreamError(error=error))
+        return out
+
+    return abort

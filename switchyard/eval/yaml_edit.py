@@ -8,6 +8,7 @@ order, quoting and ``${ENV}`` references elsewhere stay exactly as written.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import yaml
@@ -38,6 +39,8 @@ def format_number(value: float) -> str:
 def set_route_key(text: str, route: str, key: str, value: float) -> str:
     """Returns ``text`` with ``routes.<route>.<key>`` set to ``value``.
 
+    ``key`` may be a path inside the route (``stages[1].threshold`` for a cascade stage).
+
     An existing scalar is replaced in place; a missing key is added to the route's block (block
     style: a new line with the block's indentation before its first key; flow style
     ``{...}``: appended before the closing brace).
@@ -59,8 +62,15 @@ def set_route_key(text: str, route: str, key: str, value: float) -> str:
     if entry is None:
         raise YamlEditError(f"routes.{route} is not in the file")
     block = entry[1]
+    where = f"routes.{route}"
+    *parents, last = _key_path(key)
+    assert isinstance(last, str)  # _key_path guarantees it
+    key = last
+    for part in parents:
+        block, where = _step(block, part, where)
     if not isinstance(block, yaml.MappingNode):
-        raise YamlEditError(f"routes.{route} is not a mapping")
+        raise YamlEditError(f"{where} is not a mapping")
+    route = where[len("routes.") :]
     number = format_number(value)
     current = _mapping_value(block, key)
     if current is not None:
@@ -83,9 +93,36 @@ def set_route_key(text: str, route: str, key: str, value: float) -> str:
     first = block.value[0][0]
     line_start = text.rfind("\n", 0, first.start_mark.index) + 1
     indent = text[line_start : first.start_mark.index]
-    if indent.strip():
+    if indent.strip().replace("-", "").strip():
         raise YamlEditError(f"routes.{route}: its first key does not start a line")
+    if indent.strip():
+        # A mapping that is a block sequence item ("- type: ..."): the new key takes the dash's
+        # line, the old first key moves to the next line at the mapping's indentation.
+        start = first.start_mark.index
+        return text[:line_start] + f"{indent}{key}: {number}\n" + " " * len(indent) + text[start:]
     return text[:line_start] + f"{indent}{key}: {number}\n" + text[line_start:]
+
+
+def _key_path(key: str) -> list[str | int]:
+    parts: list[str | int] = []
+    for piece in re.findall(r"[^.\[\]]+|\[\d+\]", key):
+        parts.append(int(piece[1:-1]) if piece.startswith("[") else piece)
+    if not parts or not isinstance(parts[-1], str):
+        raise YamlEditError(f"cannot set {key!r}: the last part must be a key")
+    return parts
+
+
+def _step(node: yaml.Node, part: str | int, where: str) -> tuple[yaml.Node, str]:
+    if isinstance(part, int):
+        if not isinstance(node, yaml.SequenceNode) or part >= len(node.value):
+            raise YamlEditError(f"{where}[{part}] is not in the file")
+        return node.value[part], f"{where}[{part}]"
+    if not isinstance(node, yaml.MappingNode):
+        raise YamlEditError(f"{where} is not a mapping")
+    found = _mapping_value(node, part)
+    if found is None:
+        raise YamlEditError(f"{where}.{part} is not in the file")
+    return found[1], f"{where}.{part}"
 
 
 def check_route_key(text: str, route: str, key: str, value: float) -> None:
@@ -94,6 +131,11 @@ def check_route_key(text: str, route: str, key: str, value: float) -> None:
         data: Any = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         raise YamlEditError(f"the edited file is not valid YAML: {exc}") from None
-    got = data.get("routes", {}).get(route, {}).get(key) if isinstance(data, dict) else None
+    got: Any = data.get("routes", {}).get(route, {}) if isinstance(data, dict) else None
+    for part in _key_path(key):
+        if isinstance(part, int):
+            got = got[part] if isinstance(got, list) and part < len(got) else None
+        else:
+            got = got.get(part) if isinstance(got, dict) else None
     if not isinstance(got, int | float) or abs(float(got) - value) > 1e-12 * max(1.0, abs(value)):
         raise YamlEditError(f"the edited file holds {got!r} at routes.{route}.{key}, expected {value}")

@@ -5,6 +5,7 @@ Layer: ``protocol`` — imports nothing of ours.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -19,6 +20,11 @@ class SessionInfo:
         parent_agent_id: Id of the agent that spawned this one.
         source: Where ``session_id`` came from (a header name, ``user``, ``metadata``, ``hash``).
         turn_index: Number of assistant turns already in the conversation.
+        agent_kind: The harness's name for the kind of (sub-)agent (Codex ``collab_spawn``,
+            ``review``, ``compact`` …), when it sends one.
+        delegated: Whether this call is delegated work of a sub-agent (routes with a
+            ``subagents`` policy send it there).
+        delegation: What told us it is (or is not) delegated: a header name or metadata field.
     """
 
     session_id: str | None = None
@@ -26,15 +32,28 @@ class SessionInfo:
     parent_agent_id: str | None = None
     source: str | None = None
     turn_index: int = 0
+    agent_kind: str | None = None
+    delegated: bool = False
+    delegation: str | None = None
 
     @property
     def key(self) -> str | None:
-        """State key: the session, narrowed to the agent for sub-agents."""
+        """State key: the session, narrowed to the agent for sub-agents.
+
+        A delegated call without an agent id of its own shares one ``subagent`` slot per
+        session rather than the parent's state.
+        """
         if self.session_id is None:
             return None
+        if self.delegated:
+            return f"{self.session_id}/{self.agent_id or 'subagent'}"
         if self.agent_id and self.parent_agent_id:
             return f"{self.session_id}/{self.agent_id}"
         return self.session_id
+
+
+Updater = Callable[[dict[str, Any] | None], dict[str, Any] | None]
+"""A pure function from a stored value (or ``None``) to its replacement (``None`` deletes)."""
 
 
 class StateStore(Protocol):
@@ -53,4 +72,23 @@ class StateStore(Protocol):
 
     async def delete(self, key: str) -> None:
         """Forgets ``key``."""
+        ...
+
+    async def update(self, key: str, fn: Updater, *, ttl_s: float | None = None) -> dict[str, Any] | None:
+        """Replaces the value with ``fn(current)`` so that no concurrent write is lost.
+
+        Use it wherever a router reads state and writes back something computed from it (a
+        streak, a hold countdown): two requests of one session, on one replica or on two, then
+        apply their changes one after the other instead of the last write winning.
+
+        Args:
+            key: The state key.
+            fn: Gets the current value (``None`` when absent) and returns the new one (``None``
+                deletes the key). It may be called more than once (a store with optimistic
+                concurrency retries on conflict), so it must not have side effects.
+            ttl_s: Idle lifetime of the new value (``None``: the store's default).
+
+        Returns:
+            The value now stored (what the last call of ``fn`` returned).
+        """
         ...

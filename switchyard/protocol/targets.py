@@ -53,6 +53,8 @@ class TargetInfo(BaseModel):
         price: Token prices.
         extra_body: Fields shallow-merged into every upstream request body (request keys win).
         context_window: Tokens the model accepts, when known.
+        max_output_tokens: Most tokens the model may generate in one answer, when configured;
+            larger requested caps are clamped (see ``switchyard.clients.limits``).
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -64,3 +66,4 @@ class TargetInfo(BaseModel):
     price: Price = Field(default_factory=Price)
     extra_body: dict[str, Any] = Field(default_factory=dict)
     context_window: int | None = None
+    max_output_tokens: int | None = None

@@ -22,6 +22,9 @@ class ToolDefinition(BaseModel):
             ``apply_patch``).
         format: Grammar/format description of a ``custom`` tool, kept verbatim.
         cache_control: Anthropic prompt-cache marker, kept verbatim.
+        native: Keys of the caller's tool definition the IR has no slot for (e.g. Anthropic's
+            ``defer_loading`` for tool search), sent back only to an upstream of the caller's
+            own format.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -33,6 +36,7 @@ class ToolDefinition(BaseModel):
     kind: Literal["function", "custom"] = "function"
     format: dict[str, Any] | None = None
     cache_control: dict[str, Any] | None = None
+    native: dict[str, Any] | None = None
 
 
 class ToolChoice(BaseModel):

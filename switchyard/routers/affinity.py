@@ -63,8 +63,9 @@ class Affinity:
         provisional = bool(state.get("provisional"))
         if is_user_turn(request) and (self.trigger == "user_turn" or provisional):
             return None
-        # Re-writing refreshes the idle TTL, so an active session keeps its assignment.
-        await ctx.store.set(STATE_KEY, state, ttl_s=self.ttl_s)
+        # Re-writing refreshes the idle TTL, so an active session keeps its assignment; as an
+        # update of what is stored now, so a judge verdict another turn stored meanwhile stays.
+        await ctx.store.update(STATE_KEY, lambda current: current, ttl_s=self.ttl_s)
         score = state.get("score")
         return Decision(
             candidates=(state["target"],),
@@ -72,6 +73,8 @@ class Affinity:
             score=float(score) if isinstance(score, int | float) else None,
             reason=f"kept {state['target']!r} from turn {state.get('turn', '?')} ({state.get('source', '?')})",
             details={"affinity": {"from_turn": state.get("turn"), "from_source": state.get("source")}},
+            # A kept fail-open assignment is still no verdict: inside a cascade it abstains.
+            abstained=provisional,
         )
 
     async def remember(self, ctx: RouteContext, decision: Decision) -> None:
@@ -82,7 +85,7 @@ class Affinity:
             "target": decision.candidates[0],
             "source": decision.source,
             "turn": ctx.session.turn_index,
-            "provisional": decision.source == "fail_open",
+            "provisional": decision.source == "fail_open" or decision.abstained,
         }
         if decision.score is not None:
             state["score"] = decision.score

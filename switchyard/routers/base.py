@@ -14,11 +14,11 @@ builds the :class:`Router` once at start-up.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Protocol, TypedDict
+from typing import Any, ClassVar, Literal, Protocol, TypedDict
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from switchyard.protocol.call import ModelCall
 from switchyard.protocol.features import FeatureFactory
@@ -68,6 +68,10 @@ class Decision:
         confidence: The router's confidence in its choice, when it has one.
         reason: One short human-readable line.
         details: Router-specific facts worth recording (signals, verdict fields).
+        abstained: The router had no decisive signal and ``candidates`` are only its own
+            default (a stage router falling open, a probe score inside its abstain band, a
+            judge without a usable verdict). Alone, a route serves that default; inside a
+            ``cascade`` the next stage decides instead (see docs/cascade.md).
     """
 
     candidates: tuple[str, ...] = ()
@@ -79,6 +83,7 @@ class Decision:
     confidence: float | None = None
     reason: str = ""
     details: dict[str, Any] = field(default_factory=dict)
+    abstained: bool = False
 
 
 class Router(Protocol):
@@ -99,12 +104,15 @@ class BuildContext:
         config_dir: Directory of the config file, for relative paths (``None`` for dicts).
         features: Builds a feature extractor from a validated ``features`` block (learned
             routers; injected by ``config`` so routers perform no I/O themselves).
+        router_of: The built router of another route, by name (a cascade stage that names a
+            route uses that route's router; ``config`` builds each route once).
     """
 
     route: str
     targets: Mapping[str, TargetInfo]
     config_dir: str | None = None
     features: FeatureFactory | None = None
+    router_of: Callable[[str], Router] | None = None
 
 
 SpecClass = type["RouterSpec"]
@@ -134,6 +142,11 @@ class RouterSpec(BaseModel):
         context_window: Advertised context window (``/v1/models``).
         fallback_on_auth_error: Fall back to the next candidate when a target answers 401/403
             (default: return the upstream's error, since a bad key rarely fixes itself).
+        reply_model: What the ``model`` of this route's replies says: ``requested`` (the id the
+            caller sent) or ``upstream`` (the served target's model id); unset: the config's
+            top-level ``reply_model``.
+        subagents: An inline router spec for sub-agents' delegated calls (see
+            docs/subagents.md); validated by ``config`` like a route block.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -148,6 +161,68 @@ class RouterSpec(BaseModel):
     description: str | None = None
     context_window: int | None = Field(default=None, gt=0)
     fallback_on_auth_error: bool = False
+    reply_model: Literal["requested", "upstream"] | None = None
+    subagents: dict[str, Any] | None = None
+
+    _nested: dict[str, RouterSpec] = PrivateAttr(default_factory=dict)
+
+    ROUTE_KEYS: ClassVar[tuple[str, ...]] = (
+        "fallbacks",
+        "aliases",
+        "description",
+        "context_window",
+        "fallback_on_auth_error",
+        "subagents",
+        "reply_model",
+    )
+    """Keys that belong to a route, not to a policy: not allowed in an inline router spec."""
+
+    # -- composition (cascade stages, sub-agent policies) ------------------------------------
+
+    def inline_blocks(self) -> list[tuple[str, Mapping[str, Any]]]:
+        """Inline router specs inside this block, as ``(yaml sub-path, raw block)``.
+
+        ``config`` validates each like a route block (errors name their full YAML path) and
+        hands the result back through :meth:`attach`.
+        """
+        return [("subagents", self.subagents)] if self.subagents is not None else []
+
+    def route_refs(self) -> list[tuple[str, str]]:
+        """Other routes this block names as ``(yaml sub-path, route name)`` (cascade stages)."""
+        return []
+
+    def attach(self, sub_path: str, spec: RouterSpec) -> None:
+        """Receives the validated spec for an inline block or a named route at ``sub_path``."""
+        self._nested[sub_path] = spec
+
+    def nested(self, sub_path: str) -> RouterSpec:
+        """The spec attached at ``sub_path`` (``KeyError`` before ``config`` resolved it)."""
+        return self._nested[sub_path]
+
+    def subagent_spec(self) -> RouterSpec | None:
+        """The validated ``subagents`` policy, if any."""
+        return self._nested.get("subagents")
+
+    def checked_target_refs(self) -> list[tuple[str, str]]:
+        """Every target reference ``config`` checks under this block's path: its own
+        :meth:`target_refs` and those of its ``subagents`` policy (judges included). A cascade
+        leaves out the targets of routes it names, which are checked at those routes."""
+        return [*self.target_refs(), *self._subagent_refs()]
+
+    def _subagent_refs(self) -> list[tuple[str, str]]:
+        sub = self.subagent_spec()
+        if sub is None:
+            return []
+        return [(f"subagents.{path}", t) for path, t in (*sub.checked_target_refs(), *sub.auxiliary_refs())]
+
+    def routable_targets(self) -> list[str]:
+        """Every target this route may serve from, in config order: its own, then its
+        ``subagents`` policy's (``fallbacks`` excluded; the engine adds them)."""
+        names = [t for _, t in self.target_refs()]
+        sub = self.subagent_spec()
+        if sub is not None:
+            names += sub.routable_targets()
+        return list(dict.fromkeys(names))
 
     @classmethod
     def variant_for(cls, block: Mapping[str, Any]) -> SpecClass:

@@ -196,6 +196,7 @@ def _fail_open(target: str, failure: JudgeFailure, judge: str) -> Decision:
         source="fail_open",
         reason=f"judge {judge!r} gave no verdict ({failure.reason}); {target!r} serves",
         details={"judge_failure": failure.reason, "judge_failure_detail": failure.detail},
+        abstained=True,
     )
 
 
@@ -277,6 +278,7 @@ class CustomRouter(ClassifierRouter):
                 reason=f"verdict value at {self.selector!r} is no configured label ({label!r}); "
                 f"{self.default_target!r} serves",
                 details={"verdict": verdict, "judge_failure": "unknown_label"},
+                abstained=True,
             )
         target = self.labels[label]
         return Decision(

@@ -33,6 +33,7 @@ never latch.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
@@ -154,7 +155,7 @@ class EscalationRouter:
         notes: dict[str, Any] = {}
         if state.latched:
             if self.hand_back is None or not self.recovery_confirmations or state.recoveries >= self.max_recoveries:
-                await self._save(ctx, state)  # refreshes the idle TTL of an active latched session
+                await self._touch(ctx)  # refreshes the idle TTL of an active latched session
                 return self._latched(state, "session is latched")
             recovered = await self._consider_recovery(request, ctx, call, state)
             if recovered is not None:
@@ -163,7 +164,7 @@ class EscalationRouter:
         try:
             answer = await call(self.weak, request)
         except UpstreamError as exc:
-            await self._save(ctx, state)
+            await self._touch(ctx)
             kind = "context window exceeded" if isinstance(exc, ContextWindowExceededError) else type(exc).__name__
             return Decision(
                 candidates=(self.strong, self.weak),
@@ -186,7 +187,7 @@ class EscalationRouter:
         try:
             verdict = await self.judge.ask(call, self.transcript(request, review))
         except JudgeFailure as failure:
-            await self._save(ctx, state)
+            state = await self._touch(ctx)
             return Decision(
                 response=answer,
                 answered_by=self.weak,
@@ -199,14 +200,23 @@ class EscalationRouter:
                     "judge_failure_detail": failure.detail,
                 },
             )
-        state.judged_turns += 1
         escalate = bool(verdict["escalate"])
-        state.streak = state.streak + 1 if escalate else 0
+        turn = ctx.session.turn_index
+
+        def judged(current: EscalationState) -> None:
+            # Applied to the state as stored *now* (another turn of the session may have moved it
+            # while this one waited for its answer and verdict), atomically.
+            if current.latched:
+                return  # latched meanwhile: like a turn judged after the latch, nothing to count
+            current.judged_turns += 1
+            current.streak = current.streak + 1 if escalate else 0
+            if escalate and (current.streak >= self.confirmations or current.probation):
+                current.latched, current.latched_turn, current.probation = True, turn, False
+                current.hand_back_streak = 0
+
+        state = await self._apply(ctx, judged)
         info = {**notes, "escalate": escalate, "judge_reason": str(verdict.get("reason", ""))[:500]}
-        if escalate and (state.streak >= self.confirmations or state.probation):
-            state.latched, state.latched_turn, state.probation = True, ctx.session.turn_index, False
-            state.hand_back_streak = 0
-            await self._save(ctx, state)
+        if escalate and state.latched:
             return Decision(
                 candidates=(self.strong, self.weak),
                 source="escalation",
@@ -215,7 +225,6 @@ class EscalationRouter:
                 f"session latched to {self.strong!r}",
                 details={"escalation": {**info, "streak": state.streak, "latched": True}},
             )
-        await self._save(ctx, state)
         return Decision(
             response=answer,
             answered_by=self.weak,
@@ -234,21 +243,27 @@ class EscalationRouter:
         try:
             verdict = await self.hand_back.ask(call, self.transcript(request, None))
         except JudgeFailure as failure:
-            await self._save(ctx, state)
+            state = await self._touch(ctx)
             decision = self._latched(state, f"hand-back judge gave no verdict ({failure.reason})")
             decision.details["judge_failure"] = failure.reason
             return decision
-        state.hand_back_streak = state.hand_back_streak + 1 if verdict["hand_back"] else 0
-        if state.hand_back_streak < self.recovery_confirmations:
-            await self._save(ctx, state)
+        hand_back = bool(verdict["hand_back"])
+
+        def reviewed(current: EscalationState) -> None:
+            if not current.latched:
+                return  # another turn already de-latched the session
+            current.hand_back_streak = current.hand_back_streak + 1 if hand_back else 0
+            if current.hand_back_streak >= self.recovery_confirmations:
+                current.latched, current.latched_turn = False, None
+                current.streak = current.hand_back_streak = 0
+                current.recoveries += 1
+                current.probation = True
+
+        state = await self._apply(ctx, reviewed)
+        if state.latched:
             decision = self._latched(state, f"hand-back streak {state.hand_back_streak}/{self.recovery_confirmations}")
             decision.details["escalation"]["hand_back_reason"] = str(verdict.get("reason", ""))[:500]
             return decision
-        state.latched, state.latched_turn = False, None
-        state.streak = state.hand_back_streak = 0
-        state.recoveries += 1
-        state.probation = True
-        await self._save(ctx, state)
         return None
 
     def _latched(self, state: EscalationState, why: str) -> Decision:
@@ -260,5 +275,24 @@ class EscalationRouter:
             details={"escalation": {"latched": True, "hand_back_streak": state.hand_back_streak}},
         )
 
-    async def _save(self, ctx: RouteContext, state: EscalationState) -> None:
-        await ctx.store.set(STATE_KEY, state.to_dict(), ttl_s=self.ttl_s)
+    async def _apply(self, ctx: RouteContext, change: Callable[[EscalationState], None]) -> EscalationState:
+        """Applies ``change`` to the stored state in one atomic read-modify-write; the result.
+
+        ``change`` may run more than once (the Redis store retries on a conflicting write), so
+        it only mutates the state it is given.
+        """
+
+        def fn(raw: dict[str, Any] | None) -> dict[str, Any]:
+            current = EscalationState.from_dict(raw)
+            change(current)
+            return current.to_dict()
+
+        return EscalationState.from_dict(await ctx.store.update(STATE_KEY, fn, ttl_s=self.ttl_s))
+
+    async def _touch(self, ctx: RouteContext) -> EscalationState:
+        """Re-writes the stored state unchanged (refreshing its idle TTL); the state.
+
+        Never writes back a copy read earlier in the request: another turn may have changed the
+        session while this one waited for a model.
+        """
+        return await self._apply(ctx, lambda _: None)

@@ -21,6 +21,8 @@ _BUILTIN: dict[str, str] = {
     "stage_router": "switchyard.routers.stage.spec:StageRouterSpec",
     "prefill_probe": "switchyard.routers.learned.probe:PrefillProbeSpec",
     "knn": "switchyard.routers.learned.knn:KnnSpec",
+    "cascade": "switchyard.routers.cascade:CascadeSpec",
+    "advisor": "switchyard.routers.advisor.spec:AdvisorSpec",
 }
 
 _UNAVAILABLE: dict[str, str] = {}

@@ -14,9 +14,17 @@ from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
 from typing import Any
 
 from switchyard.api import Switchyard
-from switchyard.engine.reply import Reply
+from switchyard.config.server import ServerConfig
+from switchyard.engine.reply import SHUTDOWN_CANCEL, Reply
 from switchyard.protocol.errors import ErrorInfo
+from switchyard.server.auth import Budgets, KeyRing, current_key
+from switchyard.server.drain import SHUTDOWN_ERROR, Drain
+from switchyard.server.guard import Gate, error_reply
+from switchyard.server.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
+from switchyard.server.metrics import Metrics, for_switchyard
+from switchyard.server.openapi import OPENAPI_PATH, openapi_reply
 from switchyard.wire import codec as get_codec
+from switchyard.wire import strict
 from switchyard.wire.base import WireFormat
 from switchyard.wire.json import dumps
 
@@ -28,6 +36,7 @@ Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 
 MAX_BODY = 32 * 1024 * 1024
+"""Default of ``server.limits.max_body_bytes``."""
 
 
 class SwitchyardApp:
@@ -35,12 +44,27 @@ class SwitchyardApp:
 
     Args:
         sy: The router to serve.
-        max_body: Largest request body accepted, in bytes (413 above).
+        max_body: Largest request body accepted, in bytes (413 above); default
+            ``server.limits.max_body_bytes``.
+        settings: The ``server:`` section (default: the one in ``sy``'s config).
     """
 
-    def __init__(self, sy: Switchyard, *, max_body: int = MAX_BODY) -> None:
+    def __init__(self, sy: Switchyard, *, max_body: int | None = None, settings: ServerConfig | None = None) -> None:
         self.switchyard = sy
-        self.max_body = max_body
+        loaded = getattr(sy, "loaded", None)
+        self.settings = settings or (loaded.config.server if loaded is not None else ServerConfig())
+        self.max_body = max_body or self.settings.limits.max_body_bytes
+        self.body_s = self.settings.client_timeouts.body_s
+        self.max_messages = self.settings.limits.max_messages
+        keys = KeyRing(self.settings.api_keys)
+        budgets = None
+        if any(k.budget_usd_per_day is not None for k in self.settings.api_keys):
+            budgets = Budgets(sy.state_store)
+        if keys:
+            sy.on_decision(budgets.record if budgets is not None else _no_budget)
+        self.gate = Gate(self.settings, keys, budgets)
+        self.drain = Drain()
+        self.metrics = _metrics(sy)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         kind = scope["type"]
@@ -64,79 +88,176 @@ class SwitchyardApp:
                 return
 
     async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
-        chunks: list[bytes] = []
-        size = 0
-        more = True
-        while more:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                return
-            chunk = message.get("body", b"")
-            size += len(chunk)
-            if size > self.max_body:
-                await _write(send, _too_large(self.max_body))
-                return
-            chunks.append(chunk)
-            more = message.get("more_body", False)
-        body = b"".join(chunks)
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        path: str = scope["path"]
+        # Host, Origin, content type, API key and budget, on the headers alone (guard.py).
+        admission = await self.gate.admit(scope["method"], path, headers)
+        extra = admission.headers
+        if admission.reply is not None:
+            await _write(send, admission.reply, extra)
+            return
+        if path == OPENAPI_PATH and scope["method"] == "GET":
+            await _write(send, openapi_reply(), extra)
+            return
+        body = await self._read_body(path, headers, receive, send, extra)
+        if body is None:
+            return
+        strict.max_messages.set(self.max_messages)  # read by the decoders (wire/strict.py)
         # From here on the only message left to receive is ``http.disconnect``: watching for it
         # lets a caller that goes away cancel the work it started — the routing, the upstream
         # request of a JSON answer (its connection is closed) or the stream.
         watch = asyncio.ensure_future(_disconnected(receive))
+        ending = self.drain.enter()
         try:
-            reply = await self._dispatch(scope, body, headers, watch)
+            reply = await self._dispatch(scope, body, headers, watch, ending)
             if reply is None:
                 return
             if reply.stream is None:
-                await _write(send, reply)
+                await _write(send, reply, extra)
                 return
-            await self._stream(reply, reply.stream, watch, send)
+            await self._stream(reply, reply.stream, watch, send, ending, extra)
         finally:
+            self.drain.leave(ending)
             watch.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await watch
 
+    async def _read_body(
+        self, path: str, headers: dict[str, str], receive: Receive, send: Send, extra: list[tuple[bytes, bytes]]
+    ) -> bytes | None:
+        """The whole body within ``client_timeouts.body_s`` and ``limits.max_body_bytes``;
+        ``None`` when the caller left or was answered (413, 408)."""
+        declared = headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > self.max_body:
+            await _write(send, _too_large(path, self.max_body), extra)
+            return None
+        chunks: list[bytes] = []
+        size = 0
+        more = True
+        try:
+            async with asyncio.timeout(self.body_s):
+                while more:
+                    message = await receive()
+                    if message["type"] == "http.disconnect":
+                        return None
+                    chunk = message.get("body", b"")
+                    size += len(chunk)
+                    if size > self.max_body:
+                        await _write(send, _too_large(path, self.max_body), extra)
+                        return None
+                    chunks.append(chunk)
+                    more = message.get("more_body", False)
+        except TimeoutError:
+            # A body that trickles (or never comes) would hold the connection forever.
+            slow = error_reply(
+                path,
+                408,
+                f"request body not received within {self.body_s:g}s (server.client_timeouts.body_s)",
+                "invalid_request_error",
+                code="request_timeout",
+                headers={"connection": "close"},
+            )
+            await _write(send, slow, extra)
+            return None
+        return b"".join(chunks)
+
     async def _dispatch(
-        self, scope: Scope, body: bytes, headers: dict[str, str], watch: asyncio.Future[None]
+        self,
+        scope: Scope,
+        body: bytes,
+        headers: dict[str, str],
+        watch: asyncio.Future[None],
+        ending: asyncio.Future[None],
     ) -> Reply | None:
         """The reply, or ``None`` when the caller disconnected first (the work is cancelled)."""
         path = scope["path"]
+        if path == "/metrics" and self.metrics is not None and scope["method"] in ("GET", "HEAD"):
+            return Reply(200, {"content-type": METRICS_CONTENT_TYPE}, body=self.metrics.render())
         query = scope.get("query_string") or b""
         if query:
             path = f"{path}?{query.decode('latin-1')}"
-        work = asyncio.ensure_future(self.switchyard.dispatch(scope["method"], path, body, headers))
-        await asyncio.wait((work, watch), return_when=asyncio.FIRST_COMPLETED)
-        if not work.done():
-            work.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await work
+        # The work runs in this task (no task and no ``asyncio.wait`` per request); a disconnect
+        # cancels this task while it is inside ``dispatch``, as cancelling a separate task would,
+        # and so does the end of a shutdown's drain time.
+        task = asyncio.current_task()
+        assert task is not None
+        state = _Dispatch()
+
+        def gone(_: asyncio.Future[None]) -> None:
+            if not state.done and not state.cancelled and not watch.cancelled():
+                state.cancelled = True
+                task.cancel()
+
+        def drained(_: asyncio.Future[None]) -> None:
+            if not state.done and not state.cancelled and not ending.cancelled():
+                state.cancelled = state.shutdown = True
+                task.cancel(SHUTDOWN_CANCEL)
+
+        watch.add_done_callback(gone)
+        ending.add_done_callback(drained)
+        try:
+            reply = await self.switchyard.dispatch(scope["method"], path, body, headers)
+        except asyncio.CancelledError:
+            if not state.cancelled:
+                raise  # cancelled from outside: not ours to absorb
+            task.uncancel()
+            if state.shutdown:
+                # Shutdown past its drain time: answer instead of leaving the caller hanging.
+                logger.info("shutting down; ended %s %s with 503", scope["method"], scope["path"])
+                info = SHUTDOWN_ERROR
+                return error_reply(scope["path"], info.status, info.message, "api_error", code=info.code)
             logger.info("caller disconnected; cancelled %s %s", scope["method"], scope["path"])
             return None
-        try:
-            return work.result()
         except Exception as exc:  # the engine turns known errors into replies; this is a bug
             logger.exception("unhandled error serving %s %s", scope["method"], scope["path"])
             info = ErrorInfo(status=500, type="api_error", message=f"internal error: {type(exc).__name__}")
             codec = get_codec(WireFormat.OPENAI_CHAT)
             return Reply(500, {"content-type": "application/json"}, body=dumps(codec.encode_error(info)))
+        finally:
+            state.done = True
+            watch.remove_done_callback(gone)
+            ending.remove_done_callback(drained)
+        if state.cancelled:
+            task.uncancel()  # the work finished anyway
+            return reply if state.shutdown else None  # the caller is gone, unless it was a shutdown
+        return reply
 
     async def _stream(
-        self, reply: Reply, chunks: AsyncIterator[bytes], watch: asyncio.Future[None], send: Send
+        self,
+        reply: Reply,
+        chunks: AsyncIterator[bytes],
+        watch: asyncio.Future[None],
+        send: Send,
+        ending: asyncio.Future[None],
+        extra: list[tuple[bytes, bytes]],
     ) -> None:
-        await send({"type": "http.response.start", "status": reply.status, "headers": _headers(reply)})
+        await send({"type": "http.response.start", "status": reply.status, "headers": _headers(reply) + extra})
         loop = asyncio.get_running_loop()
         state = _Writer(last=loop.time())
+        ready = _Ready(loop)
+
+        async def produce() -> None:
+            try:
+                async for chunk in chunks:
+                    ready.put(chunk)
+            except BaseException as exc:
+                ready.close(exc)
+                raise
+            ready.close(None)
 
         async def pump() -> None:
-            async for chunk in chunks:
-                await send({"type": "http.response.body", "body": chunk, "more_body": True})
+            # Writes whatever the producer has ready as one body message: events that reached
+            # the proxy together (one upstream read) leave together — one write, one read for
+            # the caller — while an upstream that drips still gets one write per event.
+            while (data := await ready.take()) is not None:
+                await send({"type": "http.response.body", "body": data, "more_body": True})
                 state.last = loop.time()
             state.done = True
             await send({"type": "http.response.body", "body": b"", "more_body": False})
 
+        producer = asyncio.ensure_future(produce())
         pump_task = asyncio.ensure_future(pump())
-        tasks: set[asyncio.Future[None]] = {pump_task, watch}
+        tasks: set[asyncio.Future[None]] = {pump_task, watch, ending}
         ticker = None
         if reply.keepalive and reply.keepalive_s:
             ticker = asyncio.ensure_future(_keepalive(send, state, reply.keepalive, reply.keepalive_s, loop))
@@ -146,11 +267,18 @@ class SwitchyardApp:
             state.done = True
             if ticker is not None:
                 ticker.cancel()
-            if not pump_task.done():
-                # The caller went away: stop reading upstream (closing the stream cancels it).
-                pump_task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await pump_task
+            closing = b""
+            if not pump_task.done() and ending.done() and not watch.done() and reply.abort is not None:
+                # Shutdown past its drain time: the stream ends with an error event in its API's
+                # format (recorded as interrupted) instead of being cut by the process exit.
+                closing = reply.abort(SHUTDOWN_ERROR)
+            for task in (producer, pump_task):
+                if not task.done():
+                    # The caller went away: stop reading upstream (closing the stream cancels it).
+                    task.cancel()
+            for task in (producer, pump_task):
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
             if ticker is not None:
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await ticker
@@ -158,8 +286,65 @@ class SwitchyardApp:
             if aclose is not None:
                 with contextlib.suppress(Exception):
                     await aclose()
+            if closing:
+                with contextlib.suppress(Exception):
+                    await send({"type": "http.response.body", "body": closing, "more_body": True})
+                    await send({"type": "http.response.body", "body": b"", "more_body": False})
         if pump_task.done() and not pump_task.cancelled() and pump_task.exception() is not None:
             logger.error("stream failed: %r", pump_task.exception())
+
+
+class _Ready:
+    """Chunks produced but not yet written; the writer takes them all at once."""
+
+    __slots__ = ("_done", "_error", "_loop", "_parts", "_waiter")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+        self._parts: list[bytes] = []
+        self._waiter: asyncio.Future[None] | None = None
+        self._done = False
+        self._error: BaseException | None = None
+
+    def _wake(self) -> None:
+        if self._waiter is not None and not self._waiter.done():
+            self._waiter.set_result(None)
+
+    def put(self, chunk: bytes) -> None:
+        self._parts.append(chunk)
+        self._wake()
+
+    def close(self, error: BaseException | None) -> None:
+        self._done = True
+        self._error = error
+        self._wake()
+
+    async def take(self) -> bytes | None:
+        """Everything ready, joined; ``None`` at the end. Re-raises the producer's failure."""
+        while not self._parts:
+            if self._done:
+                if self._error is not None and not isinstance(self._error, asyncio.CancelledError):
+                    raise self._error
+                return None
+            self._waiter = self._loop.create_future()
+            try:
+                await self._waiter
+            finally:
+                self._waiter = None
+        parts, self._parts = self._parts, []
+        return parts[0] if len(parts) == 1 else b"".join(parts)
+
+
+class _Dispatch:
+    """Whether dispatching has ended, and whether a disconnect (or a shutdown's end of
+    drain time, ``shutdown``) cancelled it."""
+
+    __slots__ = ("cancelled", "done", "shutdown")
+
+    def __init__(self) -> None:
+        self.done = False
+        self.cancelled = False
+        self.shutdown = False
 
 
 class _Writer:
@@ -197,17 +382,37 @@ def _headers(reply: Reply) -> list[tuple[bytes, bytes]]:
     return [(k.encode("latin-1"), v.encode("latin-1")) for k, v in reply.headers.items()]
 
 
-async def _write(send: Send, reply: Reply) -> None:
+def _no_budget(record: Any) -> None:
+    """Decision-record callback when keys have no budgets: names the key in the record."""
+    key = current_key.get()
+    if key is not None:
+        record.details["api_key"] = key.name
+
+
+async def _write(send: Send, reply: Reply, extra: list[tuple[bytes, bytes]] | None = None) -> None:
     headers = _headers(reply)
+    if extra:
+        headers.extend(extra)
     headers.append((b"content-length", str(len(reply.body)).encode()))
     await send({"type": "http.response.start", "status": reply.status, "headers": headers})
     await send({"type": "http.response.body", "body": reply.body, "more_body": False})
 
 
-def _too_large(limit: int) -> Reply:
-    info = ErrorInfo(status=413, type="invalid_request_error", message=f"request body exceeds {limit} bytes")
-    codec = get_codec(WireFormat.OPENAI_CHAT)
-    return Reply(413, {"content-type": "application/json"}, body=dumps(codec.encode_error(info)))
+def _too_large(path: str, limit: int) -> Reply:
+    """413 in the endpoint's own error shape (Anthropic's on ``/v1/messages`` and ``count_tokens``)."""
+    message = f"request body exceeds {limit} bytes (server.limits.max_body_bytes)"
+    return error_reply(path, 413, message, "request_too_large", code="request_too_large")
+
+
+def _metrics(sy: Switchyard) -> Metrics | None:
+    """Prometheus metrics for ``GET /metrics`` when prometheus_client is installed."""
+    if not hasattr(sy, "on_decision"):  # a stand-in object (tests) has no decision records to count
+        return None
+    try:
+        return for_switchyard(sy)
+    except ImportError:
+        logger.info("GET /metrics is off: pip install 'switchyard-router[metrics]' for Prometheus metrics")
+        return None
 
 
 def create_app(sy: Switchyard) -> SwitchyardApp:

@@ -10,10 +10,16 @@ import contextlib
 import socket
 import threading
 import time
-from typing import Any
+from typing import Any, cast
 
 from switchyard.api import Switchyard
+from switchyard.config.server import ServerConfig
 from switchyard.server.app import create_app
+from switchyard.server.connections import guarded_protocol
+from switchyard.server.drain import Drain
+
+DRAIN_GRACE_S = 5.0
+"""After ``drain_s`` and the error events, how long uvicorn still waits before cancelling."""
 
 
 def bind(host: str, port: int) -> socket.socket:
@@ -23,32 +29,75 @@ def bind(host: str, port: int) -> socket.socket:
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    sock.bind((host, port))
+    try:
+        sock.bind((host, port))
+    except OSError:
+        sock.close()  # a busy port must not leak the socket
+        raise
     sock.listen(2048)
     sock.setblocking(False)
     return sock
 
 
-def _uvicorn_config(app: Any, log_level: str, access_log: bool) -> Any:
+def _uvicorn_config(app: Any, log_level: str, access_log: bool, settings: ServerConfig | None = None) -> Any:
     try:
         import uvicorn
     except ImportError as exc:  # pragma: no cover - exercised only without the extra
         raise RuntimeError("the proxy needs the server extra: pip install 'switchyard-router[server]'") from exc
-    loop = "auto"
-    http = "auto"
+    settings = settings or getattr(app, "settings", None) or ServerConfig()
+    limits = settings.client_timeouts
     return uvicorn.Config(
-        app, log_level=log_level, access_log=access_log, loop=loop, http=http, lifespan="on", timeout_keep_alive=30
+        app,
+        log_level=log_level,
+        access_log=access_log,
+        loop="auto",
+        # uvicorn's own protocol plus a header deadline and a connection cap (connections.py).
+        http=guarded_protocol(limits.header_s, limits.max_connections),
+        lifespan="on",
+        # uvicorn types these as int but schedules them with call_later: fractions work.
+        timeout_keep_alive=cast(int, limits.keepalive_s),
+        # The backstop behind Drain: open requests were already ended after drain_s.
+        timeout_graceful_shutdown=cast(int, settings.drain_s + DRAIN_GRACE_S),
     )
+
+
+def _server(config: Any) -> Any:
+    """A uvicorn server whose shutdown ends open requests ``drain_s`` after it began."""
+    import uvicorn
+
+    class DrainingServer(uvicorn.Server):
+        async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+            # A SwitchyardApp, possibly inside AccessLog (which forwards attributes).
+            app: Any = self.config.app
+            timer = None
+            drain = getattr(app, "drain", None)
+            if isinstance(drain, Drain):
+                timer = asyncio.get_running_loop().call_later(app.settings.drain_s, drain.end_all)
+            try:
+                await super().shutdown(sockets)
+            finally:
+                if timer is not None:
+                    timer.cancel()
+
+    return DrainingServer(config)
 
 
 def serve(
     sy: Switchyard, host: str = "127.0.0.1", port: int = 4000, *, log_level: str = "info", access_log: bool = False
 ) -> None:
-    """Serves ``sy`` until interrupted (SIGINT/SIGTERM drain open requests)."""
-    import uvicorn
+    """Serves ``sy`` until interrupted: on SIGINT/SIGTERM it stops accepting, lets open requests
+    run for ``server.drain_s``, then ends each with an error in its API's format.
 
+    With ``access_log``, one line per request goes to the ``switchyard.access`` logger
+    (see :mod:`switchyard.server.access_log`).
+    """
     sock = bind(host, port)
-    server = uvicorn.Server(_uvicorn_config(create_app(sy), log_level, access_log))
+    app: Any = create_app(sy)
+    if access_log:
+        from switchyard.server.access_log import AccessLog
+
+        app = AccessLog(app)  # our line (route, model, overhead) replaces uvicorn's
+    server = _server(_uvicorn_config(app, log_level, False))
     server.run(sockets=[sock])
 
 
@@ -61,12 +110,10 @@ class AppThread:
     """
 
     def __init__(self, app: Any, host: str = "127.0.0.1", port: int = 0, *, log_level: str = "warning") -> None:
-        import uvicorn
-
         self.app = app
         self.sock = bind(host, port)
         self.host, self.port = self.sock.getsockname()[:2]
-        self.server = uvicorn.Server(_uvicorn_config(app, log_level, False))
+        self.server = _server(_uvicorn_config(app, log_level, False))
         self._thread = threading.Thread(target=self._run, name="switchyard-proxy", daemon=True)
 
     @property

@@ -10,7 +10,7 @@ import time
 from collections import OrderedDict
 from typing import Any
 
-from switchyard.protocol.session import StateStore
+from switchyard.protocol.session import StateStore, Updater
 
 
 class MemoryStore:
@@ -54,6 +54,19 @@ class MemoryStore:
     async def delete(self, key: str) -> None:
         self._data.pop(key, None)
 
+    async def update(self, key: str, fn: Updater, *, ttl_s: float | None = None) -> dict[str, Any] | None:
+        # No await between the read and the write: on one event loop nothing can interleave.
+        new = fn(await self.get(key))
+        if new is None:
+            self._data.pop(key, None)
+        else:
+            await self.set(key, new, ttl_s=ttl_s)
+        return new
+
+    def keys(self) -> list[str]:
+        """Keys currently held (expired ones included until they are next read)."""
+        return list(self._data)
+
 
 _SCALARS = (str, int, float, bool, type(None))
 
@@ -83,3 +96,6 @@ class NamespacedStore:
 
     async def delete(self, key: str) -> None:
         await self._inner.delete(self._prefix + key)
+
+    async def update(self, key: str, fn: Updater, *, ttl_s: float | None = None) -> dict[str, Any] | None:
+        return await self._inner.update(self._prefix + key, fn, ttl_s=ttl_s)

@@ -5,12 +5,16 @@ is required, ``temperature`` is at most 1, tool ids must match ``^[a-zA-Z0-9_-]+
 ``tool_result`` must answer a ``tool_use`` of the previous assistant turn and come first in
 its user turn, text blocks must not be empty, at most four ``cache_control`` markers, and —
 with thinking on — no forced tool choice, a final tool-using assistant turn must start with a
-thinking block, and every ``thinking`` block must carry a signature this server issued.
+thinking block while its tool loop is open, and every ``thinking`` block must carry a signature
+this server issued. ``system`` entries inside ``messages`` are accepted only with the
+``mid-conversation-system`` beta flag; unknown top-level fields are rejected. Each rule and its
+source in Anthropic's documentation is listed in ``docs/fakes.md``.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Any
 
 import orjson
@@ -47,6 +51,9 @@ def view(body: dict[str, Any]) -> dict[str, Any]:
         messages.append({"role": "system", "content": _text(system)})
     for msg in body.get("messages") or []:
         content = msg.get("content")
+        if msg.get("role") == "system":
+            messages.append({"role": "system", "content": _text(content)})
+            continue
         blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content or []
         results = [b for b in blocks if isinstance(b, dict) and b.get("type") == "tool_result"]
         for r in results:
@@ -122,8 +129,71 @@ def _check_blocks(i: int, msg: dict[str, Any], previous_uses: set[str]) -> set[s
     return uses
 
 
-def validate(body: dict[str, Any]) -> None:
-    """Raises :class:`Invalid` for requests the real Messages API rejects."""
+KNOWN = frozenset(
+    {
+        "model",
+        "messages",
+        "max_tokens",
+        "system",
+        "metadata",
+        "stop_sequences",
+        "stream",
+        "temperature",
+        "top_k",
+        "top_p",
+        "tools",
+        "tool_choice",
+        "thinking",
+        "service_tier",
+        "container",
+        "mcp_servers",
+        "context_management",
+        "output_config",
+        "output_format",
+        "inference_geo",
+    }
+)
+"""Top-level fields of the Messages API (its reference and the beta features Claude Code uses);
+anything else is answered ``Extra inputs are not permitted``."""
+
+MID_CONVERSATION = "mid-conversation-"
+"""Prefix of the ``anthropic-beta`` flags that allow ``system`` entries inside ``messages``
+(Claude Code 2.1 sends ``mid-conversation-tool-changes-2026-07-01``; issue 12 saw
+``mid-conversation-system-2026-04-07``)."""
+
+
+def _beta(headers: Mapping[str, str] | None) -> set[str]:
+    raw = (headers or {}).get("anthropic-beta", "")
+    return {flag.strip() for flag in raw.split(",") if flag.strip()}
+
+
+def _check_system_entry(i: int, msg: dict[str, Any], beta: set[str]) -> None:
+    if not any(flag.startswith(MID_CONVERSATION) for flag in beta):
+        raise Invalid(f"messages.{i}.role: Input should be 'user' or 'assistant'")
+    content = msg.get("content")
+    if isinstance(content, str):
+        if not content:
+            raise Invalid(f"messages.{i}: content must be non-empty")
+        return
+    if not isinstance(content, list) or not content:
+        raise Invalid(f"messages.{i}.content: must be a non-empty list")
+    for j, block in enumerate(content):
+        if not isinstance(block, dict) or block.get("type") != "text" or not block.get("text"):
+            raise Invalid(f"messages.{i}.content.{j}: system messages take non-empty text blocks only")
+
+
+def validate(body: dict[str, Any], headers: Mapping[str, str] | None = None) -> None:
+    """Raises :class:`Invalid` for requests the real Messages API rejects.
+
+    Args:
+        body: The request body.
+        headers: The request headers (lower-case names); ``anthropic-beta`` flags unlock beta
+            shapes such as ``system`` entries inside ``messages``.
+    """
+    for key in body:
+        if key not in KNOWN:
+            raise Invalid(f"{key}: Extra inputs are not permitted")
+    beta = _beta(headers)
     max_tokens = body.get("max_tokens")
     if not isinstance(max_tokens, int) or max_tokens < 1:
         raise Invalid("max_tokens: Field required")
@@ -138,6 +208,9 @@ def validate(body: dict[str, Any]) -> None:
         raise Invalid("system: Input should be a valid string or list of text blocks")
     previous: set[str] = set()
     for i, msg in enumerate(messages):
+        if msg.get("role") == "system":
+            _check_system_entry(i, msg, beta)
+            continue
         if msg.get("role") not in ("user", "assistant"):
             raise Invalid(f"messages.{i}.role: Input should be 'user' or 'assistant'")
         uses = _check_blocks(i, msg, previous if msg.get("role") == "user" else set())
@@ -161,12 +234,18 @@ def _check_thinking(body: dict[str, Any], messages: list[dict[str, Any]]) -> Non
     budget = (body.get("thinking") or {}).get("budget_tokens")
     if isinstance(budget, int) and budget >= body["max_tokens"]:
         raise Invalid("`max_tokens` must be greater than `thinking.budget_tokens`.")
+    # Anthropic's extended-thinking guide ("Preserving thinking blocks"): during tool use the
+    # thinking block of the assistant turn whose tool results are being returned must come back
+    # first; thinking of earlier, finished turns may be left out. So only the last assistant
+    # turn is checked, and only while its tool loop is open (tool results follow it).
     for i in range(len(messages) - 1, -1, -1):
         msg = messages[i]
         if msg.get("role") != "assistant":
             continue
         content = msg.get("content")
         blocks = content if isinstance(content, list) else []
+        if not _answered_by_results(messages[i + 1 :]):
+            break
         if any(b.get("type") == "tool_use" for b in blocks) and blocks[0].get("type") not in (
             "thinking",
             "redacted_thinking",
@@ -177,6 +256,18 @@ def _check_thinking(body: dict[str, Any], messages: list[dict[str, Any]]) -> Non
                 "with a thinking block (preceeding the lastmost set of `tool_use` and `tool_result` blocks)."
             )
         break
+
+
+def _answered_by_results(after: list[dict[str, Any]]) -> bool:
+    """Whether the user turn after an assistant turn returns tool results (the loop is open)."""
+    for msg in after:
+        if msg.get("role") != "user":
+            continue
+        content = msg.get("content")
+        return isinstance(content, list) and any(
+            isinstance(b, dict) and b.get("type") == "tool_result" for b in content
+        )
+    return False
 
 
 def error_body(kind: str, message: str) -> dict[str, Any]:
@@ -297,7 +388,10 @@ def frames(request: dict[str, Any], model: FakeModel, turn: Turn, ids: Any) -> l
                 )
         out.append(_event({"type": "content_block_stop", "index": index}))
     delta = {"stop_reason": full["stop_reason"], "stop_sequence": None}
-    out.append(_event({"type": "message_delta", "delta": delta, "usage": full["usage"]}))
+    # As in Anthropic's streaming guide: message_start carries the input counts, the final
+    # message_delta the output count only (a consumer must merge, not replace).
+    final_usage = {"output_tokens": full["usage"]["output_tokens"]}
+    out.append(_event({"type": "message_delta", "delta": delta, "usage": final_usage}))
     out.append(_event({"type": "message_stop"}))
     return out
 

@@ -212,6 +212,11 @@ class FakeModel:
             buffered call takes as long as the stream would (latency benchmarks).
         reasoning_field: Name of the Chat reasoning field in answers: ``reasoning`` (current
             vLLM) or ``reasoning_content`` (older vLLM, DeepSeek, SGLang).
+        max_output_tokens: When set, a request asking for more output tokens is rejected with
+            400 in the endpoint's words (OpenAI, Anthropic and vLLM all refuse a cap above the
+            model's limit).
+        enforce_window: Reject a prompt plus output cap above ``context_window`` with vLLM's
+            400 ("This model's maximum context length is …"), as vLLM does.
     """
 
     name: str
@@ -224,6 +229,8 @@ class FakeModel:
     cache_write_tokens: int = 0
     paced_json: bool = False
     reasoning_field: str = "reasoning"
+    max_output_tokens: int | None = None
+    enforce_window: bool = False
 
     def json_delay(self, turn: Turn) -> float:
         """How long a non-streamed answer waits when ``paced_json`` is on."""
@@ -322,3 +329,23 @@ async def send_frames(
             await asyncio.sleep(model.per_chunk_s)
         await send({"type": "http.response.body", "body": data, "more_body": True})
     await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+
+def output_limit_problem(request: dict[str, Any], model: FakeModel, prompt_tokens: int) -> str | None:
+    """Why a provider would refuse the request's output cap (``None`` when it accepts it)."""
+    for key in ("max_tokens", "max_completion_tokens", "max_output_tokens"):
+        asked = request.get(key)
+        if not isinstance(asked, int) or isinstance(asked, bool):
+            continue
+        if model.max_output_tokens is not None and asked > model.max_output_tokens:
+            return (
+                f"{key}: {asked} > {model.max_output_tokens}, which is the maximum allowed number of output "
+                f"tokens for {model.name}"
+            )
+        if model.enforce_window and prompt_tokens + asked > model.context_window:
+            return (
+                f"This model's maximum context length is {model.context_window} tokens. However, you requested "
+                f"{prompt_tokens + asked} tokens ({prompt_tokens} in the messages, {asked} in the completion). "
+                "Please reduce the length of the messages or completion."
+            )
+    return None

@@ -1,7 +1,8 @@
 """The fake upstream's OpenAI Responses endpoint (``/v1/responses``, ``/input_tokens``).
 
 It rejects what OpenAI rejects where translation can go wrong: unknown top-level parameters,
-function tools in strict mode (the default) whose schema is not strict, ``*_output`` items
+function tools that ask for strict mode (``"strict": true``; without the field OpenAI normalizes
+the schema instead of rejecting it) whose schema does not meet the strict rules, ``*_output`` items
 without a matching call, reasoning items this server did not issue, ``max_output_tokens``
 below 16. Streams use OpenAI's named events with sequence numbers; a model whose name contains
 ``vllm`` streams like vLLM instead (``data:`` only, ending with ``[DONE]``).
@@ -55,6 +56,7 @@ KNOWN = frozenset(
         "top_logprobs",
         "prompt",
         "context_management",
+        "client_metadata",
     }
 )
 
@@ -133,7 +135,10 @@ def validate(body: dict[str, Any]) -> None:
     if isinstance(limit, int) and limit < 16:
         raise Invalid("Invalid 'max_output_tokens': integer below minimum value 16.", param="max_output_tokens")
     for tool in body.get("tools") or []:
-        if tool.get("type") == "function" and tool.get("strict", True) and not _strict_ok(tool.get("parameters")):
+        # OpenAI's function-calling guide (strict mode): "If you send strict: true and your schema
+        # does not meet the requirements above, the request will be rejected"; when strict is
+        # omitted, Responses normalizes the schema into strict mode instead of rejecting it.
+        if tool.get("type") == "function" and tool.get("strict") is True and not _strict_ok(tool.get("parameters")):
             raise Invalid(
                 f"Invalid schema for function '{tool.get('name')}': In context=(), 'additionalProperties' is "
                 "required to be supplied and to be false.",

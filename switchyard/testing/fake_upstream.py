@@ -29,7 +29,7 @@ import asyncio
 import itertools
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
@@ -50,6 +50,7 @@ from switchyard.testing.fake_common import (
     is_fault,
     last_user_text,
     leaky_brain,
+    output_limit_problem,
     pieces,
     prompt_text,
     refused_url,
@@ -130,6 +131,7 @@ class _Answer:
     model: FakeModel
     fault: str | None
     hold: Callable[[], Awaitable[bool]]
+    headers: dict[str, str] = field(default_factory=dict)
 
 
 _BODY_FAULTS = frozenset({"stall-mid", "reset-mid", "malformed-sse", "empty-stream"})
@@ -250,7 +252,7 @@ class FakeUpstream:
         model = self.model(name)
         if model.first_byte_s:
             await asyncio.sleep(model.first_byte_s)
-        answer = _Answer(send, receive, model, fault, lambda: self._hold(receive, stall, name))
+        answer = _Answer(send, receive, model, fault, lambda: self._hold(receive, stall, name), headers)
         if kind == "messages":
             await self._anthropic(answer, request)
         elif kind == "responses":
@@ -403,7 +405,10 @@ class FakeUpstream:
     async def _anthropic(self, answer: _Answer, request: dict[str, Any]) -> None:
         send, model = answer.send, answer.model
         try:
-            fake_anthropic.validate(request)
+            fake_anthropic.validate(request, answer.headers)
+            problem = output_limit_problem(request, model, fake_anthropic.count_tokens(request))
+            if problem is not None:
+                raise fake_anthropic.Invalid(problem)
         except fake_anthropic.Invalid as exc:
             await send_json(send, 400, fake_anthropic.error_body("invalid_request_error", str(exc)))
             return
@@ -419,6 +424,9 @@ class FakeUpstream:
         send, model = answer.send, answer.model
         try:
             fake_responses.validate(request)
+            problem = output_limit_problem(request, model, fake_responses.count_tokens(request))
+            if problem is not None:
+                raise fake_responses.Invalid(problem, param="max_output_tokens")
         except fake_responses.Invalid as exc:
             await send_json(send, exc.status, fake_responses.error_body(str(exc), param=exc.param))
             return
@@ -434,7 +442,7 @@ class FakeUpstream:
 
     async def _chat(self, answer: _Answer, request: dict[str, Any]) -> None:
         send, model = answer.send, answer.model
-        problem = _vllm_problem(request)
+        problem = vllm_problem(request) or output_limit_problem(request, model, estimate_tokens(prompt_text(request)))
         if problem is not None:
             await send_json(send, 400, {"error": {"message": problem, "type": "BadRequestError", "code": 400}})
             return
@@ -570,7 +578,7 @@ def _endpoint(path: str) -> str | None:
     return None
 
 
-def _vllm_problem(request: dict[str, Any]) -> str | None:
+def vllm_problem(request: dict[str, Any]) -> str | None:
     """What vLLM's request validation would reject (``None`` when it accepts the request)."""
     tools = request.get("tools")
     if tools is not None:
@@ -582,4 +590,11 @@ def _vllm_problem(request: dict[str, Any]) -> str | None:
         return "When using `tool_choice`, `tools` must be set."
     if "stream_options" in request and not request.get("stream"):
         return "Stream options can only be defined when `stream=True`."
+    for i, message in enumerate(request.get("messages") or []):
+        if isinstance(message, dict) and message.get("tool_calls") == []:
+            # OpenAI's rule (vLLM tolerates it): an array, when given, has at least one call.
+            return (
+                f"Invalid 'messages[{i}].tool_calls': empty array. Expected an array with minimum length 1, "
+                "but got an empty array instead."
+            )
     return None

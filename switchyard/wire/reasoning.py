@@ -111,11 +111,12 @@ def is_foreign(part: ReasoningPart, fmt: str) -> bool:
 def effort_for(config: ReasoningConfig) -> str | None:
     """An OpenAI-style ``reasoning_effort`` for a reasoning preference (``None``: say nothing).
 
-    An explicit effort is kept; an Anthropic thinking budget maps to ``low`` (< 4096 tokens),
+    An explicit effort is kept, except Anthropic's ``max`` (``output_config.effort``), which
+    OpenAI calls ``xhigh``; an Anthropic thinking budget maps to ``low`` (< 4096 tokens),
     ``medium`` (< 16384) or ``high``; "thinking on" without a budget is ``medium``.
     """
     if config.effort is not None:
-        return config.effort
+        return "xhigh" if config.effort == "max" else config.effort
     if config.enabled is False:
         return None
     if config.budget_tokens is not None:

@@ -55,7 +55,8 @@ async def test_request_line_headers_body_and_timeouts() -> None:
     assert req.headers["host"] == "upstream.test"  # hop-by-hop caller headers are not forwarded
     assert int(req.headers["content-length"]) == len(req.content)
     assert "user-agent" in req.headers
-    assert req.extensions["timeout"] == {"connect": 3, "read": 7, "write": 7, "pool": 7}
+    # Waiting for a pooled connection is bounded by connect (and the attempt's deadline), not read.
+    assert req.extensions["timeout"] == {"connect": 3, "read": 7, "write": 7, "pool": 3}
     body = json.loads(req.content)
     assert body["model"] == "up-model"
     # extra_body is shallow-merged; the request's own keys would win.
@@ -121,5 +122,7 @@ async def test_environment_proxy_is_honoured(monkeypatch: pytest.MonkeyPatch) ->
     monkeypatch.delenv("NO_PROXY", raising=False)
     monkeypatch.delenv("no_proxy", raising=False)
     be = HttpBackend("up", "http://upstream.test/v1")
-    assert be._transport is not be._client._transport  # the proxy mount, not the direct transport
+    assert be._pool is None  # answer calls stay on httpx, which honours the proxy
+    client = be._client
+    assert be._transport is not client._transport  # the proxy mount, not the direct transport
     await be.aclose()

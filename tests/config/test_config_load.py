@@ -134,7 +134,8 @@ def test_unknown_keys(tmp_path: Path, old: str, new: str, expected: str) -> None
         (
             "{type: passthrough, target: efficient}",
             "{target: efficient}",
-            ":12: routes.fast.type: required key is missing; one of: knn, llm_classifier, passthrough",
+            ":12: routes.fast.type: required key is missing; one of: advisor, cascade, knn, llm_classifier, "
+            "passthrough",
         ),
     ],
 )
@@ -241,6 +242,8 @@ def test_missing_file(tmp_path: Path) -> None:
     [
         ("default_route: nowhere\n", ":15: default_route: unknown route 'nowhere'"),
         ("state: {backend: redis}\n", ":15: state.url: required when state.backend is 'redis'"),
+        ("state: {backend: redis, url: 'http://x'}\n", ":15: state.url: must start with redis://"),
+        ("accounting: {baseline: {nowhere: capable}}\n", ":15: accounting.baseline.nowhere: unknown route"),
         ("state: {backend: sqlite}\n", ":15: state.backend: Input should be 'memory' or 'redis'"),
     ],
 )

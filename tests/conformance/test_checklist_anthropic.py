@@ -289,7 +289,7 @@ def test_item36_error_shapes_and_status_mapping(stack: Stack) -> None:
         if resp.status_code < 500 and resp.status_code != 429:
             assert resp.content == sent.content
         assert resp.json()["error"]["type"] == sent.json()["error"]["type"]
-    resp = stack.http.post("/v1/messages", content=b"{nope")
+    resp = stack.http.post("/v1/messages", content=b"{nope", headers={"content-type": "application/json"})
     assert resp.status_code == 400 and resp.json()["error"]["type"] == "invalid_request_error"
 
 

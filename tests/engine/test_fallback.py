@@ -261,6 +261,12 @@ async def test_open_breaker_skips_and_nothing_left_is_503() -> None:
     assert isinstance(result, NoCandidateError) and result.status == 503
     assert result.headers["retry-after"] == "30"
     assert [(s.target, s.reason) for s in runner.skipped] == [("a", "circuit_open")]
+    # Only the actual reason: Hermes Agent reads "context window" in a 503 as an overflow.
+    assert (
+        result.message
+        == "no target could be tried: a: circuit breaker open after repeated upstream failures; retry in 30s"
+    )
+    assert "context" not in result.message
     assert len(flaky.calls) == 2
     runner, result = await run([target("a", flaky, retries=1, breaker=2), target("b", Scripted("ok"))], health=health)
     assert result[0] == "b" and [s.target for s in runner.skipped] == ["a"]
@@ -284,3 +290,14 @@ async def test_cancellation_is_recorded_and_releases_the_probe() -> None:
         await task
     (attempt,) = runner.attempts
     assert attempt.error_class == "cancelled" and attempt.status == 499
+
+
+def test_skip_reasons_name_only_their_cause() -> None:
+    from switchyard.engine.fallback import skip_reason
+    from switchyard.engine.records import Skipped
+
+    unhealthy = skip_reason(Skipped("vllm", "unhealthy", 4.2))
+    assert unhealthy == "vllm: backend unhealthy (its health check failed); retry in 5s"
+    window = skip_reason(Skipped("small", "context_window", window=8192, prompt_tokens=20000))
+    assert window == "small: prompt does not fit its context window of 8192 tokens (prompt ~20000 tokens)"
+    assert "context" not in unhealthy and "breaker" not in window

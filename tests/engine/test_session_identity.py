@@ -5,7 +5,7 @@ from __future__ import annotations
 import orjson
 import pytest
 
-from switchyard.engine.session import first_message_hash, identify
+from switchyard.engine.session import derived_session_key, first_message_hash, identify
 from switchyard.protocol.messages import Message
 from switchyard.protocol.request import ChatRequest
 
@@ -92,3 +92,22 @@ def test_prompt_cache_key_is_a_conversation_key_after_metadata_and_before_user()
     with_meta = body.model_copy(update={"metadata": {"session_id": "m"}})
     assert identify({}, with_meta).session_id == "m"
     assert identify({"x-session-id": "h"}, body).session_id == "h"
+
+
+def test_conversation_without_identity_gets_a_derived_key() -> None:
+    opening = [Message.of("system", "You are Hermes Agent."), Message.of("user", "write hello.txt")]
+    first = ChatRequest(model="r", messages=opening)
+    later = ChatRequest(
+        model="r", messages=[*opening, Message.of("assistant", "done"), Message.of("user", "now cat it")]
+    )
+    info = identify({}, first, derive=True)
+    assert info.source == "derived" and info.session_id == derived_session_key(first)
+    assert info.session_id is not None and info.session_id.startswith("d:")
+    assert identify({}, later, derive=True).session_id == info.session_id
+    other_agent = ChatRequest(model="r", messages=[Message.of("system", "You are Qwen Code."), opening[1]])
+    assert identify({}, other_agent, derive=True).session_id != info.session_id
+    # Anything the caller says wins; the older first-message hash keeps its own key and source.
+    assert identify({"x-session-id": "s1"}, first, derive=True).source == "x-session-id"
+    assert identify({}, first, hash_fallback=True, derive=True).source == "first_message_hash"
+    assert identify({}, first).session_id is None
+    assert identify({}, ChatRequest(model="r", messages=[Message.of("system", "S")]), derive=True).session_id is None

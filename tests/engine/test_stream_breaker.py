@@ -63,4 +63,5 @@ async def test_a_caller_leaving_early_says_nothing_about_the_upstream(rig: Calla
     events = await r.engine.stream(request())
     await events.aclose()
     assert r.records[-1].details.get("closed_early") is True
+    assert r.records[-1].status == 499 and r.engine.stats()["counters"]["cancelled"] == 1
     assert r.engine.stats()["targets"]["cheap"]["consecutive_failures"] == 1

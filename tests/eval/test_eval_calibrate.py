@@ -111,3 +111,27 @@ def test_yaml_edit_errors() -> None:
         set_route_key("routes:\n  a:\n    t: [1, 2]\n", "a", "t", 0.5)
     with pytest.raises(YamlEditError, match=r"expected 0\.5"):
         check_route_key(CONFIG, "agent", "confidence_threshold", 0.5 + 1e-3)
+
+
+def test_set_route_key_inside_a_cascade_stage_keeps_the_rest() -> None:
+    text = (
+        "routes:\n"
+        "  a:\n"
+        "    type: cascade\n"
+        "    stages:\n"
+        "      - probe            # a named route\n"
+        "      - type: prefill_probe   # inline, block style\n"
+        "        targets: [e, c]\n"
+        "      - {type: knn, targets: [e, c], threshold: 0.5}\n"
+        "    default: c\n"
+    )
+    inserted = set_route_key(text, "a", "stages[1].threshold", 0.42)
+    check_route_key(inserted, "a", "stages[1].threshold", 0.42)
+    assert "      - threshold: 0.42\n        type: prefill_probe   # inline, block style\n" in inserted
+    replaced = set_route_key(text, "a", "stages[2].threshold", 0.3)
+    assert "      - {type: knn, targets: [e, c], threshold: 0.3}\n" in replaced
+    assert replaced.replace("0.3}", "0.5}") == text
+    with pytest.raises(YamlEditError, match=r"routes.a.stages\[7\] is not in the file"):
+        set_route_key(text, "a", "stages[7].threshold", 0.1)
+    with pytest.raises(YamlEditError, match="is not a mapping"):
+        set_route_key(text, "a", "stages[0].threshold", 0.1)

@@ -99,3 +99,53 @@ def test_calibrate_refuses_a_stepped_classifier(tmp_path: Path, capsys: pytest.C
     argv = ["calibrate", "-c", str(cfg), "--route", "agent", "--decision-log", "x.jsonl", "--capable-share", "0.3"]
     assert main(argv) == 1
     assert "has no threshold to calibrate" in capsys.readouterr().err
+
+
+def cascade_config(tmp_path: Path, port: int) -> Path:
+    cfg = classifier_config(tmp_path, port)
+    text = cfg.read_text()
+    head, _, _ = text.partition("routes:\n")
+    cfg.write_text(
+        head
+        + """\
+routes:
+  agent:
+    type: cascade
+    stages:
+      - {type: stage_router, capable: capable, efficient: efficient}
+      - type: llm_classifier
+        mode: capability
+        classifier_target: judge
+        strong_target: capable
+        weak_target: efficient
+        base_threshold: 0.5
+    default: capable
+"""
+    )
+    return cfg
+
+
+def test_eval_and_calibrate_a_cascade(tmp_path: Path, judge_server: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    cfg = cascade_config(tmp_path, judge_server.port)
+    data = write_jsonl(tmp_path / "data.jsonl", rows())
+    out = tmp_path / "out"
+    argv = ["eval", "-c", str(cfg), "--route", "agent", "--dataset", str(data), "--sweep", "--out", str(out)]
+    assert main([*argv, "--json", "--no-progress"]) == 0
+    res = json.loads(capsys.readouterr().out)
+    # the stage router has no tool activity to read and abstains; the classifier decides as alone
+    assert res["n"] == 8 and res["tiers"]["from"] == "route"
+    assert (res["quality"], res["capable_share"]) == (pytest.approx(0.75), pytest.approx(0.5))
+    decisions = [json.loads(line) for line in (out / "decisions.jsonl").read_text().splitlines()]
+    assert {d["source"] for d in decisions} == {"cascade:2/llm_classifier"}
+    assert [d["score"] for d in decisions] == pytest.approx([0.95, 0.85, 0.75, 0.65, 0.45, 0.35, 0.25, 0.15])
+    tuned = tmp_path / "tuned.yaml"
+    argv = ["calibrate", "-c", str(cfg), "--route", "agent", "--dataset", str(data), "--capable-share", "0.25"]
+    assert main([*argv, "--write", str(tuned), "--json", "--no-progress"]) == 0
+    cal = json.loads(capsys.readouterr().out)
+    assert cal["key"] == "routes.agent.stages[1].base_threshold"
+    assert cal["capable_share"] == pytest.approx(0.25)
+    from switchyard.config.load import load_config
+
+    written = load_config(tuned).routes["agent"]
+    assert written.stage_spec(1).base_threshold == pytest.approx(cal["threshold"])  # type: ignore[attr-defined]
+    assert "stages:" in tuned.read_text() and "type: stage_router" in tuned.read_text()

@@ -8,6 +8,7 @@ import openai
 import pytest
 import yaml
 
+from switchyard import demo
 from switchyard.api import Switchyard
 from switchyard.config.load import load_config
 from switchyard.demo import CONFIG_TEMPLATE, SCENARIOS, run_session
@@ -42,3 +43,17 @@ def test_stage_session_escalates_holds_and_drops_back() -> None:
     assert sources[:7] == ["fall_open"] * 3 + ["override", "override", "hold", "tests_passed"]
     assert targets[:7] == ["efficient"] * 3 + ["frontier"] * 3 + ["efficient"]
     assert set(targets[7:]) == {"efficient"}, "the follow-up task stays on the efficient model"
+
+
+def test_demo_cascade_and_advisor_sessions(capsys: pytest.CaptureFixture[str]) -> None:
+    assert demo.main() == 0
+    out = capsys.readouterr().out
+    cascade = out.split("== Cascade")[1].split("==")[0]
+    # the judge decides while the stage signals are calm; passing tests make the stage router decisive
+    assert "cascade:2/llm_classifier" in cascade and "cascade:1/stage_router" in cascade
+    advisor = out.split("== Advisor gate")[1].split("All sessions")[0]
+    for source in ("advisor:no_trigger", "advisor:approve", "advisor:redo"):
+        assert source in advisor
+    # every turn of the advisor session is served by the efficient model; the advisor only reviews
+    rows = [line for line in advisor.splitlines() if line.strip()[:1].isdigit()]
+    assert rows and all(" efficient " in row for row in rows)

@@ -45,3 +45,22 @@ def test_differential_corpus_runs_and_our_side_is_clean(tmp_path: Path) -> None:
         ours = row["ours"]["client"]
         assert ours["status"] == 200, (row["case"], ours)
         assert not ours["violations"], (row["case"], ours["violations"])
+
+
+ADVISOR_SCRIPT = SCRIPT.parent / "differential_advisor.py"
+
+
+@pytest.mark.skipif(not _nemo_ready(), reason=f"NVIDIA's nemo-switchyard is not installed at {NEMO}")
+def test_advisor_differential_has_no_unexplained_difference(tmp_path: Path) -> None:
+    spec = importlib.util.spec_from_file_location("differential_advisor", ADVISOR_SCRIPT)
+    assert spec is not None and spec.loader is not None
+    module: Any = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    out = tmp_path / "advisor.md"
+    assert module.main(["--nemo-python", str(NEMO), "--markdown", str(out)]) == 0
+    report = out.read_text()
+    assert "unexplained turns: 0" in report
+    # the identical turns cover every verdict path: approve, redo, unparseable, budget spent, stall
+    for source in ("advisor:approve", "advisor:redo", "advisor:fail_open", "advisor:unreviewed", "advisor:no_trigger"):
+        assert source in report

@@ -99,7 +99,9 @@ def test_litellm_never_retries_on_its_own(served: Any) -> None:
     served[2].reset()
     with sdk(served) as client:
         done = client.chat.completions.create(model="down", messages=MESSAGES)
-    assert done.model == "fake-backup"
+    # The reply names the requested route (reply_model: requested); the record names the target.
+    assert done.model == "down"
+    assert served[1][-1].selected_model == "fake-backup"
     # max_retries: 1 → exactly two upstream calls; LiteLLM and the OpenAI SDK inside it add none.
     assert served[2].count("fail-500") == 2
     assert [(a.target, a.error_class) for a in served[1][-1].attempts] == [
@@ -118,7 +120,8 @@ def test_auth_error_is_not_a_fallback(served: Any) -> None:
 def test_context_overflow_falls_back_to_a_larger_window(served: Any) -> None:
     with sdk(served) as client:
         done = client.chat.completions.create(model="overflow", messages=MESSAGES)
-    assert done.model == "fake-backup"
+    assert done.model == "overflow"
+    assert served[1][-1].selected_model == "fake-backup"
     assert served[1][-1].attempts[0].error_class == "context_overflow"
 
 

@@ -139,7 +139,12 @@ def test_unknown_route_is_404_in_openai_envelope(client: openai.OpenAI) -> None:
 def test_malformed_json_is_400(proxy: tuple[ServerThread, list[DecisionRecord]]) -> None:
     import httpx
 
-    resp = httpx.post(f"{proxy[0].base_url}/chat/completions", content=b"{not json", timeout=5)
+    resp = httpx.post(
+        f"{proxy[0].base_url}/chat/completions",
+        content=b"{not json",
+        headers={"content-type": "application/json"},
+        timeout=5,
+    )
     assert resp.status_code == 400
     assert resp.json()["error"]["type"] == "invalid_request_error"
 

@@ -268,6 +268,7 @@ def test_disconnect_cancels_a_stream_upstream(main: Any, fake: Any) -> None:
     assert wait_for(lambda: "stall-mid" in fake.app.disconnects, 2.0)
     record = wait_for(lambda: next((r for r in reversed(main[1]) if r.route == "stall_mid"), None))
     assert record.details["closed_early"] is True and not record.details.get("mid_stream_failure")
+    assert record.status == 499
 
 
 # -- one retry owner -----------------------------------------------------------------------------
@@ -309,6 +310,7 @@ def test_circuit_breaker_skips_then_probes_then_closes(fake: Any) -> None:
         "llm_clients": {"up": client_cfg(fake.port, circuit_breaker={"failures": 2, "cooldown_s": 1.0})},
         "targets": {"flaky": {"client": "up", "model": "flaky-2"}, "backup": {"client": "up", "model": "fake-backup"}},
         "routes": {"r": {"type": "passthrough", "target": "flaky", "fallbacks": ["backup"]}},
+        "reply_model": "upstream",  # replies name the target that served them
     }
     with proxy(config) as (server, records), sdk(server) as client:
         # 1: two 503s open the breaker; the backup answers.

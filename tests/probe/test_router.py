@@ -274,3 +274,22 @@ def test_probe_examples_validate() -> None:
         assert block.truncation == "tail"  # type: ignore[union-attr]
     smol = parse_features(yaml.safe_load((root / "smollm2-features.yaml").read_text()))
     assert smol.model_dump() == agent.features.model_dump()  # type: ignore[attr-defined]
+
+
+async def test_abstain_band_around_the_threshold_and_the_lambda_boundary(probe_dir: Path) -> None:
+    # scores: easy 0.51, mid 0.625, hard 0.9; threshold 0.6 with band 0.05 -> only mid is too close
+    router = build(probe_dir, FakeExtractor(TABLE), threshold=0.6, abstain_band=0.05)
+    mid = await router.route(request("mid"), ctx(), ScriptedCall({}))
+    assert mid.abstained and mid.candidates[0] == "capable"  # standalone it still serves its choice
+    assert mid.details["margin"] == pytest.approx(0.025, abs=1e-5) and "abstains" in mid.reason
+    for text in ("easy", "hard"):
+        assert not (await router.route(request(text), ctx(), ScriptedCall({}))).abstained
+    # λ mode: the boundary is 1/(2λ) = 0.667 at λ=0.75; mid (0.625) is 0.042 away
+    lam = build(probe_dir, FakeExtractor(TABLE), **{"lambda": 0.75, "abstain_band": 0.05})
+    assert (await lam.route(request("mid"), ctx(), ScriptedCall({}))).abstained
+    never = build(probe_dir, FakeExtractor(TABLE), threshold=0.625)
+    assert not (await never.route(request("mid"), ctx(), ScriptedCall({}))).abstained  # band 0: never abstains
+    failing = FakeExtractor(TABLE)
+    failing.fail = FeatureError("down")
+    broken = build(probe_dir, failing, threshold=0.6)
+    assert (await broken.route(request("easy"), ctx(), ScriptedCall({}))).abstained  # fail-open is no verdict

@@ -201,3 +201,15 @@ def test_state_round_trip_and_tolerance() -> None:
     assert EscalationState.from_dict(state.to_dict()) == state
     odd = EscalationState.from_dict({"streak": "2", "latched": 1, "latched_turn": True, "junk": 3})
     assert odd == EscalationState()
+
+
+async def test_concurrent_turns_of_one_session_count_every_verdict() -> None:
+    import asyncio
+
+    router = build(confirmations=1000)
+    store = MemoryStore()
+    # Every call waits, so all 50 turns read the state before any verdict is applied.
+    call = ScriptedCall({"weak": ["efficient answer"], "judge": [escalate(True)]}, delays={"weak": 0.01})
+    await asyncio.gather(*(router.route(turn(3), context(store, turn=3), call) for _ in range(50)))
+    state = EscalationState.from_dict(await store.get("escalation"))
+    assert (state.streak, state.judged_turns, state.latched) == (50, 50, False)

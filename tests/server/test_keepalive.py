@@ -44,7 +44,12 @@ async def _serve(reply: Reply) -> list[bytes]:
         if message["type"] == "http.response.body":
             sent.append(message.get("body", b""))
 
-    scope = {"type": "http", "method": "POST", "path": "/v1/messages", "headers": []}
+    scope = {
+        "type": "http",
+        "method": "POST",
+        "path": "/v1/messages",
+        "headers": [(b"content-type", b"application/json")],
+    }
     await asyncio.wait_for(app(scope, receive, send), 5)
     return [b for b in sent if b]
 

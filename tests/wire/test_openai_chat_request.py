@@ -63,7 +63,11 @@ def test_registry_returns_the_chat_codec() -> None:
     ],
 )
 def test_tool_choice_forms(raw: Any, expected: ToolChoice | None) -> None:
-    body: dict[str, Any] = {"model": "m", "messages": [], "tools": [{"type": "function", "function": {"name": "x"}}]}
+    body: dict[str, Any] = {
+        "model": "m",
+        "messages": [{"role": "user", "content": "hi"}],
+        "tools": [{"type": "function", "function": {"name": "x"}}],
+    }
     if raw is not None:
         body["tool_choice"] = raw
     assert CODEC.decode_request(body).tool_choice == expected
@@ -72,7 +76,7 @@ def test_tool_choice_forms(raw: Any, expected: ToolChoice | None) -> None:
 @pytest.mark.parametrize("raw", ["sometimes", {"type": "function"}, {"type": "mystery"}, 3])
 def test_unsupported_tool_choice_is_a_400(raw: Any) -> None:
     with pytest.raises(InvalidRequestError) as err:
-        CODEC.decode_request({"model": "m", "messages": [], "tool_choice": raw})
+        CODEC.decode_request({"model": "m", "messages": [{"role": "user", "content": "hi"}], "tool_choice": raw})
     assert err.value.status == 400 and err.value.param == "tool_choice"
 
 
@@ -99,7 +103,12 @@ def test_tool_choice_without_tools_is_not_sent() -> None:
 
 def test_stream_flags_follow_the_call_not_the_caller() -> None:
     request = CODEC.decode_request(
-        {"model": "m", "messages": [], "stream": True, "stream_options": {"include_usage": False}}
+        {
+            "model": "m",
+            "messages": [{"role": "user", "content": "hi"}],
+            "stream": True,
+            "stream_options": {"include_usage": False},
+        }
     )
     streamed = CODEC.encode_request(request, model="m", stream=True)
     assert streamed["stream"] is True and streamed["stream_options"] == {"include_usage": True}
@@ -168,9 +177,9 @@ def test_reasoning_history_is_dropped_with_a_diagnostic() -> None:
             {"model": "m", "messages": [{"role": "assistant", "tool_calls": [{"type": "function"}]}]},
             "messages[0].tool_calls[0].function",
         ),
-        ({"model": "m", "messages": [], "tools": [{"type": "function"}]}, "tools[0]"),
-        ({"model": "m", "messages": [], "tools": {"a": 1}}, "tools"),
-        ({"model": "m", "messages": [], "temperature": "hot"}, "temperature"),
+        ({"model": "m", "messages": [{"role": "user", "content": "hi"}], "tools": [{"type": "function"}]}, "tools[0]"),
+        ({"model": "m", "messages": [{"role": "user", "content": "hi"}], "tools": {"a": 1}}, "tools"),
+        ({"model": "m", "messages": [{"role": "user", "content": "hi"}], "temperature": "hot"}, "temperature"),
     ],
 )
 def test_malformed_requests_name_the_field(body: dict[str, Any], param: str) -> None:

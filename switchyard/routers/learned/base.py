@@ -25,7 +25,7 @@ from switchyard.protocol.features import FeatureExtractor, FeaturesConfig
 from switchyard.protocol.request import ChatRequest
 from switchyard.routers.base import BuildContext, Decision, RouteContext, RouterSpec, Tiers
 from switchyard.routers.learned.checkpoint import Checkpoint, CheckpointError, load
-from switchyard.routers.learned.policy import TaskCache, UtilityPolicy
+from switchyard.routers.learned.policy import Choice, TaskCache, UtilityPolicy
 from switchyard.routers.learned.views import TextView, view_text
 
 logger = logging.getLogger("switchyard.routers.learned")
@@ -62,6 +62,7 @@ class LearnedRouter:
         turns: int = 6,
         cache_size: int = 4096,
         predict_kwargs: dict[str, Any] | None = None,
+        abstain_band: float = 0.0,
     ) -> None:
         self.checkpoint = checkpoint
         self.heads = heads
@@ -72,6 +73,7 @@ class LearnedRouter:
         self.turns = turns
         self.cache = TaskCache(cache_size)
         self._predict_kwargs = predict_kwargs or {}
+        self.abstain_band = abstain_band
 
     def probabilities(self, features: Any) -> tuple[float, ...]:
         """Per-target success probabilities (route order) for one feature vector."""
@@ -89,6 +91,10 @@ class LearnedRouter:
             details["feature_ms"] = round(feature_ms, 3)
             details["probe_ms"] = round(probe_ms, 3)
         first = choice.candidates[0]
+        margin = self.margin(choice)
+        abstained = margin < self.abstain_band
+        if self.abstain_band > 0:
+            details["margin"] = round(margin, 6)
         mode = (
             f"score {choice.score:.3f} vs threshold {self.policy.threshold}"
             if self.policy.threshold is not None
@@ -99,9 +105,21 @@ class LearnedRouter:
             source=self.source,
             score=choice.score,
             confidence=max(p[first], 1.0 - p[first]),
-            reason=f"P(success) {first}={p[first]:.2f}; {mode}" + (" (cached)" if cached else ""),
+            reason=f"P(success) {first}={p[first]:.2f}; {mode}"
+            + (" (cached)" if cached else "")
+            + (f"; abstains: margin {margin:.3f} < band {self.abstain_band}" if abstained else ""),
             details=details,
+            abstained=abstained,
         )
+
+    def margin(self, choice: Choice) -> float:
+        """How far the decision is from flipping: with two targets ``|score - boundary|``
+        (``threshold``, or ``1 / (2λ)`` in λ mode); with more, the utility gap between the best
+        two. A margin below ``abstain_band`` makes the router abstain."""
+        if len(self.policy.targets) == 2:
+            return abs(choice.score - self.policy.boundary())
+        ranked = sorted(choice.utilities.values(), reverse=True)
+        return ranked[0] - ranked[1]
 
     def fail_open(self, why: str, kind: str) -> Decision:
         """Capable first; nothing cached."""
@@ -110,6 +128,7 @@ class LearnedRouter:
             source="fail_open",
             reason=why,
             details={"error": kind},
+            abstained=True,
         )
 
     async def route(self, request: ChatRequest, ctx: RouteContext, call: ModelCall) -> Decision:
@@ -158,6 +177,10 @@ class LearnedSpec(RouterSpec):
             one decision per session) or ``last_user``.
         turns: Messages the ``conversation`` view keeps.
         cache_size: Per-task decision cache bound (0 disables).
+        abstain_band: Abstain (inside a ``cascade``: let the next stage decide) when the
+            decision is within this distance of flipping — ``|score - threshold|`` for two
+            targets (``1/(2λ)`` stands in for the threshold in λ mode), the utility gap of the
+            best two targets otherwise. 0 (the default) never abstains.
     """
 
     targets: list[str] = Field(min_length=2)
@@ -171,6 +194,7 @@ class LearnedSpec(RouterSpec):
     input: TextView = "conversation"
     turns: PositiveInt = 6
     cache_size: NonNegativeInt = 4096
+    abstain_band: float = Field(default=0.0, ge=0.0, le=0.5)
 
     @field_validator("targets")
     @classmethod
@@ -271,4 +295,5 @@ class LearnedSpec(RouterSpec):
             turns=self.turns,
             cache_size=self.cache_size,
             predict_kwargs=predict,
+            abstain_band=self.abstain_band,
         )

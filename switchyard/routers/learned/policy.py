@@ -76,6 +76,12 @@ class UtilityPolicy:
         if threshold is not None and len(self.targets) != 2:
             raise ValueError("threshold works with exactly two targets; use lambda for more")
 
+    def boundary(self) -> float:
+        """The score at which a two-target decision flips: ``threshold``, else ``1 / (2λ)``."""
+        if self.threshold is not None:
+            return self.threshold
+        return float("inf") if self.lam <= 0 else 1.0 / (2.0 * self.lam)
+
     def score(self, probs: Sequence[float]) -> float:
         """``(1 + p_capable - p_efficient) / 2``."""
         p = dict(zip(self.targets, probs, strict=True))

@@ -215,6 +215,9 @@ class StageRouter:
             confidence=outcome.confidence,
             reason=outcome.reason,
             details=details,
+            # No decisive signal and no classifier verdict: the picker's default is no decision
+            # of this router's own (a cascade asks its next stage).
+            abstained=outcome.source == "fall_open",
         )
 
     async def _resolve_ambiguous(
@@ -261,22 +264,36 @@ class StageRouter:
         if ctx.session.key is None:
             return None
         turn = ctx.session.turn_index
-        state = await ctx.store.get(STATE_KEY) or {}
-        if turn == state.get("turn"):
-            previous, left = _tier(state.get("previous")), int(state.get("left_before", 0))
-        else:
-            previous, left = _tier(state.get("tier")), int(state.get("left", 0))
-        left_before = left
-        if previous is not None and previous != outcome.tier and left > 0 and outcome.source not in HARD_SOURCES:
+        wanted = outcome.tier
+        # What the last call of ``step`` saw: ``step`` is an atomic read-modify-write of the
+        # stored state (so two turns of a session on two replicas cannot lose a countdown step),
+        # and it may run more than once when the store retries, so it only records here.
+        seen: dict[str, Any] = {}
+
+        def step(stored: dict[str, Any] | None) -> dict[str, Any]:
+            state = stored or {}
+            if turn == state.get("turn"):
+                previous, left = _tier(state.get("previous")), int(state.get("left_before", 0))
+            else:
+                previous, left = _tier(state.get("tier")), int(state.get("left", 0))
+            left_before = left
+            tier = wanted
+            held = previous is not None and previous != wanted and left > 0 and outcome.source not in HARD_SOURCES
+            if held:
+                assert previous is not None
+                tier = previous
+            left = self.config.hold.get(tier, 0) if previous not in (None, tier) else max(0, left - 1)
+            seen.update(previous=previous, held=held, left_before=left_before, left=left, tier=tier)
+            return {"tier": tier, "left": left, "turn": turn, "previous": previous, "left_before": left_before}
+
+        await ctx.store.update(STATE_KEY, step)
+        previous: Tier | None = seen["previous"]
+        if seen["held"]:
             details["held_from"] = {"tier": outcome.tier, "source": outcome.source}
-            outcome.reason = f"holding {previous} ({left} more turn(s)); signals said {outcome.tier} ({outcome.source})"
-            outcome.tier, outcome.source = previous, "hold"
-        left = self.config.hold.get(outcome.tier, 0) if previous not in (None, outcome.tier) else max(0, left - 1)
-        details["hold_left"] = left
-        await ctx.store.set(
-            STATE_KEY,
-            {"tier": outcome.tier, "left": left, "turn": turn, "previous": previous, "left_before": left_before},
-        )
+            signals = f"signals said {outcome.tier} ({outcome.source})"
+            outcome.reason = f"holding {previous} ({seen['left_before']} more turn(s)); {signals}"
+            outcome.tier, outcome.source = seen["tier"], "hold"
+        details["hold_left"] = seen["left"]
         return previous
 
     def _rewrite(

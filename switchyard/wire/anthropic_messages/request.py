@@ -4,8 +4,11 @@ Layer: ``wire`` — imports ``protocol`` only.
 
 Mapping notes (see ``docs/translation.md`` for the full tables):
 
-* ``system`` becomes a leading IR ``system`` message; IR system/developer messages anywhere
-  are merged, in order, into the top-level ``system`` of an upstream request.
+* ``system`` becomes a leading IR ``system`` message; a ``{"role": "system"}`` entry inside
+  ``messages`` (the mid-conversation system beta Claude Code uses) becomes an IR ``system``
+  message at its position. On the way out, system messages after the conversation start stay
+  in place when the caller spoke Anthropic (its beta header is forwarded); otherwise IR
+  system/developer messages are merged, in order, into the top-level ``system``.
 * A user turn's ``tool_result`` blocks become one IR ``tool`` message (results in order),
   followed by a ``user`` message for any other blocks; on the way out, consecutive tool and
   user messages merge back into one ``user`` turn whose ``tool_result`` blocks come first.
@@ -35,7 +38,8 @@ from switchyard.protocol.messages import (
 )
 from switchyard.protocol.request import ChatRequest, ReasoningConfig
 from switchyard.protocol.tools import ToolChoice, ToolDefinition
-from switchyard.wire import custom_tools, diagnostics, guard, reasoning
+from switchyard.wire import custom_tools, diagnostics, guard, reasoning, strict
+from switchyard.wire.anthropic_messages.thinking import apply_thinking
 from switchyard.wire.extras import extras_for
 from switchyard.wire.ids import anthropic_tool_id
 
@@ -48,17 +52,6 @@ DEFAULT_MAX_TOKENS = 16384
 as file edits; set ``extra_body: {max_tokens: N}`` on a target to choose another default.
 """
 
-EFFORT_BUDGET: dict[str, int] = {
-    "minimal": 1024,
-    "low": 2048,
-    "medium": 8192,
-    "high": 16384,
-    "xhigh": 24576,
-    "max": 32000,
-}
-"""Thinking budget for an OpenAI-style ``reasoning_effort`` (Anthropic's minimum is 1024)."""
-
-MIN_BUDGET = 1024
 MAX_CACHE_BREAKPOINTS = 4
 
 _KNOWN = frozenset(
@@ -76,6 +69,11 @@ _KNOWN = frozenset(
         "metadata",
     }
 )
+
+
+# Keys of a custom tool the IR models; others (``defer_loading``, ``input_examples`` …) ride in
+# ``ToolDefinition.native`` back to Anthropic upstreams.
+_TOOL_KEYS = frozenset({"type", "name", "description", "input_schema", "strict", "cache_control"})
 
 
 def _bad(msg: str, param: str) -> InvalidRequestError:
@@ -169,9 +167,15 @@ def _decode_message(msg: Any, i: int) -> list[Message]:
     path = f"messages[{i}]"
     if not isinstance(msg, dict):
         raise _bad(f"{path} must be an object", path)
+    if msg.get("role") == "system":
+        return _decode_inline_system(msg.get("content"), path)
+    return _decode_turn(msg, path)
+
+
+def _decode_turn(msg: dict[str, Any], path: str) -> list[Message]:
     role = msg.get("role")
     if role not in ("user", "assistant"):
-        raise _bad(f"{path}.role must be 'user' or 'assistant' (got {role!r})", f"{path}.role")
+        raise _bad(f"{path}.role must be 'user', 'assistant' or 'system' (got {role!r})", f"{path}.role")
     content = msg.get("content")
     if isinstance(content, str):
         return [Message.of(role, content)]
@@ -221,6 +225,25 @@ def _decode_message(msg: Any, i: int) -> list[Message]:
     return out
 
 
+def _decode_inline_system(content: Any, path: str) -> list[Message]:
+    """A ``{"role": "system"}`` entry inside ``messages`` → an IR system message at that position.
+
+    Claude Code sends these (a skills list, reminders) with the ``anthropic-beta`` flag
+    ``mid-conversation-system-…``: system text appended later in a conversation without
+    rewriting the cached prefix. Only text can be said there.
+    """
+    if isinstance(content, str):
+        return [Message.of("system", content)]
+    if not isinstance(content, list):
+        raise _bad(f"{path}.content must be a string or a list of text blocks", f"{path}.content")
+    parts: list[ContentPart] = []
+    for j, block in enumerate(content):
+        if not isinstance(block, dict) or block.get("type") != "text":
+            raise _bad(f"{path}.content[{j}] must be a text block", f"{path}.content[{j}]")
+        parts.append(_text_block(block, f"{path}.content[{j}]"))
+    return [Message(role="system", content=parts)]
+
+
 def _decode_system(system: Any) -> list[Message]:
     if system is None:
         return []
@@ -249,6 +272,7 @@ def _decode_tools(tools: Any, extra: dict[str, Any]) -> list[ToolDefinition]:
             server.append(tool)
             continue
         schema = tool.get("input_schema")
+        native = {k: v for k, v in tool.items() if k not in _TOOL_KEYS}
         out.append(
             ToolDefinition(
                 name=tool["name"],
@@ -256,6 +280,7 @@ def _decode_tools(tools: Any, extra: dict[str, Any]) -> list[ToolDefinition]:
                 parameters=schema if isinstance(schema, dict) else None,
                 strict=tool.get("strict") if isinstance(tool.get("strict"), bool) else None,
                 cache_control=_cache(tool),
+                native=native or None,
             )
         )
     if server:
@@ -319,6 +344,7 @@ def decode_request(body: dict[str, Any]) -> ChatRequest:
     messages = body.get("messages")
     if not isinstance(messages, list):
         raise _bad("messages: field required (a list of messages)", "messages")
+    strict.check_body(body, messages=messages, messages_key="messages", tokens=("max_tokens",))
     extra = {k: v for k, v in body.items() if k not in _KNOWN}
     stop = body.get("stop_sequences")
     if stop is not None and not (isinstance(stop, list) and all(isinstance(s, str) for s in stop)):
@@ -470,12 +496,27 @@ def _system_blocks(msg: Message) -> list[dict[str, Any]]:
     return blocks
 
 
-def encode_messages(messages: list[Message]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """IR messages → (Anthropic ``system`` blocks, alternating ``messages``)."""
+def encode_messages(
+    messages: list[Message], *, inline_system: bool = False
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """IR messages → (Anthropic ``system`` blocks, alternating ``messages``).
+
+    Args:
+        messages: The conversation.
+        inline_system: Keep system messages after the conversation start at their position, as
+            ``{"role": "system"}`` entries (the caller spoke Anthropic and used the
+            mid-conversation system beta, whose header is forwarded). Otherwise they are merged
+            into the top-level ``system``, which every Anthropic endpoint accepts.
+    """
     system: list[dict[str, Any]] = []
     turns: list[dict[str, Any]] = []
     for msg in messages:
         if msg.role in ("system", "developer"):
+            if turns and inline_system and msg.role == "system":
+                blocks = _system_blocks(msg)
+                if blocks:
+                    turns.append({"role": "system", "content": blocks})
+                continue
             if turns:
                 diagnostics.report(
                     "anthropic_messages.system_merged",
@@ -521,8 +562,13 @@ def _limit_cache_breakpoints(body: dict[str, Any]) -> None:
             del block["cache_control"]
 
 
-def encode_tool(tool: ToolDefinition) -> dict[str, Any]:
-    """IR tool → Anthropic custom tool (free-form tools become a one-string-parameter tool)."""
+def encode_tool(tool: ToolDefinition, *, native: bool = False) -> dict[str, Any]:
+    """IR tool → Anthropic custom tool (free-form tools become a one-string-parameter tool).
+
+    Args:
+        tool: The tool.
+        native: The caller spoke Anthropic: its own extra tool keys go back unchanged.
+    """
     if tool.kind == "custom":
         diagnostics.report(
             "anthropic_messages.custom_tool_as_function",
@@ -539,6 +585,8 @@ def encode_tool(tool: ToolDefinition) -> dict[str, Any]:
         out["strict"] = True
     if tool.cache_control is not None:
         out["cache_control"] = tool.cache_control
+    if native and tool.native:
+        out.update({k: v for k, v in tool.native.items() if k not in out})
     return out
 
 
@@ -557,80 +605,6 @@ def _tool_choice(request: ChatRequest) -> dict[str, Any] | None:
         if out["type"] != "none":
             out["disable_parallel_tool_use"] = True
     return out
-
-
-def _thinking_config(request: ChatRequest, extra: dict[str, Any]) -> dict[str, Any] | None:
-    config = request.reasoning
-    raw = extra.get("thinking")
-    if config is None:
-        return raw if isinstance(raw, dict) else None
-    if config.enabled is False or config.effort == "none":
-        return None
-    if config.enabled is None and config.effort is None and config.budget_tokens is None:
-        return None
-    if isinstance(raw, dict) and raw.get("type") in ("enabled", "adaptive"):
-        return raw
-    budget = config.budget_tokens or EFFORT_BUDGET.get(config.effort or "", EFFORT_BUDGET["medium"])
-    return {"type": "enabled", "budget_tokens": max(MIN_BUDGET, budget)}
-
-
-def _open_loop_breaks_thinking(turns: list[dict[str, Any]]) -> bool:
-    """Whether the last assistant turn uses tools without starting with a thinking block.
-
-    With thinking on, Anthropic requires that turn to start with the (signed) thinking block it
-    produced; reasoning from another provider cannot stand in for it.
-    """
-    for turn in reversed(turns):
-        if turn["role"] != "assistant":
-            continue
-        blocks = turn["content"]
-        uses_tools = any(b["type"] == "tool_use" for b in blocks)
-        return uses_tools and blocks[0]["type"] not in ("thinking", "redacted_thinking")
-    return False
-
-
-def _apply_thinking(body: dict[str, Any], request: ChatRequest, extra: dict[str, Any]) -> None:
-    body.pop("thinking", None)
-    thinking = _thinking_config(request, extra)
-    if thinking is None or thinking.get("type") == "disabled":
-        if thinking is not None:
-            body["thinking"] = thinking
-        return
-    choice = body.get("tool_choice") or {}
-    if choice.get("type") in ("any", "tool"):
-        diagnostics.report(
-            "anthropic_messages.thinking_disabled_forced_tool",
-            "thinking disabled for this call: Anthropic rejects thinking with a forced tool choice",
-        )
-        return
-    if _open_loop_breaks_thinking(body["messages"]):
-        diagnostics.report(
-            "anthropic_messages.thinking_disabled_open_tool_loop",
-            "thinking disabled for this call: the open tool turn has no Anthropic thinking block to start with",
-        )
-        return
-    if thinking.get("type") == "enabled":
-        budget = int(thinking.get("budget_tokens") or MIN_BUDGET)
-        if body["max_tokens"] <= budget:
-            if request.max_tokens is None:
-                body["max_tokens"] = budget + DEFAULT_MAX_TOKENS
-            elif body["max_tokens"] > MIN_BUDGET:
-                thinking = {**thinking, "budget_tokens": body["max_tokens"] - 1}
-            else:
-                diagnostics.report(
-                    "anthropic_messages.thinking_disabled_small_max_tokens",
-                    f"thinking disabled: max_tokens leaves no room for Anthropic's {MIN_BUDGET}-token minimum budget",
-                )
-                return
-    body["thinking"] = thinking
-    # Anthropic rejects sampling overrides while thinking.
-    for key in ("temperature", "top_k"):
-        if key in body and not (key == "temperature" and body[key] == 1):
-            diagnostics.report(f"anthropic_messages.{key}_dropped_thinking", f"{key} is not allowed with thinking")
-            del body[key]
-    if isinstance(body.get("top_p"), int | float) and body["top_p"] < 0.95:
-        diagnostics.report("anthropic_messages.top_p_dropped_thinking", "top_p < 0.95 is not allowed with thinking")
-        del body["top_p"]
 
 
 def _output_config(request: ChatRequest, extra: dict[str, Any]) -> dict[str, Any] | None:
@@ -656,7 +630,7 @@ def encode_request(request: ChatRequest, *, model: str, stream: bool) -> dict[st
         InvalidRequestError: The request cannot be served by Anthropic (e.g. ``n > 1``).
     """
     extra = extras_for(request, FORMAT)
-    system, turns = encode_messages(request.messages)
+    system, turns = encode_messages(request.messages, inline_system=request.origin == FORMAT)
     body: dict[str, Any] = dict(extra)
     body["model"] = model
     body["max_tokens"] = request.max_tokens if request.max_tokens is not None else DEFAULT_MAX_TOKENS
@@ -670,7 +644,8 @@ def encode_request(request: ChatRequest, *, model: str, stream: bool) -> dict[st
     body.pop("tools", None)
     body.pop("tool_choice", None)
     if request.tools or server_tools:
-        body["tools"] = [encode_tool(t) for t in request.tools] + list(server_tools or [])
+        same = request.origin == FORMAT
+        body["tools"] = [encode_tool(t, native=same) for t in request.tools] + list(server_tools or [])
         choice = _tool_choice(request)
         if choice is not None:
             body["tool_choice"] = choice
@@ -695,7 +670,7 @@ def encode_request(request: ChatRequest, *, model: str, stream: bool) -> dict[st
         body["output_config"] = output_config
     else:
         body.pop("output_config", None)
-    _apply_thinking(body, request, extra)
+    apply_thinking(body, request, extra, default_max_tokens=DEFAULT_MAX_TOKENS)
     _limit_cache_breakpoints(body)
     if stream:
         body["stream"] = True

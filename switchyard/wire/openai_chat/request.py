@@ -21,7 +21,7 @@ from switchyard.protocol.messages import (
 )
 from switchyard.protocol.request import ChatRequest, ReasoningConfig
 from switchyard.protocol.tools import ToolChoice, ToolDefinition
-from switchyard.wire import custom_tools, diagnostics, guard, reasoning
+from switchyard.wire import custom_tools, diagnostics, guard, reasoning, strict
 from switchyard.wire.extras import extras_for
 
 FORMAT = "openai_chat"
@@ -219,6 +219,7 @@ def decode_request(body: dict[str, Any]) -> ChatRequest:
     messages = body.get("messages")
     if not isinstance(messages, list):
         raise _bad("'messages' is required and must be a list", "messages")
+    strict.check_body(body, messages=messages, messages_key="messages", tokens=("max_tokens", "max_completion_tokens"))
     stop = body.get("stop")
     stream_options = body.get("stream_options") or {}
     try:
@@ -336,6 +337,10 @@ def encode_tool(tool: ToolDefinition) -> dict[str, Any]:
             "free-form tool sent as a function with one string parameter; calls are unwrapped to raw text",
         )
         tool = custom_tools.as_function(tool)
+    if tool.native:
+        diagnostics.report(
+            "openai_chat.tool_fields_dropped", f"tool fields {sorted(tool.native)} have no Chat equivalent"
+        )
     fn: dict[str, Any] = {"name": tool.name}
     if tool.description:
         fn["description"] = tool.description
@@ -430,7 +435,8 @@ def normalize_replay(body: dict[str, Any]) -> dict[str, Any]:
     """The few fixes a caller's Chat body gets even when it is otherwise forwarded verbatim.
 
     vLLM rejects or misreads these (and OpenAI accepts the fixed form): ``tools: []`` is dropped
-    (400 on vLLM), ``stream_options`` is dropped from a non-streaming request (400), tools without
+    (400 on vLLM), an assistant message's empty ``tool_calls`` array is dropped (400 on OpenAI),
+    ``stream_options`` is dropped from a non-streaming request (400), tools without
     a ``tool_choice`` get ``"auto"`` (the tool parser runs only then on older vLLM), and
     system/developer messages are merged, in order, into one leading ``system`` message (chat
     templates accept system text only at the start). Everything else stays byte-for-byte.
@@ -443,6 +449,11 @@ def normalize_replay(body: dict[str, Any]) -> dict[str, Any]:
     if fixed.get("tools") and "tool_choice" not in fixed:
         fixed = {**fixed, "tool_choice": "auto"}
     messages = fixed.get("messages")
+    if isinstance(messages, list) and any(_empty_tool_calls(m) for m in messages):
+        # OpenAI answers 400 "Invalid 'messages[i].tool_calls': empty array" (code empty_array);
+        # Hermes Agent sends them for turns without calls. No calls is said by leaving it out.
+        messages = [{k: v for k, v in m.items() if k != "tool_calls"} if _empty_tool_calls(m) else m for m in messages]
+        fixed = {**fixed, "messages": messages}
     if isinstance(messages, list) and _needs_system_merge(messages):
         system = [m for m in messages if isinstance(m, dict) and m.get("role") in ("system", "developer")]
         texts = [_plain_text(m.get("content")) for m in system]
@@ -454,6 +465,10 @@ def normalize_replay(body: dict[str, Any]) -> dict[str, Any]:
             "system/developer messages after the conversation start were merged into the leading system message",
         )
     return fixed
+
+
+def _empty_tool_calls(message: Any) -> bool:
+    return isinstance(message, dict) and message.get("tool_calls") == []
 
 
 def _needs_system_merge(messages: list[Any]) -> bool:

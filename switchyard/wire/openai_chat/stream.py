@@ -21,6 +21,7 @@ from switchyard.protocol.stream import (
     TextDelta,
     ToolCallDelta,
     UsageDelta,
+    merge_usage,
 )
 from switchyard.wire import diagnostics
 from switchyard.wire.openai_chat.response import (
@@ -216,7 +217,9 @@ class ChatStreamEncoder:
         if isinstance(event, ToolCallDelta):
             return prefix + self._chunk({"tool_calls": [self._tool_delta(event)]})
         if isinstance(event, UsageDelta):
-            self._usage = event.usage
+            # Merged, never replaced: an Anthropic upstream reports the input count at
+            # message_start and only output counts in its last message_delta.
+            self._usage = merge_usage(self._usage, event.usage)
             return prefix
         if isinstance(event, MessageStop):
             out = prefix + self._chunk({}, STOP_TO_FINISH[event.stop_reason])

@@ -36,7 +36,7 @@ from switchyard.protocol.messages import (
 )
 from switchyard.protocol.request import ChatRequest, ReasoningConfig
 from switchyard.protocol.tools import ToolDefinition
-from switchyard.wire import diagnostics, guard, reasoning
+from switchyard.wire import diagnostics, guard, reasoning, strict
 from switchyard.wire.extras import extras_for
 from switchyard.wire.ids import new_id
 from switchyard.wire.openai_chat.request import decode_tool_choice
@@ -257,6 +257,15 @@ def decode_request(body: dict[str, Any]) -> ChatRequest:
     """
     if "input" not in body:
         raise _bad("'input' is required", "input")
+    items = body["input"]
+    strict.check_body(
+        body,
+        messages=items if isinstance(items, list) else None,
+        messages_key="input",
+        tokens=("max_output_tokens",),
+        # A turn continuing a stored response or conversation may add no new item.
+        empty_ok=bool(body.get("previous_response_id") or body.get("conversation")),
+    )
     extra = {k: v for k, v in body.items() if k not in _KNOWN}
     instructions = body.get("instructions")
     if instructions is not None and not isinstance(instructions, str):
@@ -388,6 +397,10 @@ def encode_input(messages: list[Message]) -> tuple[str | None, list[dict[str, An
 def encode_tool(tool: ToolDefinition) -> dict[str, Any]:
     """IR tool → Responses tool (flat function tools; ``strict`` defaults to false here because
     OpenAI's default of true rejects schemas that were not written for strict mode)."""
+    if tool.native:
+        diagnostics.report(
+            "openai_responses.tool_fields_dropped", f"tool fields {sorted(tool.native)} have no Responses equivalent"
+        )
     if tool.kind == "custom":
         spec: dict[str, Any] = {"type": "custom", "name": tool.name}
         if tool.description:

@@ -263,7 +263,7 @@ class ResponsesStreamEncoder:
         )
         return out
 
-    def _close(self) -> bytes:
+    def _close(self, status: str = "completed") -> bytes:
         cur, self._cur = self._cur, None
         if cur is None:
             return b""
@@ -295,6 +295,9 @@ class ResponsesStreamEncoder:
                 done = {"type": "response.function_call_arguments.done", **base, "name": cur.name}
                 out += self._emit({**done, "arguments": cur.text})
             item = call_item(call, cur.id)
+        if status != "completed" and "status" in item:
+            # A stream that fails mid-item must not call the item finished (issue 16).
+            item = {**item, "status": status}
         self._output.append(item)
         return out + self._emit({"type": "response.output_item.done", "output_index": cur.output_index, "item": item})
 
@@ -340,7 +343,7 @@ class ResponsesStreamEncoder:
         return out
 
     def _fail(self, error: ErrorInfo) -> bytes:
-        out = self._close()
+        out = self._close("incomplete")
         self._finished = True
         final = self._response("failed", output=list(self._output), usage=self._usage, error=error)
         return out + self._emit({"type": "response.failed", "response": final})

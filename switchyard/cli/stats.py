@@ -1,0 +1,108 @@
+"""``switchyard stats``: USD totals and savings against always-capable from a decision log."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from switchyard.cli._common import HelpFormatter, fail, load_or_exit
+
+_EPILOG = """\
+Examples:
+  switchyard serve -c router.yaml --decision-log decisions.jsonl     # writes the log
+  switchyard stats decisions.jsonl                                   # totals per route
+  switchyard stats decisions.jsonl --sessions 20                     # and the 20 latest sessions
+  switchyard stats decisions.jsonl -c router.yaml --json             # re-price with the config
+
+Each request costs its answer plus the router's own work (judge calls, and feature extraction
+priced by accounting.feature_extraction). "always-capable" prices the same tokens at the route's
+capable target (or accounting.baseline.<route>); saved = always-capable - total. Records written
+by this version carry those figures; with -c they are recomputed from the config (use it for
+logs written before, or after changing prices). The proxy serves the same totals live at
+GET /v1/stats ("usd") and as Prometheus metrics at GET /metrics.
+"""
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "stats",
+        help="USD spent and saved (against always-capable) per route and session, from a decision log",
+        description="Sum a decision log (switchyard serve --decision-log) into USD totals per route and session.",
+        epilog=_EPILOG,
+        formatter_class=HelpFormatter,
+    )
+    p.add_argument("log", metavar="DECISIONS.jsonl", help="decision log to read")
+    p.add_argument("-c", "--config", metavar="FILE", help="router config: re-price tiers and baselines from it")
+    p.add_argument("--route", help="only this route")
+    p.add_argument("--sessions", type=int, default=0, metavar="N", help="also show the N most recent sessions")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    import orjson
+
+    from switchyard.engine.accounting import Pricing, UsdLedger, record_from_log
+
+    if args.sessions < 0:
+        return fail("--sessions must be >= 0")
+    pricing: Pricing | None = None
+    if args.config:
+        loaded = load_or_exit(args.config)
+        if loaded is None:
+            return 1
+        from switchyard.config.build import build_pricing
+
+        pricing = build_pricing(loaded)
+    ledger = UsdLedger(max_sessions=max(args.sessions, 1))
+    skipped = 0
+    try:
+        fh = Path(args.log).open("rb")
+    except OSError as exc:
+        return fail(f"cannot read {args.log}: {exc.strerror or exc}")
+    with fh:
+        for number, raw in enumerate(fh, start=1):
+            if not raw.strip():
+                continue
+            try:
+                obj = orjson.loads(raw)
+                if not isinstance(obj, dict):
+                    raise ValueError("not a JSON object")
+                record = record_from_log(obj)
+            except (orjson.JSONDecodeError, ValueError) as exc:
+                print(f"warning: {args.log}:{number}: skipped ({exc})")
+                skipped += 1
+                continue
+            if args.route and record.route != args.route:
+                continue
+            if pricing is not None:
+                record.tier, record.baseline_cost_usd = None, None
+                pricing(record)
+            ledger(record)
+    data = ledger.snapshot(sessions=args.sessions)
+    data["skipped_lines"] = skipped
+    if args.json:
+        print(json.dumps(data, indent=2))
+        return 0
+    _print(data, args.sessions)
+    return 0
+
+
+def _print(data: dict[str, Any], sessions: int) -> None:
+    print(
+        f"{'':34} {'requests':>8} {'capable':>8} {'total $':>12} {'router $':>10} {'always-cap $':>13} {'saved $':>12}"
+    )
+    rows: list[tuple[str, dict[str, Any]]] = [("all routes", data["total"])]
+    rows += [(f"route {name}", t) for name, t in data["routes"].items()]
+    if sessions:
+        rows += [(f"session {key}", t) for key, t in data["sessions"].items()]
+    for name, t in rows:
+        router = t["router_usd"] + t["feature_usd"]
+        print(
+            f"{name[:34]:34} {t['requests']:>8} {t['capable_share']:>8.0%} {t['total_usd']:>12.6f} "
+            f"{router:>10.6f} {t['always_capable_usd']:>13.6f} {t['saved_usd']:>12.6f}"
+        )
+    if data["skipped_lines"]:
+        print(f"({data['skipped_lines']} unreadable line(s) skipped)")

@@ -1,0 +1,527 @@
+"""A lean HTTP/1.1 client for the upstream POSTs on the hot path: asyncio protocol + httptools.
+
+Layer: ``clients``. :class:`~switchyard.clients.backend.HttpBackend` sends its answer calls
+(``complete``, ``open_stream``) through this pool when httptools is installed (the ``server``
+extra) and no transport was injected or proxy configured; everything else (health probes,
+``/models``, token counts, injected test transports, proxies from the environment) stays on
+``httpx``. It exists because httpx → httpcore → anyio cost about two thirds of the proxy's CPU
+per request (docs/benchmarks.md).
+
+What it keeps from the httpx path, so that callers see no difference:
+
+- the same request bytes apart from header order: ``Host``, the backend's headers (httpx's
+  defaults included: ``accept-encoding: gzip, deflate``, ``user-agent``), ``content-length``;
+- the same failures under the same names (``ConnectError``, ``ConnectTimeout``,
+  ``ReadTimeout``, ``ReadError``, ``RemoteProtocolError``, ``DecodingError``: subclasses of
+  :class:`TransportError` here), which the backend turns into the same upstream errors;
+- ``gzip``/``deflate`` bodies are decoded;
+- TLS with the context httpx would build (``httpx.create_ssl_context``: certifi,
+  ``SSL_CERT_FILE``/``SSL_CERT_DIR``).
+
+What it does differently: a connection goes back to the pool the moment its response is
+complete (the rest of a stream is buffered, at most :data:`MAX_BUFFER` bytes before the
+socket is paused), and a pooled connection the server closed is noticed when it closes, not
+probed on every request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ssl
+import zlib
+from collections import deque
+from collections.abc import AsyncIterator, Callable, Mapping
+from typing import Any
+from urllib.parse import urlsplit
+
+import httptools
+
+MAX_BUFFER = 256 * 1024
+"""Unread response bytes held per connection before reading from the socket pauses (the
+buffer can exceed it by one socket read)."""
+
+
+class TransportError(Exception):
+    """The request failed below HTTP (connection, timeout, malformed or undecodable answer)."""
+
+
+class TimeoutException(TransportError):
+    """No connection or no bytes within the limit."""
+
+
+class ConnectTimeout(TimeoutException):
+    """Connecting took longer than the connect timeout."""
+
+
+class ReadTimeout(TimeoutException):
+    """The upstream was silent for longer than the read timeout."""
+
+
+class PoolTimeout(TimeoutException):
+    """Every pooled connection stayed busy for longer than the pool timeout."""
+
+
+class ConnectError(TransportError):
+    """The connection could not be opened (refused, unreachable, TLS handshake failed)."""
+
+
+class ReadError(TransportError):
+    """The connection broke in the middle of a response."""
+
+
+class RemoteProtocolError(TransportError):
+    """The upstream closed without answering, or answered with something that is not HTTP/1.1."""
+
+
+class DecodingError(TransportError):
+    """The body's content-encoding is unsupported or the compressed body is corrupt."""
+
+
+class H1Response:
+    """One upstream response: status and headers at once, the body as it arrives.
+
+    The surface the backend uses on ``httpx.Response``: ``status_code``, ``headers``,
+    ``content`` (after :meth:`aread`), :meth:`aiter_bytes`, :meth:`aread`, :meth:`aclose`.
+    """
+
+    __slots__ = (
+        "_chunks",
+        "_conn",
+        "_decoder",
+        "_error",
+        "_raw_headers",
+        "_read_timeout",
+        "_waiter",
+        "buffered",
+        "complete",
+        "content",
+        "content_type",
+        "status_code",
+    )
+
+    def __init__(self, read_timeout: float | None) -> None:
+        self.status_code = 0
+        self._raw_headers: list[tuple[bytes, bytes]] = []
+        self.content_type = ""
+        self.content = b""
+        self.complete = False
+        self.buffered = 0
+        self._chunks: deque[bytes] = deque()
+        self._waiter: asyncio.Future[None] | None = None
+        self._error: BaseException | None = None
+        self._conn: _Connection | None = None
+        self._read_timeout = read_timeout
+        self._decoder: Any = None
+
+    @property
+    def headers(self) -> dict[str, str]:
+        """Response headers, names lower-cased (repeated ones joined with ``", "``, as httpx
+        does); built on demand (error replies, ``Retry-After``)."""
+        out: dict[str, str] = {}
+        for name, value in self._raw_headers:
+            key, text = name.decode("latin-1").lower(), value.decode("latin-1")
+            out[key] = f"{out[key]}, {text}" if key in out else text
+        return out
+
+    # -- fed by the connection ---------------------------------------------------------------
+
+    def _wake(self) -> None:
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    def _feed(self, data: bytes) -> None:
+        if self._decoder is not None:
+            data = self._decoder.decompress(data)
+            if not data:
+                return
+        self._chunks.append(data)
+        self.buffered += len(data)
+        self._wake()
+
+    def _finish(self) -> None:
+        if self._decoder is not None:
+            tail = self._decoder.flush()
+            if tail:
+                self._chunks.append(tail)
+        self.complete = True
+        self._conn = None
+        self._wake()
+
+    def _fail(self, exc: BaseException) -> None:
+        self._error = exc
+        self._conn = None
+        self._wake()
+
+    # -- read by the backend -----------------------------------------------------------------
+
+    async def _wait(self) -> None:
+        loop = asyncio.get_running_loop()
+        waiter = self._waiter = loop.create_future()
+        timer = None if self._read_timeout is None else loop.call_later(self._read_timeout, _expire, waiter)
+        try:
+            await waiter
+        finally:
+            self._waiter = None
+            if timer is not None:
+                timer.cancel()
+
+    async def aiter_bytes(self) -> AsyncIterator[bytes]:
+        """Body chunks as they arrive (decoded), then the end of the body.
+
+        Raises:
+            ReadTimeout: No bytes for longer than the read timeout.
+            ReadError: The connection broke before the body ended.
+        """
+        chunks = self._chunks
+        while True:
+            if chunks:
+                data = chunks.popleft()
+                self.buffered -= len(data)
+                conn = self._conn
+                if conn is not None and conn.paused and self.buffered < MAX_BUFFER // 2:
+                    conn.resume()
+                yield data
+            elif self._error is not None:
+                raise self._error
+            elif self.complete:
+                return
+            else:
+                await self._wait()
+
+    def take_ready(self) -> bytes | None:
+        """Everything received and not yet read, in one piece, without waiting; ``None`` when
+        nothing is buffered (then :meth:`aiter_bytes` waits, ends or raises)."""
+        chunks = self._chunks
+        if not chunks:
+            return None
+        data = chunks.popleft() if len(chunks) == 1 else b"".join(chunks)
+        chunks.clear()
+        self.buffered = 0
+        conn = self._conn
+        if conn is not None and conn.paused:
+            conn.resume()
+        return data
+
+    async def aread(self) -> bytes:
+        """The whole body (also kept in ``content``)."""
+        parts = [chunk async for chunk in self.aiter_bytes()]
+        self.content = parts[0] if len(parts) == 1 else b"".join(parts)
+        return self.content
+
+    async def aclose(self) -> None:
+        """Stops reading: an unfinished response closes its connection (it cannot be reused)."""
+        conn, self._conn = self._conn, None
+        if conn is not None and not self.complete:
+            conn.abort()
+        self._chunks.clear()
+
+
+def _expire(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_exception(ReadTimeout("timed out waiting for the upstream"))
+
+
+class _Connection(asyncio.Protocol):
+    """One keep-alive connection; parses responses with httptools as bytes arrive."""
+
+    def __init__(self, pool: H1Pool) -> None:
+        self.pool = pool
+        self.transport: asyncio.Transport | None = None
+        self.parser = httptools.HttpResponseParser(self)
+        self.response: H1Response | None = None
+        self.head: asyncio.Future[None] | None = None
+        self.closed = False
+        self.paused = False
+        self.got_bytes = False
+
+    # asyncio.Protocol
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]  # uvloop's is not an asyncio.Transport
+
+    def data_received(self, data: bytes) -> None:
+        if self.response is None:
+            self.abort()  # bytes nobody asked for: the connection cannot be trusted any more
+            return
+        self.got_bytes = True
+        try:
+            self.parser.feed_data(data)
+        except httptools.HttpParserError as exc:
+            self._broken(RemoteProtocolError(f"malformed upstream response: {exc}"))
+
+    def eof_received(self) -> bool | None:
+        return False  # close our side too
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.closed = True
+        self.pool.forget(self)
+        resp = self.response
+        if resp is not None and not resp.complete:
+            if self.head is not None and self.head.done() and _reads_to_close(resp):
+                resp._finish()  # a body delimited by the end of the connection
+            elif self.got_bytes:
+                self._broken(ReadError("upstream closed the connection mid-response"))
+            else:
+                self._broken(RemoteProtocolError("Server disconnected without sending a response."))
+
+    # httptools callbacks
+    def on_header(self, name: bytes, value: bytes) -> None:
+        if self.response is not None:
+            self.response._raw_headers.append((name, value))
+
+    def on_headers_complete(self) -> None:
+        resp = self.response
+        if resp is None:
+            return
+        resp.status_code = self.parser.get_status_code()
+        for name, value in resp._raw_headers:
+            lowered = name.lower()
+            if lowered == b"content-type":
+                resp.content_type = value.decode("latin-1")
+            elif lowered == b"content-encoding":
+                resp._decoder = _decoder(value)
+        if self.head is not None and not self.head.done():
+            self.head.set_result(None)
+
+    def on_body(self, body: bytes) -> None:
+        resp = self.response
+        if resp is None:
+            return
+        try:
+            resp._feed(body)
+        except zlib.error as exc:
+            self._broken(DecodingError(f"cannot decode the upstream body: {exc}"))
+            return
+        if resp.buffered > MAX_BUFFER and not self.paused and self.transport is not None:
+            self.paused = True
+            self.transport.pause_reading()
+
+    def on_message_complete(self) -> None:
+        resp, self.response = self.response, None
+        if resp is None:
+            self.abort()  # a second response to one request: never reuse this connection
+            return
+        keep = self.parser.should_keep_alive()
+        resp._finish()
+        if keep and not self.closed:
+            self.resume()
+            self.pool.release(self)
+        else:
+            self.abort()
+
+    # used by the pool and the response
+    def send(self, data: bytes, resp: H1Response) -> asyncio.Future[None]:
+        assert self.transport is not None
+        self.response = resp
+        resp._conn = self
+        self.got_bytes = False
+        self.head = asyncio.get_running_loop().create_future()
+        self.transport.write(data)
+        return self.head
+
+    def resume(self) -> None:
+        if self.paused and self.transport is not None:
+            self.paused = False
+            self.transport.resume_reading()
+
+    def abort(self) -> None:
+        self.closed = True
+        self.pool.forget(self)
+        if self.transport is not None:
+            self.transport.abort()
+
+    def _broken(self, exc: BaseException) -> None:
+        resp, self.response = self.response, None
+        if self.head is not None and not self.head.done():
+            self.head.set_exception(exc)
+            self.head.exception()  # retrieved: the request path re-raises it from the response
+        if resp is not None:
+            resp._fail(exc)
+        self.abort()
+
+
+def _default_ssl() -> ssl.SSLContext:
+    """The TLS context httpx builds by default (certifi; ``SSL_CERT_FILE``/``SSL_CERT_DIR``)."""
+    import httpx  # only for https upstreams
+
+    return httpx.create_ssl_context()
+
+
+def _reads_to_close(resp: H1Response) -> bool:
+    names = {name.lower() for name, _ in resp._raw_headers}
+    return b"content-length" not in names and b"transfer-encoding" not in names
+
+
+def _decoder(value: bytes) -> Any:
+    coding = value.strip().lower()
+    if coding == b"gzip":
+        return zlib.decompressobj(zlib.MAX_WBITS | 16)
+    if coding == b"deflate":
+        return zlib.decompressobj()
+    if coding in (b"", b"identity"):
+        return None
+    raise DecodingError(f"unsupported content-encoding {value.decode('latin-1')!r}")
+
+
+class H1Pool:
+    """Keep-alive connections to one upstream origin, for POSTs to one URL.
+
+    Args:
+        url: The URL every request goes to (``http`` or ``https``).
+        headers: Headers sent on every request (``Host`` and ``content-length`` are added).
+        max_connections: Open connections at most; further requests wait for one.
+        ssl_context: TLS settings for ``https`` (httpx's defaults when ``None``).
+    """
+
+    def __init__(
+        self,
+        url: str,
+        headers: Mapping[str, str],
+        *,
+        max_connections: int = 256,
+        ssl_context: ssl.SSLContext | None = None,
+    ) -> None:
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError(f"not an http(s) URL: {url!r}")
+        self.host = parts.hostname
+        self.tls = parts.scheme == "https"
+        self.port = parts.port or (443 if self.tls else 80)
+        self.ssl = (ssl_context or _default_ssl()) if self.tls else None
+        default_port = self.port == (443 if self.tls else 80)
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        authority = host if default_port else f"{host}:{self.port}"
+        target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        lines = [f"POST {target} HTTP/1.1", f"host: {authority}"]
+        lines += [f"{k}: {v}" for k, v in headers.items() if k.lower() not in ("host", "content-length")]
+        # The request line and fixed headers are encoded once; a request adds its own headers
+        # and content-length.
+        self._prefix = ("\r\n".join(lines) + "\r\n").encode("latin-1")
+        self.base_headers = {k.lower() for k in headers}
+        self.max_connections = max_connections
+        self.errors = TransportError
+        self._idle: list[_Connection] = []
+        self._open: set[_Connection] = set()
+        self._connecting = 0  # connections being opened count against the limit too
+        self._waiters: deque[asyncio.Future[None]] = deque()
+
+    def release(self, conn: _Connection) -> None:
+        """A connection whose response is complete is free again."""
+        if conn.closed:
+            return
+        self._idle.append(conn)
+        self._wake_one()
+
+    def forget(self, conn: _Connection) -> None:
+        """A connection is closed: it no longer counts against the limit."""
+        if conn in self._open:
+            self._open.discard(conn)
+            if conn in self._idle:
+                self._idle.remove(conn)
+            self._wake_one()
+
+    def _wake_one(self) -> None:
+        while self._waiters:
+            waiter = self._waiters.popleft()
+            if not waiter.done():
+                waiter.set_result(None)
+                return
+
+    async def _connection(self, connect_timeout: float | None, pool_timeout: float | None = None) -> _Connection:
+        loop = asyncio.get_running_loop()
+        until = None if pool_timeout is None else loop.time() + pool_timeout
+        while True:
+            while self._idle:
+                conn = self._idle.pop()  # most recently used: least likely to have timed out
+                if not conn.closed:
+                    return conn
+            if len(self._open) + self._connecting < self.max_connections:
+                return await self._connect(connect_timeout)
+            waiter = loop.create_future()
+            self._waiters.append(waiter)
+            try:
+                async with asyncio.timeout_at(until):
+                    await waiter
+            except TimeoutError as exc:
+                self._wake_one()  # pass on a wake-up that may have raced the timeout
+                raise PoolTimeout(
+                    f"no free connection to {self.host}:{self.port} within {pool_timeout:g}s "
+                    f"(all {self.max_connections} busy)"
+                ) from exc
+            except BaseException:
+                waiter.cancel()
+                self._wake_one()  # pass a wake-up this waiter can no longer use
+                raise
+
+    async def _connect(self, timeout: float | None) -> _Connection:
+        loop = asyncio.get_running_loop()
+        factory: Callable[[], _Connection] = lambda: _Connection(self)  # noqa: E731
+        self._connecting += 1
+        try:
+            async with asyncio.timeout(timeout):
+                _, conn = await loop.create_connection(
+                    factory, self.host, self.port, ssl=self.ssl, server_hostname=self.host if self.tls else None
+                )
+        except TimeoutError as exc:
+            raise ConnectTimeout(f"connecting to {self.host}:{self.port} timed out") from exc
+        except OSError as exc:  # ssl.SSLError is an OSError too
+            raise ConnectError(str(exc) or type(exc).__name__) from exc
+        finally:
+            self._connecting -= 1
+            self._wake_one()  # a failed attempt frees its slot; a waiter may try
+        self._open.add(conn)
+        return conn
+
+    def _head(self, extra: Mapping[str, str] | None, length: int) -> bytes:
+        if not extra:
+            return self._prefix + b"content-length: " + str(length).encode() + b"\r\n\r\n"
+        lines = "".join(f"{k}: {v}\r\n" for k, v in extra.items())
+        return self._prefix + lines.encode("latin-1") + b"content-length: " + str(length).encode() + b"\r\n\r\n"
+
+    async def post(
+        self,
+        body: bytes,
+        *,
+        extra_headers: Mapping[str, str] | None = None,
+        connect_timeout: float | None = None,
+        pool_timeout: float | None = None,
+        read_timeout: float | None = None,
+        stream: bool = False,
+    ) -> H1Response:
+        """POSTs ``body``; returns once the response headers are in (and, unless ``stream``,
+        the whole body, in ``content``).
+
+        ``extra_headers`` replace none of the fixed ones: the backend passes only headers that
+        are not already among them (see :meth:`HttpBackend._post`).
+        """
+        conn = await self._connection(connect_timeout, pool_timeout)
+        resp = H1Response(read_timeout)
+        head = self._head(extra_headers, len(body))
+        try:
+            waiter = conn.send(head + body if len(body) < 65536 else head, resp)
+            if len(body) >= 65536:
+                assert conn.transport is not None
+                conn.transport.write(body)  # no copy of a large body into the head
+            loop = asyncio.get_running_loop()
+            timer = None if read_timeout is None else loop.call_later(read_timeout, _expire, waiter)
+            try:
+                await waiter
+            finally:
+                if timer is not None:
+                    timer.cancel()
+            if not stream:
+                await resp.aread()
+        except BaseException:
+            # Cancelled (deadline, caller gone) or failed mid-way: the connection's state is
+            # unknown, so it is not reused.
+            if not resp.complete and not conn.closed:
+                conn.abort()
+            await resp.aclose()
+            raise
+        return resp
+
+    async def aclose(self) -> None:
+        """Closes every connection."""
+        for conn in list(self._open):
+            conn.abort()
+        self._idle.clear()

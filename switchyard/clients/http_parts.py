@@ -1,0 +1,114 @@
+"""Pieces of the upstream HTTP clients shared by the backend: limits, default headers, and what
+happens to the tail of a finished stream.
+
+Layer: ``clients``. Imports neither httpx nor httptools (each is looked up only if loaded).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import sys
+import time
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
+
+from switchyard._version import __version__
+
+# Bounds on reading the tail of a stream whose answer is complete (see ``drain``).
+_DRAIN_S = 5.0
+_DRAIN_BYTES = 64 * 1024
+
+# What httpx sends by default, for requests that do not go through httpx (the lean pool); the
+# user agent names the client that actually sends them.
+DEFAULT_HEADERS = {
+    "accept": "*/*",
+    "accept-encoding": "gzip, deflate",
+    "connection": "keep-alive",
+    "user-agent": f"switchyard/{__version__}",
+}
+
+
+class Timeouts:
+    """Connect, read (longest silence between bytes) and total (per request) limits in seconds."""
+
+    __slots__ = ("connect", "read", "total")
+
+    def __init__(self, connect: float = 10.0, read: float = 300.0, total: float | None = 900.0) -> None:
+        self.connect = connect
+        self.read = read
+        self.total = total
+
+    def merged(self, override: Mapping[str, float] | None) -> Timeouts:
+        """These limits with per-request overrides applied.
+
+        A caller may only tighten them: each override is capped by the operator's value
+        (``x-switchyard-timeout: read=3600`` cannot lift a configured ``read: 300``).
+        """
+        if not override:
+            return self
+        total = self.total
+        if "total" in override:
+            total = float(override["total"]) if total is None else min(total, float(override["total"]))
+        return Timeouts(
+            connect=min(self.connect, float(override.get("connect", self.connect))),
+            read=min(self.read, float(override.get("read", self.read))),
+            total=total,
+        )
+
+    def pool_wait(self, deadline: float | None) -> float:
+        """How long to wait for a free pooled connection: the connect timeout, kept a little
+        inside the attempt's deadline so an exhausted pool surfaces as such rather than as the
+        deadline passing while "waiting for headers"."""
+        if deadline is None:
+            return self.connect
+        return max(0.001, min(self.connect, (deadline - time.monotonic()) * 0.95))
+
+
+def left(deadline: float | None) -> float | None:
+    """Seconds until ``deadline`` (a ``time.monotonic()`` value), for ``asyncio.timeout``."""
+    return None if deadline is None else deadline - time.monotonic()
+
+
+def env_proxy(scheme: str) -> bool:
+    """Whether the environment names a proxy for ``scheme`` (any case, as httpx reads it)."""
+    names = (f"{scheme}_proxy", "all_proxy")
+    return any(value for key, value in os.environ.items() if key.lower() in names)
+
+
+def is_timeout(exc: BaseException) -> bool:
+    """A timeout of either client (each module is looked up only if it was loaded)."""
+    for module in ("switchyard.clients.h1", "httpx"):
+        loaded = sys.modules.get(module)
+        if loaded is not None and isinstance(exc, loaded.TimeoutException):
+            return True
+    return False
+
+
+def is_pool_timeout(exc: BaseException) -> bool:
+    """No free pooled connection in time, in either client."""
+    for module in ("switchyard.clients.h1", "httpx"):
+        loaded = sys.modules.get(module)
+        if loaded is not None and isinstance(exc, loaded.PoolTimeout):
+            return True
+    return False
+
+
+async def drain(resp: Any, chunks: AsyncIterator[bytes], errors: tuple[type[BaseException], ...]) -> None:
+    """Reads what is left of a finished stream's response (normally just the end of the chunked
+    body), briefly and boundedly, then closes it; a complete response leaves its connection
+    pooled, anything else closes it."""
+    caught: tuple[type[BaseException], ...] = (TimeoutError, *errors)
+    try:
+        async with asyncio.timeout(_DRAIN_S):
+            left = _DRAIN_BYTES
+            async for chunk in chunks:
+                left -= len(chunk)
+                if left < 0:
+                    break
+    except caught:
+        pass
+    finally:
+        with contextlib.suppress(*errors):
+            await resp.aclose()

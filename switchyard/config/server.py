@@ -1,0 +1,133 @@
+"""The proxy's own exposure settings (the ``server:`` section of the config).
+
+Layer: ``config`` — imports ``protocol`` only (through pydantic models of its own).
+
+Everything here protects the proxy from its callers: who may call it (inbound keys, hosts,
+browser origins), how long a slow client may hold a connection, how big a request may be, and
+how long a shutdown waits for open requests. ``docs/security.md`` explains what each setting
+defends against; the defaults are safe for a proxy on 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import re
+
+from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt, field_validator, model_validator
+
+_HASH = re.compile(r"^sha256:[0-9a-f]{64}$")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ApiKeyConfig(_Strict):
+    """One inbound API key (``server.api_keys[i]``).
+
+    Attributes:
+        name: Label written into decision records (``details.api_key``) and used for budgets.
+        hash: ``sha256:<64 hex>`` of the key, as ``switchyard keys create`` prints it; the key
+            itself is never stored in the config.
+        key_env: Alternatively, the environment variable holding the key (hashed at start-up).
+        routes: Routes (``model`` names) this key may use; ``["*"]`` (the default) means all.
+        budget_usd_per_day: Spend allowed per UTC day, summed from the decision records'
+            ``cost_usd``; further requests get 429 until midnight UTC. ``null``: no budget.
+    """
+
+    name: str = Field(min_length=1)
+    hash: str | None = None
+    key_env: str | None = None
+    routes: list[str] = Field(default_factory=lambda: ["*"])
+    budget_usd_per_day: float | None = Field(default=None, ge=0.0)
+
+    @field_validator("hash")
+    @classmethod
+    def _hash(cls, value: str | None) -> str | None:
+        if value is not None and not _HASH.match(value):
+            raise ValueError("must be 'sha256:' followed by 64 lower-case hex digits (see `switchyard keys create`)")
+        return value
+
+    @model_validator(mode="after")
+    def _one_source(self) -> ApiKeyConfig:
+        if (self.hash is None) == (self.key_env is None):
+            raise ValueError("set exactly one of 'hash' and 'key_env'")
+        return self
+
+
+class ClientTimeoutsConfig(_Strict):
+    """How long a caller may take (``server.client_timeouts``).
+
+    Attributes:
+        header_s: A connection must finish its request headers within this many seconds of
+            connecting (or of its first byte after a keep-alive pause), else it is closed.
+        body_s: The whole request body must arrive within this many seconds after the headers
+            (else 408 and the connection is closed).
+        keepalive_s: An idle keep-alive connection is closed after this many seconds.
+        max_connections: Open connections at once; one more is answered 503 and closed.
+    """
+
+    header_s: PositiveFloat = 10.0
+    body_s: PositiveFloat = 60.0
+    keepalive_s: PositiveFloat = 30.0
+    max_connections: PositiveInt = 512
+
+
+class RequestLimitsConfig(_Strict):
+    """Caps on what one request may ask for (``server.limits``).
+
+    Attributes:
+        max_body_bytes: Largest request body (413 above, in the endpoint's error shape).
+        max_messages: Most messages (Chat/Anthropic ``messages``, Responses ``input`` items)
+            one request may carry (400 above).
+    """
+
+    max_body_bytes: PositiveInt = 32 * 1024 * 1024
+    max_messages: PositiveInt = 10_000
+
+
+class ServerConfig(_Strict):
+    """The ``server:`` section: exposure, client limits and shutdown of ``switchyard serve``.
+
+    Attributes:
+        api_keys: Inbound keys; when any is set, every endpoint but ``/health`` needs one
+            (``Authorization: Bearer``, ``x-api-key`` or ``api-key``).
+        allowed_hosts: ``Host`` header values (host names, no port) answered besides loopback
+            names; ``"*"`` allows any. Checked when no ``api_keys`` are set (DNS rebinding).
+        allowed_origins: Browser ``Origin`` values allowed to call the proxy (CORS preflight
+            answered for them); requests from any other origin are refused with 403.
+        client_timeouts: Deadlines for slow clients and the connection cap.
+        limits: Request body and message-count caps.
+        drain_s: On SIGTERM/SIGINT, how long open requests may go on before each open stream
+            is ended with an error event (and each unanswered request with 503).
+    """
+
+    api_keys: list[ApiKeyConfig] = Field(default_factory=list)
+    allowed_hosts: list[str] = Field(default_factory=list)
+    allowed_origins: list[str] = Field(default_factory=list)
+    client_timeouts: ClientTimeoutsConfig = Field(default_factory=ClientTimeoutsConfig)
+    limits: RequestLimitsConfig = Field(default_factory=RequestLimitsConfig)
+    drain_s: float = Field(default=20.0, ge=0.0)
+
+    @field_validator("allowed_origins")
+    @classmethod
+    def _origins(cls, value: list[str]) -> list[str]:
+        for origin in value:
+            if origin != "*" and not re.match(r"^https?://[^/\s]+$", origin):
+                raise ValueError(f"{origin!r} is not an origin: scheme://host[:port], no path (or '*')")
+        return [o.rstrip("/").lower() for o in value]
+
+    @field_validator("allowed_hosts")
+    @classmethod
+    def _hosts(cls, value: list[str]) -> list[str]:
+        for host in value:
+            if "/" in host or " " in host:
+                raise ValueError(f"{host!r} is not a host name (no scheme, no path)")
+        return [h.lower() for h in value]
+
+    @model_validator(mode="after")
+    def _unique_names(self) -> ServerConfig:
+        names = [k.name for k in self.api_keys]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ValueError(f"api_keys: duplicate name(s) {', '.join(dupes)}")
+        return self

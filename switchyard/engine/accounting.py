@@ -1,0 +1,227 @@
+"""Live USD accounting: what each request cost, what always-capable would have cost, the totals.
+
+Layer: ``engine``.
+
+Two decision sinks, both fed by the decision record (nothing else in the engine calls them):
+
+* :class:`Pricing` runs first and fills in the record's ``tier``, ``feature_cost_usd`` (a
+  learned router's feature extraction — probe or kNN — priced per call and per second from
+  ``accounting.feature_extraction``) and ``baseline_cost_usd`` (the same tokens at the route's
+  capable target's price: the cost had every request gone to the capable model).
+* :class:`UsdLedger` keeps running totals per route and per session (``GET /v1/stats`` →
+  ``usd``; ``switchyard stats`` computes the same from a decision log).
+
+``saved_usd`` = baseline - (answer + router's model calls + feature extraction). It is an
+estimate: the capable model would have produced a different number of output tokens. It is
+negative when routing overhead exceeds what the cheaper model saved.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections import OrderedDict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from switchyard.engine.records import DecisionRecord
+from switchyard.protocol.response import Usage
+from switchyard.protocol.targets import Price
+
+
+@dataclass(frozen=True, slots=True)
+class RouteTiers:
+    """A route's two tiers as target names (either may be unknown)."""
+
+    capable: str | None = None
+    efficient: str | None = None
+
+
+@dataclass(slots=True)
+class Pricing:
+    """Fills in ``tier``, ``feature_cost_usd`` and ``baseline_cost_usd`` of every record.
+
+    Args:
+        tiers: Per route, its capable and efficient targets.
+        prices: Per target, its price.
+        feature_usd_per_call: Price of one feature extraction (an embeddings API call …).
+        feature_usd_per_second: Price of one second of extraction (a dedicated GPU's hourly
+            rate / 3600, when the probe's model runs on its own hardware).
+    """
+
+    tiers: Mapping[str, RouteTiers]
+    prices: Mapping[str, Price]
+    feature_usd_per_call: float = 0.0
+    feature_usd_per_second: float = 0.0
+
+    def __call__(self, record: DecisionRecord) -> None:
+        tiers = self.tiers.get(record.route)
+        if tiers is not None and record.selected is not None:
+            if record.selected == tiers.capable:
+                record.tier = "capable"
+            elif record.selected == tiers.efficient:
+                record.tier = "efficient"
+        feature_ms = record.details.get("feature_ms")
+        if isinstance(feature_ms, int | float) and not isinstance(feature_ms, bool):
+            record.feature_cost_usd = self.feature_usd_per_call + self.feature_usd_per_second * feature_ms / 1000
+        capable = self.prices.get(tiers.capable) if tiers is not None and tiers.capable else None
+        if capable is not None and record.status < 400:
+            record.baseline_cost_usd = capable.cost(
+                Usage(
+                    input_tokens=record.input_tokens,
+                    output_tokens=record.output_tokens,
+                    cache_read_tokens=record.cache_read_tokens,
+                    cache_creation_tokens=record.cache_creation_tokens,
+                )
+            )
+
+
+@dataclass(slots=True)
+class Totals:
+    """USD totals of a set of requests."""
+
+    requests: int = 0
+    capable_requests: int = 0
+    answer_usd: float = 0.0
+    router_usd: float = 0.0
+    feature_usd: float = 0.0
+    baseline_usd: float = 0.0
+    priced_requests: int = 0
+
+    @property
+    def total_usd(self) -> float:
+        """Answers plus routing overhead."""
+        return self.answer_usd + self.router_usd + self.feature_usd
+
+    @property
+    def saved_usd(self) -> float:
+        """Baseline minus what was spent, over the requests with a baseline."""
+        return self.baseline_usd - self._spent_priced
+
+    _spent_priced: float = 0.0
+
+    def add(self, record: DecisionRecord) -> None:
+        """Counts one record."""
+        self.requests += 1
+        self.capable_requests += record.tier == "capable"
+        self.answer_usd += record.cost_usd
+        self.router_usd += record.router_cost.cost_usd
+        self.feature_usd += record.feature_cost_usd
+        if record.baseline_cost_usd is not None:
+            self.priced_requests += 1
+            self.baseline_usd += record.baseline_cost_usd
+            self._spent_priced += record.total_cost_usd
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready totals (USD rounded to 1e-9)."""
+        share = self.capable_requests / self.requests if self.requests else 0.0
+        return {
+            "requests": self.requests,
+            "capable_share": round(share, 6),
+            "answer_usd": _usd(self.answer_usd),
+            "router_usd": _usd(self.router_usd),
+            "feature_usd": _usd(self.feature_usd),
+            "total_usd": _usd(self.total_usd),
+            "always_capable_usd": _usd(self.baseline_usd),
+            "saved_usd": _usd(self.saved_usd),
+            "saved_share": round(self.saved_usd / self.baseline_usd, 6) if self.baseline_usd > 0 else None,
+        }
+
+
+@dataclass
+class UsdLedger:
+    """Running USD totals per route and per session (the most recent ``max_sessions``).
+
+    Thread-safe: the sync API serves from its own loop thread.
+    """
+
+    max_sessions: int = 10_000
+    total: Totals = field(default_factory=Totals)
+    routes: dict[str, Totals] = field(default_factory=dict)
+    sessions: OrderedDict[str, Totals] = field(default_factory=OrderedDict)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def __call__(self, record: DecisionRecord) -> None:
+        with self._lock:
+            self.total.add(record)
+            self.routes.setdefault(record.route, Totals()).add(record)
+            if record.session_id is not None:
+                key = f"{record.route}:{record.session_id}"
+                found = self.sessions.get(key)
+                if found is None:
+                    found = self.sessions[key] = Totals()
+                    while len(self.sessions) > self.max_sessions:
+                        self.sessions.popitem(last=False)
+                else:
+                    self.sessions.move_to_end(key)
+                found.add(record)
+
+    def add_all(self, records: Iterable[DecisionRecord]) -> UsdLedger:
+        """Counts many records (``switchyard stats`` over a log); returns ``self``."""
+        for record in records:
+            self(record)
+        return self
+
+    def snapshot(self, *, sessions: int = 100) -> dict[str, Any]:
+        """Totals, per route and for the ``sessions`` most recently active sessions."""
+        with self._lock:
+            recent = list(self.sessions.items())[-sessions:] if sessions > 0 else []
+            return {
+                "total": self.total.to_dict(),
+                "routes": {name: t.to_dict() for name, t in sorted(self.routes.items())},
+                "sessions": {key: t.to_dict() for key, t in reversed(recent)},
+                "sessions_tracked": len(self.sessions),
+            }
+
+
+def _usd(value: float) -> float:
+    return 0.0 if math.isclose(value, 0.0, abs_tol=5e-10) else round(value, 9)
+
+
+def record_from_log(obj: Mapping[str, Any]) -> DecisionRecord:
+    """The accounting fields of one decision-log line (a :meth:`DecisionRecord.to_json` object).
+
+    Fields missing from older logs keep their defaults; wrongly typed ones raise ``ValueError``
+    naming the field.
+    """
+
+    def number(name: str, source: Mapping[str, Any] = obj) -> float:
+        value = source.get(name, 0) or 0
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ValueError(f"{name!r} must be a number, got {value!r}")
+        return float(value)
+
+    def text(name: str) -> str | None:
+        value = obj.get(name)
+        if value is not None and not isinstance(value, str):
+            raise ValueError(f"{name!r} must be a string, got {value!r}")
+        return value
+
+    route = text("route")
+    if route is None:
+        raise ValueError("'route' is missing")
+    router_cost = obj.get("router_cost") or {}
+    if not isinstance(router_cost, Mapping):
+        raise ValueError(f"'router_cost' must be an object, got {router_cost!r}")
+    details = obj.get("details") or {}
+    baseline = obj.get("baseline_cost_usd")
+    record = DecisionRecord(
+        request_id=text("request_id") or "",
+        route=route,
+        router=text("router") or "",
+        session_id=text("session_id"),
+        source=text("source") or "",
+        selected=text("selected"),
+        status=int(number("status")) if "status" in obj else 200,
+        cost_usd=number("cost_usd"),
+        feature_cost_usd=number("feature_cost_usd"),
+        baseline_cost_usd=None if baseline is None else number("baseline_cost_usd"),
+        tier=text("tier"),
+        details=dict(details) if isinstance(details, Mapping) else {},
+    )
+    for key in ("input_tokens", "output_tokens", "cache_read_tokens", "cache_creation_tokens"):
+        setattr(record, key, int(number(key)))
+    record.router_cost.calls = int(number("calls", router_cost))
+    record.router_cost.cost_usd = number("cost_usd", router_cost)
+    return record

@@ -1,0 +1,187 @@
+"""The streamed answer the engine hands out: IR events plus the bookkeeping at its end.
+
+Layer: ``engine``.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
+
+from switchyard.clients.retry import classify
+from switchyard.engine.markup import MarkupScanner
+from switchyard.engine.records import DecisionRecord
+from switchyard.engine.target import Target
+from switchyard.protocol.errors import ErrorInfo, UpstreamError
+from switchyard.protocol.response import ChatResponse, Usage
+from switchyard.protocol.stream import (
+    MessageStart,
+    StreamAccumulator,
+    StreamError,
+    StreamEvent,
+    TextDelta,
+    UsageDelta,
+    merge_usage,
+)
+
+logger = logging.getLogger("switchyard.engine")
+
+
+class EventStream:
+    """The answer as IR stream events, opened on the first candidate that accepted it.
+
+    Iterate it for events; ``record`` is complete once the stream is exhausted or closed.
+    An upstream failure after the first event ends the stream with a :class:`StreamError` —
+    never a clean finish — marks the record (``details["mid_stream_failure"]``) and calls
+    ``on_failure`` (the engine counts it and tells the target's circuit breaker); ``on_end`` is
+    called once with ``True`` when the stream ended cleanly, ``False`` when the consumer stopped
+    reading first (the breaker hears of a stream's success only at its end). With
+    ``on_markup``, text deltas are checked for leaked reasoning/tool-call markup as they pass
+    (:mod:`switchyard.engine.markup`) and the first find is reported.
+    """
+
+    def __init__(
+        self,
+        first: list[StreamEvent],
+        rest: AsyncIterator[StreamEvent] | None,
+        record: DecisionRecord,
+        target: Target,
+        finalize: Callable[[DecisionRecord], None],
+        t0: float,
+        on_failure: Callable[[], None] | None = None,
+        on_markup: Callable[[str], None] | None = None,
+        on_end: Callable[[bool], None] | None = None,
+    ) -> None:
+        self.record = record
+        self.target = target.info.name
+        self._price = target.info.price
+        self._first = first
+        self._rest = rest
+        self._finalize = finalize
+        self._t0 = t0
+        self._on_failure = on_failure
+        self._on_markup = on_markup
+        self._on_end = on_end
+        self._scanner = MarkupScanner() if on_markup is not None else None
+        self._failed = False
+        self._complete = False
+        self._usage = Usage()
+        self._closed = False
+        self._interrupted = False
+        self._gen = self._run()
+
+    def __aiter__(self) -> EventStream:
+        return self
+
+    async def __anext__(self) -> StreamEvent:
+        return await self._gen.__anext__()
+
+    async def _run(self) -> AsyncGenerator[StreamEvent, None]:
+        try:
+            for event in self._first:
+                self._observe(event)
+                yield event
+            if self._rest is not None:
+                try:
+                    async for event in self._rest:
+                        self._observe(event)
+                        yield event
+                except UpstreamError as exc:
+                    info = exc.info()
+                    self.record.details["mid_stream_error_class"] = classify(exc).value
+                    self._fail(info)
+                    yield StreamError(error=info)
+                except Exception as exc:  # a bug must not look like a clean finish either
+                    logger.exception("stream of target %r failed", self.target)
+                    info = ErrorInfo(status=500, type="api_error", message=f"stream failed: {type(exc).__name__}")
+                    self._fail(info)
+                    yield StreamError(error=info)
+            self._complete = True
+        finally:
+            await self._close_rest()
+            self._done()
+
+    def _observe(self, event: StreamEvent) -> None:
+        if isinstance(event, UsageDelta):
+            self._usage = merge_usage(self._usage, event.usage)
+        elif isinstance(event, StreamError):
+            self._fail(event.error)
+        elif self._scanner is not None and type(event) is TextDelta:
+            marker = self._scanner.feed(event.text)
+            if marker is not None:
+                self._scanner = None  # one report per stream
+                assert self._on_markup is not None
+                self._on_markup(marker)
+
+    def _fail(self, error: ErrorInfo) -> None:
+        self.record.error = error.message
+        self.record.status = error.status
+        self.record.details["mid_stream_failure"] = True
+        if not self._failed:
+            self._failed = True
+            if self._on_failure is not None:
+                self._on_failure()
+
+    async def _close_rest(self) -> None:
+        rest, self._rest = self._rest, None
+        aclose = getattr(rest, "aclose", None)
+        if aclose is not None:
+            await aclose()
+
+    def _done(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        if not self._complete and not self._failed and not self._interrupted:
+            # The consumer stopped reading (a caller that disconnected, or aclose()): recorded
+            # as a cancelled request, like a caller leaving before the answer (499).
+            self.record.details["closed_early"] = True
+            self.record.status = 499
+            self.record.error = "cancelled: the caller stopped reading the stream"
+        if self._on_end is not None and not self._failed:
+            self._on_end(self._complete)
+        self.record.set_usage(self._usage)
+        self.record.cost_usd = self._price.cost(self._usage)
+        self.record.duration_ms = (time.perf_counter() - self._t0) * 1000
+        self._finalize(self.record)
+
+    def interrupt(self, error: ErrorInfo) -> None:
+        """Marks the record for a stream the server ends itself (a shutdown past its drain
+        time): not the upstream's failure, not the caller's cancellation. Call before closing."""
+        self._interrupted = True
+        self.record.status = error.status
+        self.record.error = error.message
+        self.record.details["interrupted"] = error.code or error.type
+
+    async def aclose(self) -> None:
+        """Stops the stream early (closes the upstream connection) and writes the record."""
+        await self._gen.aclose()
+        await self._close_rest()
+        self._done()
+
+    async def collect(self) -> ChatResponse:
+        """Drains the stream into a complete response."""
+        acc = StreamAccumulator()
+        async for event in self:
+            acc.add(event)
+        return acc.response()
+
+
+async def first_content(events: AsyncIterator[StreamEvent]) -> list[StreamEvent]:
+    """Reads events up to and including the first one that carries content or ends the turn."""
+    got: list[StreamEvent] = []
+    async for event in events:
+        got.append(event)
+        if isinstance(event, StreamError):
+            # An in-band error before anything reached the caller is a failed attempt.
+            raise UpstreamError(event.error.message or "upstream stream failed", status=event.error.status)
+        if not isinstance(event, UsageDelta | MessageStart):
+            return got
+    return got
+
+
+async def aclose_events(events: AsyncIterator[StreamEvent] | None) -> None:
+    aclose = getattr(events, "aclose", None)
+    if aclose is not None:
+        await aclose()

@@ -1,0 +1,80 @@
+"""The HTTP face of the engine's answers: ``x-switchyard-*`` headers and error replies.
+
+Layer: ``engine``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from switchyard.engine.records import DecisionRecord
+from switchyard.engine.reply import Reply
+from switchyard.engine.target import Target
+from switchyard.protocol.errors import ErrorInfo, SwitchyardError, UpstreamError, UpstreamStatusError
+from switchyard.wire import codec as get_codec
+from switchyard.wire.base import WireFormat
+from switchyard.wire.json import dumps
+
+HEADER_SELECTED = "x-switchyard-selected-model"
+HEADER_ROUTE = "x-switchyard-route"
+HEADER_SOURCE = "x-switchyard-decision-source"
+HEADER_OVERHEAD = "x-switchyard-overhead-ms"
+HEADER_REQUEST_ID = "x-switchyard-request-id"
+
+# Caller headers worth forwarding upstream (everything else stays at the proxy).
+FORWARD_HEADERS = ("anthropic-beta", "anthropic-version")
+
+
+def reply_headers(record: DecisionRecord, *, stream: bool) -> dict[str, str]:
+    """The ``x-switchyard-*`` headers (and content type) of a successful reply."""
+    headers = {
+        "content-type": "text/event-stream" if stream else "application/json",
+        HEADER_SELECTED: record.selected or "",
+        HEADER_ROUTE: record.route,
+        HEADER_SOURCE: record.source,
+        HEADER_OVERHEAD: f"{record.overhead_ms:.3f}",
+        HEADER_REQUEST_ID: record.request_id,
+    }
+    if stream:
+        headers["cache-control"] = "no-cache"
+        headers["x-accel-buffering"] = "no"
+    return headers
+
+
+def error_reply(
+    targets: dict[str, Target], fmt: WireFormat, exc: SwitchyardError, record: DecisionRecord | None
+) -> Reply:
+    """The error reply in the caller's envelope (or the provider's own words, same API family)."""
+    codec = get_codec(fmt)
+    headers = {"content-type": "application/json", **exc.headers}
+    if record is not None:
+        headers[HEADER_ROUTE] = record.route
+        headers[HEADER_SOURCE] = record.source
+        headers[HEADER_REQUEST_ID] = record.request_id
+        headers[HEADER_SELECTED] = record.selected or ""
+    if exc.status in (429, 503) and "retry-after" not in headers:
+        headers["retry-after"] = "1"
+    if isinstance(exc, UpstreamError):
+        # The engine already retried and fell back as far as the policy allows; an SDK
+        # retrying on top would multiply attempts (openai/anthropic SDKs obey this header).
+        headers["x-should-retry"] = "false"
+    if isinstance(exc, UpstreamStatusError) and exc.status < 500 and exc.status not in (408, 429):
+        upstream_fmt = targets[exc.target].info.format if exc.target in targets else None
+        if upstream_fmt == fmt.value and exc.body.lstrip().startswith(b"{"):
+            # Same API family: relay the provider's own words (agents match on them) — but
+            # never an HTML page from a proxy in front of it.
+            return Reply(exc.status, headers, body=exc.body)
+    return Reply(exc.status, headers, body=dumps(codec.encode_error(exc.info())))
+
+
+def lower(headers: Mapping[str, str] | None) -> dict[str, str]:
+    if not headers:
+        return {}
+    return {k.lower(): v for k, v in headers.items()}
+
+
+def error_info(exc: BaseException) -> ErrorInfo:
+    """An :class:`ErrorInfo` for any exception (typed errors keep their fields)."""
+    if isinstance(exc, SwitchyardError):
+        return exc.info()
+    return ErrorInfo(status=500, type="api_error", message=f"{type(exc).__name__}: {exc}")

@@ -1,0 +1,33 @@
+"""Which routes the caller of the current request may use (inbound API keys).
+
+Layer: ``protocol`` — imports nothing above it.
+
+The proxy authenticates a request before it is decoded; which route the request selects is
+known only once the engine has resolved its ``model`` (aliases and the default route
+included). The proxy therefore puts the key's allowlist in a context variable, and the engine
+checks the resolved route here — no second reading of the body.
+"""
+
+from __future__ import annotations
+
+from contextvars import ContextVar
+
+from switchyard.protocol.errors import SwitchyardError
+
+allowed_routes: ContextVar[frozenset[str] | None] = ContextVar("switchyard_allowed_routes", default=None)
+"""Routes the current request's API key may use; ``None``: any (no key, or ``routes: ["*"]``)."""
+
+
+class RouteForbiddenError(SwitchyardError):
+    """The caller's API key may not use the route its request selected (403)."""
+
+    status = 403
+    type = "permission_error"
+    code = "route_not_allowed"
+
+
+def check_route(name: str) -> None:
+    """Raises :class:`RouteForbiddenError` when the current key may not use route ``name``."""
+    allowed = allowed_routes.get()
+    if allowed is not None and name not in allowed:
+        raise RouteForbiddenError(f"this API key may not use route {name!r}", param="model")

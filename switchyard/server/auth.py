@@ -1,0 +1,178 @@
+"""Inbound API keys: who may call the proxy, which routes each key may use, and its daily budget.
+
+Layer: ``server`` — imports ``api`` and below.
+
+Keys are long random tokens (``switchyard keys create``: 32 random bytes), so the config stores
+only their SHA-256 — a slow password hash would add nothing against guessing a 256-bit secret
+and would cost milliseconds per request. A presented key is hashed once and looked up in a dict;
+the secret itself is never logged or written to a decision record (only the key's ``name``).
+
+Budgets are summed from the decision records' ``cost_usd`` per key and UTC day, kept in the
+router's state store (``state:``), so replicas sharing a Redis store share the spend.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import logging
+import os
+import secrets
+import time
+from collections.abc import Mapping
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import Any
+
+from switchyard.config.server import ApiKeyConfig
+from switchyard.engine.records import DecisionRecord
+from switchyard.protocol.session import StateStore
+
+logger = logging.getLogger("switchyard.server")
+
+KEY_PREFIX = "sy-"
+_DAY_S = 86_400.0
+
+current_key: ContextVar[ApiKey | None] = ContextVar("switchyard_api_key", default=None)
+"""The key that authenticated the current request (read by the decision-record callback)."""
+
+
+def new_key() -> str:
+    """A fresh inbound API key (``sy-`` and 43 URL-safe characters: 256 random bits)."""
+    return KEY_PREFIX + secrets.token_urlsafe(32)
+
+
+def hash_key(key: str) -> str:
+    """The form stored in the config: ``sha256:<hex>``."""
+    return "sha256:" + hashlib.sha256(key.encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class ApiKey:
+    """One configured key, without its secret.
+
+    Attributes:
+        name: Its label (in decision records as ``details.api_key``).
+        routes: Routes it may use; ``None``: all.
+        budget_usd_per_day: Spend allowed per UTC day, or ``None``.
+    """
+
+    name: str
+    routes: frozenset[str] | None
+    budget_usd_per_day: float | None
+
+
+def presented_key(headers: Mapping[str, str]) -> str | None:
+    """The key a request carries: ``Authorization: Bearer``, ``x-api-key`` (Anthropic SDKs)
+    or ``api-key`` (Azure-style clients), in that order."""
+    auth = headers.get("authorization")
+    if auth:
+        scheme, _, token = auth.partition(" ")
+        if scheme.lower() == "bearer" and token.strip():
+            return token.strip()
+    return headers.get("x-api-key") or headers.get("api-key") or None
+
+
+class KeyRing:
+    """The configured keys, by hash.
+
+    Args:
+        keys: ``server.api_keys``.
+        environ: Where ``key_env`` names are looked up (default ``os.environ``).
+
+    Raises:
+        ValueError: A ``key_env`` variable is unset or empty.
+    """
+
+    def __init__(self, keys: list[ApiKeyConfig], environ: Mapping[str, str] | None = None) -> None:
+        env = os.environ if environ is None else environ
+        self._by_hash: dict[str, ApiKey] = {}
+        for i, cfg in enumerate(keys):
+            digest = cfg.hash
+            if cfg.key_env is not None:
+                secret = env.get(cfg.key_env, "")
+                if not secret:
+                    raise ValueError(f"server.api_keys[{i}].key_env: environment variable {cfg.key_env} is not set")
+                digest = hash_key(secret)
+            assert digest is not None  # the config model requires hash or key_env
+            routes = None if "*" in cfg.routes else frozenset(cfg.routes)
+            self._by_hash[digest] = ApiKey(cfg.name, routes, cfg.budget_usd_per_day)
+
+    def __bool__(self) -> bool:
+        return bool(self._by_hash)
+
+    def find(self, key: str) -> ApiKey | None:
+        """The entry for a presented key, or ``None``."""
+        return self._by_hash.get(hash_key(key))
+
+
+def _day(now: float | None = None) -> str:
+    return time.strftime("%Y-%m-%d", time.gmtime(time.time() if now is None else now))
+
+
+def seconds_to_midnight(now: float | None = None) -> int:
+    """Seconds until the next UTC midnight (when daily budgets start over)."""
+    t = time.time() if now is None else now
+    return max(1, int(_DAY_S - t % _DAY_S))
+
+
+class Budgets:
+    """Per-key daily spend, fed by decision records and kept in the state store.
+
+    Reads are cached for ``refresh_s`` so a key with a budget costs at most one store read per
+    second (other replicas' spend is seen within that time); this process's own spend is added
+    at once.
+    """
+
+    def __init__(self, store: StateStore, *, refresh_s: float = 1.0) -> None:
+        self.store = store
+        self.refresh_s = refresh_s
+        self._cache: dict[str, tuple[float, float]] = {}  # store key -> (spent, read at)
+        self._writes: set[asyncio.Task[None]] = set()
+
+    @staticmethod
+    def _key(name: str, day: str | None = None) -> str:
+        return f"switchyard:budget:{name}:{day or _day()}"
+
+    async def spent(self, name: str) -> float:
+        """USD this key spent today (UTC)."""
+        key = self._key(name)
+        cached = self._cache.get(key)
+        now = time.monotonic()
+        if cached is not None and now - cached[1] < self.refresh_s:
+            return cached[0]
+        value = await self.store.get(key)
+        spent = float(value.get("usd", 0.0)) if value else 0.0
+        if cached is not None:
+            spent = max(spent, cached[0])  # our own write may not have landed yet
+        self._cache[key] = (spent, now)
+        return spent
+
+    def record(self, record: DecisionRecord) -> None:
+        """Decision-record callback: marks the record with the key and books its cost."""
+        api_key = current_key.get()
+        if api_key is None:
+            return
+        record.details["api_key"] = api_key.name
+        cost = record.total_cost_usd
+        if api_key.budget_usd_per_day is None or cost <= 0:
+            return
+        key = self._key(api_key.name)
+        spent, at = self._cache.get(key, (0.0, 0.0))
+        self._cache[key] = (spent + cost, at)
+        with contextlib.suppress(RuntimeError):  # no running loop: nothing to persist from
+            task = asyncio.get_running_loop().create_task(self._add(key, cost))
+            self._writes.add(task)
+            task.add_done_callback(self._writes.discard)
+
+    async def _add(self, key: str, cost: float) -> None:
+        def add(value: dict[str, Any] | None) -> dict[str, Any]:
+            return {"usd": float((value or {}).get("usd", 0.0)) + cost}
+
+        try:
+            # Atomic in the store (a WATCH/MULTI transaction on Redis), so replicas sharing the
+            # store never lose each other's spend.
+            await self.store.update(key, add, ttl_s=2 * _DAY_S)
+        except Exception:  # a failing store must not break serving; the cache still counts
+            logger.exception("could not store the spend of %s", key)

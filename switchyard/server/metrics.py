@@ -1,0 +1,299 @@
+"""Prometheus ``/metrics`` for the proxy, fed by decision records.
+
+Layer: ``server``. Needs ``prometheus_client`` (the ``metrics`` extra), imported only when a
+:class:`Metrics` is built. Nothing in the engine calls this module: every number comes from the
+:class:`~switchyard.engine.records.DecisionRecord` each request writes (:meth:`Metrics.observe`
+is a decision sink), plus a few live values read at scrape time (breaker states, the state
+backend's degraded flag, the capable share).
+
+**Several worker processes.** When ``PROMETHEUS_MULTIPROC_DIR`` names a directory (set it before
+the workers start, empty it between runs), prometheus_client keeps counters and histograms in
+files there and :meth:`Metrics.render` aggregates every process's values. The live gauges then
+describe the worker that answered the scrape.
+
+The metric names are listed in :data:`METRIC_NAMES` and documented in docs/deployment.md.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
+
+from switchyard.engine.records import DecisionRecord
+
+if TYPE_CHECKING:
+    from prometheus_client.metrics_core import Metric
+
+    from switchyard.api import Switchyard
+
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+
+#: Every metric family this module exports (the names Prometheus shows, without suffixes).
+METRIC_NAMES = (
+    "switchyard_decisions",
+    "switchyard_router_calls",
+    "switchyard_router_call_failures",
+    "switchyard_router_call_seconds",
+    "switchyard_router_usd",
+    "switchyard_upstream_attempts",
+    "switchyard_upstream_retries",
+    "switchyard_fallbacks",
+    "switchyard_mid_stream_failures",
+    "switchyard_overhead_seconds",
+    "switchyard_request_duration_seconds",
+    "switchyard_tokens",
+    "switchyard_cost_usd",
+    "switchyard_spent_usd",
+    "switchyard_always_capable_usd",
+    "switchyard_saved_usd",
+    "switchyard_capable_share",
+    "switchyard_breaker_state",
+    "switchyard_state_backend_degraded",
+    "switchyard_state_backend_outages",
+)
+
+_OVERHEAD_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+_DURATION_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0)
+_BREAKER_STATES = ("closed", "open", "half_open")
+
+
+def multiprocess_dir() -> str | None:
+    """``PROMETHEUS_MULTIPROC_DIR`` when it names a directory (multiprocess mode), else ``None``."""
+    path = os.environ.get("PROMETHEUS_MULTIPROC_DIR")
+    return path if path and os.path.isdir(path) else None
+
+
+class Metrics:
+    """The proxy's Prometheus metrics.
+
+    Args:
+        live: Returns the live values at scrape time: ``{"breakers": {target: state},
+            "state": state-backend status, "capable_share": {route: share}}``.
+    """
+
+    def __init__(self, live: Callable[[], dict[str, Any]] | None = None) -> None:
+        from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+        self._live = live
+        self.registry = CollectorRegistry(auto_describe=True)
+        r = self.registry
+        self.decisions = Counter(
+            "switchyard_decisions",
+            "Requests by route, router, decision source, tier served and status class",
+            ["route", "router", "source", "tier", "status"],
+            registry=r,
+        )
+        self.router_calls = Counter(
+            "switchyard_router_calls",
+            "The router's own work per request: judge model calls and feature extractions",
+            ["route", "kind"],
+            registry=r,
+        )
+        self.router_failures = Counter(
+            "switchyard_router_call_failures", "Judge model calls that failed", ["route"], registry=r
+        )
+        self.router_seconds = Histogram(
+            "switchyard_router_call_seconds",
+            "Time spent in the router's own calls per request",
+            ["route", "kind"],
+            buckets=_DURATION_BUCKETS,
+            registry=r,
+        )
+        self.router_usd = Counter(
+            "switchyard_router_usd",
+            "USD spent by the router itself (judges, feature extraction)",
+            ["route", "kind"],
+            registry=r,
+        )
+        self.attempts = Counter(
+            "switchyard_upstream_attempts",
+            "Upstream attempts of the answer call by target, outcome and error class",
+            ["target", "outcome", "error_class"],
+            registry=r,
+        )
+        self.retries = Counter(
+            "switchyard_upstream_retries",
+            "Retries on the same target by the error class that caused them",
+            ["target", "error_class"],
+            registry=r,
+        )
+        self.fallbacks = Counter(
+            "switchyard_fallbacks",
+            "Moves to the next candidate target by the error class that caused them",
+            ["route", "error_class"],
+            registry=r,
+        )
+        self.mid_stream = Counter(
+            "switchyard_mid_stream_failures",
+            "Streams that failed after content reached the caller",
+            ["route", "error_class"],
+            registry=r,
+        )
+        self.overhead = Histogram(
+            "switchyard_overhead_seconds",
+            "Routing overhead per request (everything before the answer call)",
+            ["route"],
+            buckets=_OVERHEAD_BUCKETS,
+            registry=r,
+        )
+        self.duration = Histogram(
+            "switchyard_request_duration_seconds",
+            "Whole request time",
+            ["route"],
+            buckets=_DURATION_BUCKETS,
+            registry=r,
+        )
+        self.tokens = Counter("switchyard_tokens", "Answer tokens by target and kind", ["target", "kind"], registry=r)
+        self.cost = Counter("switchyard_cost_usd", "USD of answer calls by target", ["target"], registry=r)
+        self.spent = Counter(
+            "switchyard_spent_usd",
+            "USD spent per route (answers + the router's own calls), on requests with a baseline",
+            ["route"],
+            registry=r,
+        )
+        self.baseline = Counter(
+            "switchyard_always_capable_usd",
+            "USD the same requests would have cost on the route's capable target",
+            ["route"],
+            registry=r,
+        )
+        # A gauge: savings go down when routing overhead costs more than it saved.
+        self.saved = Gauge(
+            "switchyard_saved_usd",
+            "USD saved against always-capable (always_capable - spent), running total",
+            ["route"],
+            multiprocess_mode="sum",
+            registry=r,
+        )
+        if live is not None and multiprocess_dir() is None:
+            self.registry.register(_LiveCollector(live))
+
+    def observe(self, record: DecisionRecord) -> None:
+        """Counts one finished request (a decision sink)."""
+        route = record.route
+        status = f"{record.status // 100}xx"
+        self.decisions.labels(route, record.router, record.source or "none", record.tier or "other", status).inc()
+        rc = record.router_cost
+        if rc.calls:
+            self.router_calls.labels(route, "judge").inc(rc.calls)
+            self.router_seconds.labels(route, "judge").observe(rc.elapsed_ms / 1000)
+            self.router_usd.labels(route, "judge").inc(rc.cost_usd)
+            if rc.failures:
+                self.router_failures.labels(route).inc(rc.failures)
+        feature_ms = record.details.get("feature_ms")
+        if isinstance(feature_ms, int | float) and not isinstance(feature_ms, bool):
+            probe_ms = record.details.get("probe_ms")
+            extra = probe_ms if isinstance(probe_ms, int | float) else 0.0
+            self.router_calls.labels(route, "features").inc()
+            self.router_seconds.labels(route, "features").observe((feature_ms + extra) / 1000)
+            self.router_usd.labels(route, "features").inc(record.feature_cost_usd)
+        self._attempts(record)
+        if record.details.get("mid_stream_failure"):
+            cls = record.details.get("mid_stream_error_class")
+            self.mid_stream.labels(route, str(cls or "unknown")).inc()
+        self.overhead.labels(route).observe(record.overhead_ms / 1000)
+        self.duration.labels(route).observe(record.duration_ms / 1000)
+        if record.selected is not None:
+            target = record.selected
+            for kind in ("input", "output", "cache_read", "cache_creation", "reasoning"):
+                count = getattr(record, f"{kind}_tokens")
+                if count:
+                    self.tokens.labels(target, kind).inc(count)
+            self.cost.labels(target).inc(record.cost_usd)
+        if record.baseline_cost_usd is not None:
+            spent = record.total_cost_usd
+            self.spent.labels(route).inc(spent)
+            self.baseline.labels(route).inc(record.baseline_cost_usd)
+            self.saved.labels(route).inc(record.baseline_cost_usd - spent)
+
+    def _attempts(self, record: DecisionRecord) -> None:
+        previous = None
+        for attempt in record.attempts:
+            cls = attempt.error_class or ("none" if attempt.ok else "unknown")
+            self.attempts.labels(attempt.target, "ok" if attempt.ok else "error", cls).inc()
+            if previous is not None and not previous.ok:
+                cause = previous.error_class or "unknown"
+                if attempt.target == previous.target and attempt.retry > 0:
+                    self.retries.labels(attempt.target, cause).inc()
+                elif attempt.target != previous.target:
+                    self.fallbacks.labels(record.route, cause).inc()
+            previous = attempt
+
+    def render(self) -> bytes:
+        """The exposition text (every worker's values in multiprocess mode)."""
+        from prometheus_client import CollectorRegistry, generate_latest
+
+        path = multiprocess_dir()
+        if path is None:
+            return bytes(generate_latest(self.registry))
+        from prometheus_client.multiprocess import MultiProcessCollector
+
+        registry = CollectorRegistry()
+        MultiProcessCollector(registry, path=path)  # type: ignore[no-untyped-call]
+        if self._live is not None:
+            registry.register(_LiveCollector(self._live))
+        return bytes(generate_latest(registry))
+
+
+class _LiveCollector:
+    """Values read at scrape time rather than counted per request."""
+
+    def __init__(self, live: Callable[[], dict[str, Any]]) -> None:
+        self._live = live
+
+    def describe(self) -> list[Metric]:
+        return []
+
+    def collect(self) -> Iterator[Metric]:
+        from prometheus_client.core import GaugeMetricFamily
+
+        live = self._live()
+        breaker = GaugeMetricFamily(
+            "switchyard_breaker_state",
+            "Circuit-breaker state per target (1 for the current state)",
+            labels=["target", "state"],
+        )
+        for target, state in sorted(live.get("breakers", {}).items()):
+            for name in _BREAKER_STATES:
+                breaker.add_metric([target, name], 1.0 if state == name else 0.0)
+        yield breaker
+        state = live.get("state", {})
+        backend = str(state.get("backend", "memory"))
+        degraded = GaugeMetricFamily(
+            "switchyard_state_backend_degraded",
+            "1 while session state is served from this process's own copy (Redis unreachable)",
+            labels=["backend"],
+        )
+        degraded.add_metric([backend], 1.0 if state.get("degraded") else 0.0)
+        yield degraded
+        outages = GaugeMetricFamily(
+            "switchyard_state_backend_outages", "State backend outages seen by this process", labels=["backend"]
+        )
+        outages.add_metric([backend], float(state.get("outages", 0)))
+        yield outages
+        share = GaugeMetricFamily(
+            "switchyard_capable_share",
+            "Share of this process's requests served by the route's capable target",
+            labels=["route"],
+        )
+        for route, value in sorted(live.get("capable_share", {}).items()):
+            share.add_metric([route], float(value))
+        yield share
+
+
+def for_switchyard(sy: Switchyard) -> Metrics:
+    """Metrics wired to ``sy``: counted from its decision records, live values from its stats."""
+
+    def live() -> dict[str, Any]:
+        stats = sy.stats()
+        routes = sy.ledger.snapshot(sessions=0)["routes"]
+        return {
+            "breakers": {name: t.get("state", "closed") for name, t in stats.get("targets", {}).items()},
+            "state": sy.state_status(),
+            "capable_share": {name: t["capable_share"] for name, t in routes.items()},
+        }
+
+    metrics = Metrics(live)
+    sy.on_decision(metrics.observe)
+    return metrics

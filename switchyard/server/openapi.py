@@ -1,0 +1,220 @@
+"""The OpenAPI description of the proxy's own HTTP surface, served at ``GET /openapi.json``.
+
+Layer: ``server``.
+
+It describes what the proxy accepts and answers — not every field of the three provider APIs
+(those belong to their own specifications): the fields the proxy itself checks are typed
+exactly (``stream`` a boolean, token limits ≥ 1, ``messages`` non-empty), the rest are open
+objects, and every error status the proxy can produce is listed with its envelope. A test
+validates the document and compares its paths with the routes the app serves; a schemathesis
+run (``tests/server/test_schemathesis.py``) checks live answers against it.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any
+
+from switchyard._version import __version__
+from switchyard.engine.reply import Reply
+from switchyard.wire.json import dumps
+from switchyard.wire.strict import MAX_TOKENS_CEILING
+
+OPENAPI_PATH = "/openapi.json"
+
+_OPENAI_ERROR = {
+    "type": "object",
+    "required": ["error"],
+    "properties": {
+        "error": {
+            "type": "object",
+            "required": ["message"],
+            "properties": {"message": {"type": "string"}, "type": {"type": ["string", "null"]}},
+        }
+    },
+}
+_ANTHROPIC_ERROR = {
+    "type": "object",
+    "required": ["type", "error"],
+    "properties": {
+        "type": {"const": "error"},
+        "error": {
+            "type": "object",
+            "required": ["type", "message"],
+            "properties": {"type": {"type": "string"}, "message": {"type": "string"}},
+        },
+    },
+}
+# One server-sent event (``event:`` name and ``data:`` payload), as SSE-aware tools read it.
+_SSE = {
+    "text/event-stream": {
+        "schema": {
+            "type": "object",
+            "required": ["data"],
+            "properties": {"event": {"type": "string"}, "data": {"type": "string"}},
+        }
+    }
+}
+_OBJECT = {"type": "object"}
+_ERROR_STATUSES = {
+    "400": "Invalid request (a field named in the message)",
+    "401": "Missing or unknown API key (server.api_keys)",
+    "403": "Host, browser origin or route not allowed for this key",
+    "404": "Unknown route (model) or endpoint",
+    "408": "Request body not received in time",
+    "413": "Request body too large",
+    "415": "Body is not JSON",
+    "429": "Rate limited upstream, or the key's daily budget is spent",
+    "500": "Router failure",
+    "502": "Upstream error or malformed upstream answer",
+    "503": "No target available, or the proxy is shutting down",
+    "504": "Upstream or request deadline passed",
+}
+_TEXT_OR_PARTS = {"oneOf": [{"type": "string"}, {"type": "array", "items": {"type": "object"}}]}
+_SAMPLING = {
+    "stream": {"type": "boolean"},
+    "temperature": {"type": "number", "minimum": 0},
+    "top_p": {"type": "number", "minimum": 0, "maximum": 1},
+}
+_TOKENS = {"type": "integer", "minimum": 1, "maximum": MAX_TOKENS_CEILING}
+
+
+def _message(roles: list[str]) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "required": ["role", "content"],
+        "properties": {"role": {"enum": roles}, "content": _TEXT_OR_PARTS},
+    }
+
+
+def _errors(error_schema: dict[str, Any]) -> dict[str, Any]:
+    body = {"application/json": {"schema": error_schema}}
+    return {status: {"description": text, "content": body} for status, text in _ERROR_STATUSES.items()}
+
+
+def _post(summary: str, request: dict[str, Any], answer: dict[str, Any], error: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "post": {
+            "summary": summary,
+            "requestBody": {"required": True, "content": {"application/json": {"schema": request}}},
+            "responses": {
+                "200": {
+                    "description": "The answer (JSON), or an SSE stream when stream is true",
+                    "content": {"application/json": {"schema": answer}, **_SSE},
+                },
+                **_errors(error),
+            },
+        }
+    }
+
+
+def _get(summary: str, answer: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "get": {
+            "summary": summary,
+            "responses": {
+                "200": {"description": "OK", "content": {"application/json": {"schema": answer}}},
+                **{s: v for s, v in _errors(_OPENAI_ERROR).items() if s in ("401", "403", "429")},
+            },
+        }
+    }
+
+
+def _chat_request() -> dict[str, Any]:
+    return {
+        "type": "object",
+        "required": ["model", "messages"],
+        "properties": {
+            "model": {"type": "string"},
+            "messages": {
+                "type": "array",
+                "minItems": 1,
+                "items": _message(["system", "developer", "user", "assistant", "tool"]),
+            },
+            "max_tokens": _TOKENS,
+            "max_completion_tokens": _TOKENS,
+            **_SAMPLING,
+        },
+    }
+
+
+def _messages_request(*, count: bool) -> dict[str, Any]:
+    properties: dict[str, Any] = {
+        "model": {"type": "string"},
+        "messages": {"type": "array", "minItems": 1, "items": _message(["user", "assistant"])},
+        "system": _TEXT_OR_PARTS,
+    }
+    required = ["model", "messages"]
+    if not count:
+        properties.update({"max_tokens": _TOKENS, **_SAMPLING})
+        required.append("max_tokens")
+    return {"type": "object", "required": required, "properties": properties}
+
+
+def _responses_request() -> dict[str, Any]:
+    return {
+        "type": "object",
+        "required": ["model", "input"],
+        "properties": {
+            "model": {"type": "string"},
+            "input": {
+                "oneOf": [
+                    {"type": "string"},
+                    {"type": "array", "minItems": 1, "items": _message(["system", "developer", "user", "assistant"])},
+                ]
+            },
+            "instructions": {"type": "string"},
+            "max_output_tokens": _TOKENS,
+            **_SAMPLING,
+        },
+    }
+
+
+def document() -> dict[str, Any]:
+    """The OpenAPI 3.1 document."""
+    chat_answer = {"type": "object", "required": ["choices"], "properties": {"choices": {"type": "array"}}}
+    messages_answer = {"type": "object", "required": ["content"], "properties": {"content": {"type": "array"}}}
+    responses_answer = {"type": "object", "required": ["output"], "properties": {"output": {"type": "array"}}}
+    count_answer = {"type": "object", "required": ["input_tokens"], "properties": {"input_tokens": {"type": "integer"}}}
+    models = {"type": "object", "required": ["data"], "properties": {"data": {"type": "array"}}}
+    health = {"type": "object", "required": ["status"], "properties": {"status": {"type": "string"}}}
+    return {
+        "openapi": "3.1.0",
+        "info": {
+            "title": "Switchyard proxy",
+            "version": __version__,
+            "description": "Routing proxy speaking OpenAI Chat Completions, Anthropic Messages and "
+            "OpenAI Responses. `model` names a route (GET /v1/models).",
+        },
+        "components": {
+            "securitySchemes": {
+                "bearer": {"type": "http", "scheme": "bearer"},
+                "x-api-key": {"type": "apiKey", "in": "header", "name": "x-api-key"},
+            }
+        },
+        "security": [{}, {"bearer": []}, {"x-api-key": []}],
+        "paths": {
+            "/v1/chat/completions": _post("OpenAI Chat Completions", _chat_request(), chat_answer, _OPENAI_ERROR),
+            "/v1/messages": _post(
+                "Anthropic Messages", _messages_request(count=False), messages_answer, _ANTHROPIC_ERROR
+            ),
+            "/v1/messages/count_tokens": _post(
+                "Anthropic token count", _messages_request(count=True), count_answer, _ANTHROPIC_ERROR
+            ),
+            "/v1/responses": _post("OpenAI Responses", _responses_request(), responses_answer, _OPENAI_ERROR),
+            "/v1/models": _get("The routes, as models", models),
+            "/v1/stats": _get("Reliability counters", {"type": "object", "required": ["reliability"]}),
+            "/health": _get("Liveness and backend health (always 200 while running)", health),
+            OPENAPI_PATH: _get("This document", _OBJECT),
+        },
+    }
+
+
+@cache
+def _body() -> bytes:
+    return dumps(document())
+
+
+def openapi_reply() -> Reply:
+    """``GET /openapi.json``."""
+    return Reply(200, {"content-type": "application/json"}, body=_body())

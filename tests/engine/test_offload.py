@@ -1,0 +1,116 @@
+"""Large request bodies: decoded and freed off the event loop, with the same answers as inline."""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+from collections.abc import Callable
+from typing import Any
+
+import orjson
+import pytest
+
+from switchyard.engine import core, offload
+from switchyard.protocol.errors import InvalidRequestError
+from switchyard.protocol.messages import Message, TextPart
+from switchyard.protocol.request import ChatRequest
+from switchyard.protocol.response import ChatResponse, Usage
+from switchyard.wire import codec
+
+Rig = Any
+
+ANSWER = ChatResponse(id="r", model="m", content=[TextPart(text="done")], usage=Usage(input_tokens=10, output_tokens=5))
+
+
+def _body(n: int, **extra: object) -> bytes:
+    msgs = [{"role": "user" if i % 2 == 0 else "assistant", "content": f"m{i}"} for i in range(n)]
+    return orjson.dumps({"model": "solo", "messages": msgs, **extra})
+
+
+async def test_decode_off_loop_matches_inline_and_restores_gc() -> None:
+    body = _body(3000)
+    raw, request = await offload.decode_off_loop(codec("openai_chat"), body)
+    assert raw == orjson.loads(body)
+    assert request == codec("openai_chat").decode_request(orjson.loads(body))
+    assert gc.isenabled()
+
+
+async def test_decode_off_loop_leaves_a_disabled_gc_disabled() -> None:
+    gc.disable()
+    try:
+        await offload.decode_off_loop(codec("openai_chat"), _body(10))
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+
+
+async def test_invalid_large_body_is_a_400_as_inline() -> None:
+    with pytest.raises(InvalidRequestError):
+        await offload.decode_off_loop(codec("openai_chat"), b'{"model": "x", "messages": 3}')
+    with pytest.raises(InvalidRequestError, match="malformed JSON"):
+        await offload.decode_off_loop(codec("openai_chat"), b"{" * 10)
+    assert gc.isenabled()
+
+
+def test_dismantle_frees_only_lists_nobody_else_holds() -> None:
+    alone = offload._dismantle(
+        [ChatRequest(messages=[Message.of("user", str(i)) for i in range(5000)]), {"messages": list(range(5000))}]
+    )
+    assert alone == 10000
+    kept = ChatRequest(messages=[Message.of("user", str(i)) for i in range(5000)])
+    assert offload._dismantle([kept]) == 0
+    assert len(kept.messages) == 5000  # still held by this test: untouched
+    shared = list(range(5000))
+    assert offload._dismantle([{"messages": shared}]) == 0
+    assert len(shared) == 5000
+
+
+async def test_release_waits_until_the_request_is_let_go(monkeypatch: pytest.MonkeyPatch) -> None:
+    freed: list[int] = []
+    real = offload._dismantle
+    monkeypatch.setattr(offload, "_dismantle", lambda objs: freed.append(real(objs)))
+    request = ChatRequest(messages=[Message.of("user", str(i)) for i in range(5000)])
+    offload.release_off_loop(request)
+    await asyncio.sleep(0.1)
+    assert freed == []  # this test still holds it
+    del request
+    for _ in range(100):
+        await asyncio.sleep(0.02)
+        if freed:
+            break
+    assert freed == [5000]
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_large_body_gets_the_same_reply_as_inline(
+    rig: Callable[..., Rig], monkeypatch: pytest.MonkeyPatch, stream: bool
+) -> None:
+    body = _body(50, stream=stream)
+    replies = []
+    for threshold in (len(body) + 1, 1):  # inline, then off the loop
+        monkeypatch.setattr(core, "LARGE_BODY_BYTES", threshold)
+        r = rig({"cheap": [ANSWER]})
+        reply = await r.engine.handle("openai_chat", body, {})
+        payload = reply.body if reply.stream is None else b"".join([c async for c in reply.stream])
+        replies.append((reply.status, orjson.loads(payload) if not stream else payload.count(b"data:")))
+        assert r.backend.calls[0][2].messages == codec("openai_chat").decode_request(orjson.loads(body)).messages
+    assert replies[0][0] == replies[1][0] == 200
+    if not stream:
+        assert replies[0][1]["choices"] == replies[1][1]["choices"]
+    else:
+        assert replies[0][1] == replies[1][1]
+
+
+async def test_objects_frozen_after_a_decode_go_back_to_the_collector_once_released() -> None:
+    # A cycle alive during the decode must still be collectable afterwards (no leak per request).
+    cycle: list[Any] = []
+    cycle.append(cycle)
+    _, request = await offload.decode_off_loop(codec("openai_chat"), _body(3000))
+    assert gc.get_freeze_count() > 0  # the decode's objects (and the cycle) are frozen meanwhile
+    offload.release_off_loop(request)
+    del request, cycle
+    for _ in range(100):
+        await asyncio.sleep(0.02)
+        if gc.get_freeze_count() == 0:
+            break
+    assert gc.get_freeze_count() == 0

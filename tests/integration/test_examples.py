@@ -1,0 +1,231 @@
+"""Every example in ``examples/`` runs end to end, as examples/README.md tells a new user to run it.
+
+``switchyard fake-upstream`` and ``switchyard serve -c examples/X.yaml --access-log`` run as real
+subprocesses (the CLI a user types); each route of each example answers a request, the answer
+comes from the simulated model the route chose, and the access log names the request. The one
+difference from the README: servers listen on free ports, so the loopback ports 8000/9000 written
+in the examples are pointed at the fake's port (by the examples' own ``${…_URL}`` variables, or
+in a copy of the file where the port is written literally).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "examples"
+CLI = [sys.executable, "-m", "switchyard"]
+
+# Requests that exercise something per example (default: one chat request per route).
+SERVED = [
+    "router.yaml",
+    "escalation.yaml",
+    "lightning.yaml",
+    "llm-classifier.yaml",
+    "reliability.yaml",
+    "stage-router.yaml",
+    "translation.yaml",
+    "compose.yaml",
+    "eval/routellm.yaml",
+    "eval/swebench.yaml",
+    "probe/router.yaml",
+]
+NOT_CONFIGS = {"probe/minilm-features.yaml", "probe/smollm2-features.yaml"}
+
+Expect = tuple[str, str]
+"""``(x-switchyard-decision-source, x-switchyard-selected-model)`` a request must get."""
+
+
+def _turn(name: str) -> dict[str, Any]:
+    body: dict[str, Any] = json.loads((EXAMPLES / "requests" / name).read_text())
+    return body
+
+
+def _chat(route: str, text: str) -> dict[str, Any]:
+    return {"model": route, "messages": [{"role": "user", "content": text}]}
+
+
+# The walkthrough's requests for examples whose routes decide in more than one way, with the
+# decision examples/README.md shows for each (request body, extra headers, expected decision).
+WALKTHROUGH: dict[str, list[tuple[dict[str, Any], dict[str, str], Expect]]] = {
+    "compose.yaml": [
+        (_chat("agent", "add a docstring to utils.py"), {}, ("cascade:2/llm_classifier", "efficient")),
+        (_chat("agent", "debug the race condition in the scheduler"), {}, ("cascade:2/llm_classifier", "capable")),
+        (_turn("stuck-agent.json"), {"x-switchyard-session-id": "demo-1"}, ("cascade:1/stage_router", "capable")),
+        (
+            _chat("agent", "debug the race condition in the scheduler"),
+            {"x-switchyard-session-id": "demo-2", "x-claude-code-agent-id": "explore-1"},
+            ("subagents/cascade:default", "efficient"),
+        ),
+        (_chat("reviewed", "hello"), {}, ("advisor:no_trigger", "efficient")),
+        (_turn("finished-turn.json"), {"x-switchyard-session-id": "review-1"}, ("advisor:redo", "efficient")),
+    ],
+}  # a `features` block read by train-probe, not a router config
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _env(port: int) -> dict[str, str]:
+    v1 = f"http://127.0.0.1:{port}/v1"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI", "ANTHROPIC"))}
+    env.update(
+        PYTHONPATH=str(ROOT),
+        LIGHTNING_URL=v1,
+        LIGHTNING_BASE_URL=v1,
+        VLLM_URL=v1,
+        FRONTIER_URL=v1,
+        FRONTIER_BASE_URL=v1,
+        OPENAI_BASE_URL=v1,
+        ANTHROPIC_BASE_URL=f"http://127.0.0.1:{port}",
+        OPENAI_API_KEY="fake",
+        ANTHROPIC_API_KEY="fake",
+    )
+    return env
+
+
+def _wait(url: str, proc: subprocess.Popen[str], seconds: float = 30) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise AssertionError(
+                f"{proc.args} exited with {proc.returncode}: {proc.stdout.read() if proc.stdout else ''}"
+            )
+        try:
+            if httpx.get(url, timeout=1).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.1)
+    raise AssertionError(f"{url} did not come up")
+
+
+def _stop(proc: subprocess.Popen[str]) -> str:
+    proc.terminate()
+    try:
+        out, _ = proc.communicate(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, _ = proc.communicate(timeout=10)
+    return out or ""
+
+
+@pytest.fixture(scope="module")
+def fake() -> Iterator[int]:
+    port = _free_port()
+    proc = subprocess.Popen(
+        [*CLI, "fake-upstream", "--port", str(port), "--latency-scale", "0", "--quiet"],
+        env=_env(port),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        _wait(f"http://127.0.0.1:{port}/health", proc)
+        yield port
+    finally:
+        _stop(proc)
+
+
+def _copy(name: str, port: int, tmp: Path) -> Path:
+    """The example in a copy of examples/ where literal loopback ports point at the fake."""
+    dest = tmp / "examples"
+    if not dest.exists():
+        shutil.copytree(EXAMPLES, dest, ignore=shutil.ignore_patterns("*.pt", "*.npz", "__pycache__"))
+    path = dest / name
+    text = re.sub(r"(127\.0\.0\.1|localhost):(8000|9000)/v1(?=[\s\"'},])", f"127.0.0.1:{port}/v1", path.read_text())
+    path.write_text(text)
+    return path
+
+
+Request = tuple[str, dict[str, Any], dict[str, str], Expect | None]
+
+
+def _requests(name: str, config: dict[str, Any]) -> list[Request]:
+    """One chat request per route, plus a Messages and a Responses request for the first route,
+    then the example's walkthrough requests."""
+    out: list[Request] = []
+    routes = list(config["routes"])
+    for route in routes:
+        out.append(("/v1/chat/completions", _chat(route, "hello there"), {}, None))
+    first = routes[0]
+    out.append(
+        ("/v1/messages", {"model": first, "max_tokens": 64, "messages": [{"role": "user", "content": "hi"}]}, {}, None)
+    )
+    out.append(("/v1/responses", {"model": first, "input": "hi"}, {}, None))
+    out.extend(("/v1/chat/completions", body, headers, expect) for body, headers, expect in WALKTHROUGH.get(name, []))
+    return out
+
+
+def test_every_example_is_listed() -> None:
+    found = {str(p.relative_to(EXAMPLES)) for p in EXAMPLES.rglob("*.yaml")}
+    assert found == set(SERVED) | NOT_CONFIGS, "add new examples to SERVED (and to examples/README.md)"
+    readme = (EXAMPLES / "README.md").read_text()
+    for name in [*SERVED, "dropin_anthropic.py"]:
+        assert f"examples/{name}" in readme, f"examples/README.md does not walk through {name}"
+
+
+@pytest.mark.parametrize("name", SERVED)
+def test_example_serves_every_route(fake: int, tmp_path: Path, name: str) -> None:
+    if name == "probe/router.yaml" and not (EXAMPLES / "probe" / "smollm2").exists():
+        pytest.skip("the probe checkpoint is trained locally first (see examples/README.md)")
+    path = _copy(name, fake, tmp_path)
+    config = yaml.safe_load(path.read_text())
+    port = _free_port()
+    proc = subprocess.Popen(
+        [*CLI, "serve", "-c", str(path), "--port", str(port), "--access-log"],
+        env=_env(fake),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        _wait(f"http://127.0.0.1:{port}/health", proc)
+        models = httpx.get(f"http://127.0.0.1:{port}/v1/models", timeout=5).json()
+        assert {m["id"] for m in models["data"]} >= set(config["routes"])
+        for endpoint, body, headers, expect in _requests(name, config):
+            resp = httpx.post(f"http://127.0.0.1:{port}{endpoint}", json=body, headers=headers, timeout=30)
+            assert resp.status_code == 200, (endpoint, body["model"], resp.text)
+            target = resp.headers["x-switchyard-selected-model"]
+            if expect is not None:
+                assert (resp.headers["x-switchyard-decision-source"], target) == expect, (body, headers)
+            assert resp.headers["x-switchyard-route"] == body["model"]
+            model = config["targets"][target].get("model") or "nemotron-3.5-lightning"  # preset targets
+            # The simulated model answers "[its model id] ..." in every API's shape.
+            assert f"[{model}]" in json.dumps(resp.json()), resp.text
+    finally:
+        log = _stop(proc)
+    for route in config["routes"]:
+        assert re.search(
+            rf"POST /v1/chat/completions route={re.escape(route)} status=200 model=\S+ overhead_ms=", log
+        ), log
+    assert "POST /v1/messages route=" in log and "POST /v1/responses route=" in log
+
+
+def test_dropin_example_runs(fake: int) -> None:
+    proc = subprocess.run(
+        [sys.executable, str(EXAMPLES / "dropin_anthropic.py")],
+        env=_env(fake),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "answer:" in proc.stdout and "tokens:" in proc.stdout

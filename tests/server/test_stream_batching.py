@@ -1,0 +1,86 @@
+"""The proxy writes what a stream has ready as one body message: events that arrive together
+leave together; events that arrive apart leave apart; failures and disconnects end it as before."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
+
+from switchyard.engine.reply import Reply
+from switchyard.server.app import SwitchyardApp
+
+
+class _Sy:
+    def __init__(self, reply: Reply) -> None:
+        self.reply = reply
+
+    async def dispatch(self, method: str, path: str, body: bytes, headers: Any) -> Reply:
+        return self.reply
+
+
+async def _chunks(script: list[bytes | float | Exception], closed: list[bool]) -> AsyncIterator[bytes]:
+    try:
+        for step in script:
+            if isinstance(step, float):
+                await asyncio.sleep(step)
+            elif isinstance(step, Exception):
+                raise step
+            else:
+                yield step
+    finally:
+        closed.append(True)
+
+
+async def _serve(reply: Reply, disconnect_after: float | None = None) -> list[dict[str, Any]]:
+    app = SwitchyardApp(_Sy(reply))  # type: ignore[arg-type]
+    sent: list[dict[str, Any]] = []
+    requests = [{"type": "http.request", "body": b"{}", "more_body": False}]
+
+    async def receive() -> dict[str, Any]:
+        if requests:
+            return requests.pop()
+        await asyncio.sleep(3600 if disconnect_after is None else disconnect_after)
+        return {"type": "http.disconnect"}
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    scope = {
+        "type": "http",
+        "method": "POST",
+        "path": "/v1/chat/completions",
+        "headers": [(b"content-type", b"application/json")],
+    }
+    await asyncio.wait_for(app(scope, receive, send), 5)
+    return sent
+
+
+def _bodies(sent: list[dict[str, Any]]) -> list[bytes]:
+    return [m["body"] for m in sent if m["type"] == "http.response.body" and m.get("body")]
+
+
+async def test_ready_events_leave_together_and_dripping_ones_apart() -> None:
+    closed: list[bool] = []
+    script: list[bytes | float | Exception] = [b"a\n\n", b"b\n\n", b"c\n\n", 0.05, b"d\n\n", 0.05, b"e\n\n"]
+    sent = await _serve(Reply(200, stream=_chunks(script, closed)), None)
+    assert _bodies(sent) == [b"a\n\nb\n\nc\n\n", b"d\n\n", b"e\n\n"]
+    assert sent[-1] == {"type": "http.response.body", "body": b"", "more_body": False}
+    assert closed == [True]
+
+
+async def test_a_failing_stream_ends_without_a_clean_finish() -> None:
+    closed: list[bool] = []
+    script: list[bytes | float | Exception] = [b"a\n\n", 0.02, RuntimeError("boom")]
+    sent = await _serve(Reply(200, stream=_chunks(script, closed)), None)
+    assert _bodies(sent) == [b"a\n\n"]
+    assert not any(m.get("more_body") is False for m in sent)  # no end-of-body: the caller sees a cut
+    assert closed == [True]
+
+
+async def test_a_caller_that_leaves_stops_the_stream() -> None:
+    closed: list[bool] = []
+    script: list[bytes | float | Exception] = [b"a\n\n", 10.0, b"never\n\n"]
+    sent = await _serve(Reply(200, stream=_chunks(script, closed)), 0.05)
+    assert _bodies(sent) == [b"a\n\n"]
+    assert closed == [True]
