@@ -5,7 +5,7 @@ Decision) with an extractor that returns a precomputed vector, so the number is 
 cost, not the feature server's. The checkpoint is the MiniLM probe's shape (7 layers x mean+last x
 384 = 5,376 features, PCA 128, MLP 256-128, 5 members) unless --checkpoint names a trained one.
 
-    python benchmarks/probe_overhead.py [--checkpoint probes/minilm] [--n 2000]
+    python benchmarks/probe_overhead.py [--checkpoint examples/probe/minilm] [--n 2000]
 """
 
 from __future__ import annotations

@@ -70,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
     if args.write and Path(args.write).resolve() == Path(args.config).resolve():
         return fail("--write must name a new file: the original config stays as it is")
     from switchyard.config.load import ConfigError
-    from switchyard.eval.calibrate import CalibrationError, calibrate_budget, calibrate_share
+    from switchyard.eval.calibrate import CalibrationError, calibrate_budget, calibrate_share, drift_by_group
     from switchyard.eval.dataset import DatasetError
     from switchyard.eval.decision_log import DecisionLogError
     from switchyard.eval.evaluate import EvalError, resolve_tiers
@@ -120,6 +120,7 @@ def run(args: argparse.Namespace) -> int:
         return fail(str(exc).strip("'\""))
     # 12 significant digits: a scale conversion (1 - t) must not write float noise into the YAML.
     value = float(f"{spec.threshold_for_score(cal.threshold):.12g}")
+    drift = drift_by_group(data.scores, data.fixed, data.groups, cal.threshold, None if budget else cal.share)
     written = None
     if args.write:
         try:
@@ -141,6 +142,15 @@ def run(args: argparse.Namespace) -> int:
         "skipped": sum(data.skipped.values()),
         "source": where,
         "written": written,
+        "per_benchmark": [
+            {
+                "benchmark": d.group,
+                "n": d.n,
+                "capable_share": d.share,
+                "threshold": None if d.threshold is None else float(f"{spec.threshold_for_score(d.threshold):.12g}"),
+            }
+            for d in drift
+        ],
     }
     if args.json:
         print(json.dumps(summary, indent=2))
@@ -155,6 +165,13 @@ def run(args: argparse.Namespace) -> int:
     print(f"  {cal.n} request(s), {cal.scored} with a score; capable iff score >= {cal.threshold}")
     for why, n in data.skipped.items():
         print(f"  skipped {n}: {why}")
+    if drift:
+        worst = max(abs(d.share - cal.share) for d in drift)
+        print(f"  per benchmark (the same threshold; drift up to {worst:.1%}):")
+        for d in drift:
+            own = "" if d.threshold is None else f"; its own threshold for {cal.share:.1%}: "
+            own += "" if d.threshold is None else f"{spec.threshold_for_score(d.threshold):.6g}"
+            print(f"    {d.group:<16} n={d.n:<6} capable {d.share:.1%}{own}")
     if written:
         print(f"wrote {written}")
     return 0

@@ -32,7 +32,11 @@ mapped to the chosen target stand in for the answer. A target maps to the datase
 like the target or like its `model` id unless --map says otherwise. The capable/efficient tiers
 come from --capable/--efficient, else from the route type, else (two targets) from prices.
 Routers that call a judge model call it when its client is usable; otherwise the items are
-listed as skipped, with the reason. Dataset format and metrics: docs/evaluation.md.
+listed as skipped, with the reason. Items without an outcome for a mapped model are skipped and
+counted (--strict stops instead). Outcome types (0/1 correctness, 1-10 judge scores) are never
+averaged raw: mixed types are rescaled to 0-1 per type, and every benchmark (--by) gets its own
+rows in its own units. --where also filters on model fields: --where models.gpt-4.correct=true.
+Dataset format and metrics: docs/evaluation.md.
 """
 
 
@@ -69,6 +73,17 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--title", help="title of plot.png instead of route and dataset")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
     p.add_argument("--concurrency", type=int, default=1, help="decisions in flight (routers with judge calls)")
+    p.add_argument(
+        "--strict",
+        action="store_true",
+        help="stop at an item without an outcome for a mapped model (default: skip it and count the reason)",
+    )
+    p.add_argument(
+        "--by",
+        default="benchmark",
+        metavar="FIELD",
+        help="item field whose values get their own metrics rows (default: benchmark)",
+    )
     add_run_args(p)
     p.set_defaults(func=run)
 
@@ -175,6 +190,8 @@ def run(args: argparse.Namespace) -> int:
                     progress=False if args.no_progress else None,
                     require_scores=args.sweep,
                     on_item=write,
+                    strict=args.strict,
+                    group_key=args.by,
                 )
             )
     except (EvalError, DatasetError, ConfigError, ValueError, KeyError) as exc:

@@ -20,14 +20,18 @@ Examples:
       --where benchmark=mmlu --where benchmark=gsm8k --exclude routellm_contaminated=true \\
       --test-ids ../shared/data/routellm-evals/dev_test_ids.txt \\
       --report-where mt_bench:benchmark=mt_bench,routellm_contaminated=false \\
-      --compare-knn --seed 0 --out probes/minilm
+      --compare-knn --seed 0 --out examples/probe/minilm
 
   # features from a vLLM instance with the hidden-state connector (see docs/learned-routers.md)
   switchyard train-probe --dataset outcomes.jsonl --map efficient=lightning --map capable=opus \\
-      --features features.yaml --out probes/lightning
+      --features features.yaml --out examples/probe/lightning
+
+  # SmolLM2-135M-Instruct's prefill states -> scikit-learn linear heads (the documented default)
+  switchyard train-probe ... --features examples/probe/smollm2-features.yaml --router linear \
+      --pca-dim 32 --out examples/probe/smollm2
 
   # the kNN baseline as the served router (k and weighting tuned on a validation split)
-  switchyard train-probe ... --router knn --out probes/knn
+  switchyard train-probe ... --router knn --out examples/probe/knn
 
 --features takes a JSON/YAML object or a file holding one: the same block a prefill_probe or knn
 route has under `features:` (backend vllm_hidden_states | transformers | embeddings). Features are
@@ -59,7 +63,20 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument(
         "--out", required=True, metavar="DIR", help="checkpoint directory (router.json + router.safetensors)"
     )
-    p.add_argument("--router", choices=("probe", "knn"), default="probe", help="what to train")
+    p.add_argument(
+        "--router",
+        choices=("probe", "linear", "knn"),
+        default="probe",
+        help="what to train: probe (MLP ensemble), linear (scikit-learn: scaler, whitened PCA, "
+        "cross-validated calibrated logistic regression per head; served as a prefill_probe), knn",
+    )
+    p.add_argument(
+        "--input",
+        choices=("conversation", "first_user", "last_user"),
+        default="conversation",
+        help="which text of each row is read: the route's `input` key (default conversation)",
+    )
+    p.add_argument("--turns", type=int, default=6, help="messages the conversation view keeps (the route's `turns`)")
     p.add_argument("--test-ids", metavar="FILE", help="ids held out for the report (one per line)")
     p.add_argument("--where", action="append", default=[], metavar="KEY=VALUE", help="train only on matching items")
     p.add_argument("--exclude", action="append", default=[], metavar="KEY=VALUE", help="never train on matching items")
@@ -163,6 +180,8 @@ def run(args: argparse.Namespace) -> int:
             compare_knn=args.compare_knn,
             capable=args.capable,
             cache_dir=Path(args.cache_dir),
+            view=args.input,
+            turns=args.turns,
         )
         outcome = run_plan(plan)
     except ValidationError as exc:

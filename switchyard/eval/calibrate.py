@@ -175,3 +175,44 @@ def share_at(scores: Sequence[float | None], threshold: float, *, fixed: Sequenc
         if (s is not None and s >= threshold) or (s is None and fixed is not None and fixed[i])
     )
     return hits / len(scores)
+
+
+@dataclass(slots=True)
+class GroupDrift:
+    """How one threshold lands on one group (benchmark) of the calibration data.
+
+    Attributes:
+        group: The group's name.
+        n: Requests in it.
+        share: Capable share the global threshold gives in this group.
+        threshold: The group's own threshold for the requested share (``None`` without a share).
+    """
+
+    group: str
+    n: int
+    share: float
+    threshold: float | None
+
+
+def drift_by_group(
+    scores: Sequence[float | None],
+    fixed: Sequence[bool],
+    groups: Sequence[str],
+    threshold: float,
+    share: float | None,
+) -> list[GroupDrift]:
+    """Per group: the share the global ``threshold`` gives, and the group's own threshold for
+    ``share`` (per-benchmark thresholds); empty with fewer than two groups."""
+    names = sorted(set(groups))
+    if len(names) < 2:
+        return []
+    out: list[GroupDrift] = []
+    for name in names:
+        idx = [i for i, g in enumerate(groups) if g == name]
+        sc = [scores[i] for i in idx]
+        fx = [fixed[i] for i in idx]
+        own = None
+        if share is not None and any(s is not None for s in sc):
+            own = calibrate_share(sc, share, fixed=fx).threshold
+        out.append(GroupDrift(name, len(idx), share_at(sc, threshold, fixed=fx), own))
+    return out

@@ -35,18 +35,34 @@ class DatasetError(ValueError):
     """The dataset cannot be used; the message names the file, the line and what to do."""
 
 
+class MissingOutcome(DatasetError):
+    """One item has no recorded outcome for a mapped model (real logs have gaps).
+
+    ``switchyard eval`` skips such items and counts them with this reason, unless ``--strict``.
+
+    Attributes:
+        reason: A short reason shared by every item with the same gap (for counting).
+    """
+
+    def __init__(self, message: str, reason: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
 @dataclass(slots=True, frozen=True)
 class Outcome:
     """What one model achieved on one item.
 
     Attributes:
         quality: 1.0/0.0 for ``correct``, or the recorded ``score``.
+        kind: ``"binary"`` (from ``correct``/``resolved``) or ``"score"``.
         cost_usd: Recorded cost, when the dataset has one.
         input_tokens: Recorded prompt tokens, when known.
         output_tokens: Recorded generated tokens, when known.
     """
 
     quality: float
+    kind: str = "binary"
     cost_usd: float | None = None
     input_tokens: int | None = None
     output_tokens: int | None = None
@@ -85,15 +101,34 @@ class Filter:
 
     def accepts(self, item: EvalItem) -> bool:
         """Whether ``item`` passes."""
-        value: Any = item.fields
         if self.key == "id":
-            value = item.id
-        else:
-            for part in self.key.split("."):
-                if not isinstance(value, Mapping) or part not in value:
-                    return False
-                value = value[part]
-        return as_text(value) in self.values
+            return item.id in self.values
+        if self.key.startswith("models."):
+            found, value = _model_field(item.models, self.key[len("models.") :])
+            return found and as_text(value) in self.values
+        found, value = _walk(item.fields, self.key.split("."))
+        return found and as_text(value) in self.values
+
+
+def _walk(value: Any, parts: Sequence[str]) -> tuple[bool, Any]:
+    for part in parts:
+        if not isinstance(value, Mapping) or part not in value:
+            return False, None
+        value = value[part]
+    return True, value
+
+
+def _model_field(models: Mapping[str, Any], rest: str) -> tuple[bool, Any]:
+    """``models.<model>.<field>``: model ids often hold dots (``gpt-4.1``), so the longest
+    model id that prefixes ``rest`` wins before the remaining dotted path is walked."""
+    best = ""
+    for name in models:
+        if (rest == name or rest.startswith(name + ".")) and len(name) > len(best):
+            best = name
+    if not best:
+        return False, None
+    tail = rest[len(best) + 1 :]
+    return _walk(models[best], tail.split(".") if tail else [])
 
 
 def as_text(value: Any) -> str:
@@ -139,21 +174,24 @@ def outcome(item: EvalItem, model: str, *, source: str = "", target: str | None 
         target: The config target mapped to ``model``, for messages.
 
     Raises:
-        DatasetError: The item has no (usable) outcome for ``model``; the message lists the
-            models the item does have.
+        MissingOutcome: The item has no outcome for ``model`` (model absent, or no outcome
+            key); the message lists the models the item does have.
+        DatasetError: The outcome is malformed.
     """
     where = f"{source}:{item.line}" if source else f"line {item.line}"
     raw = item.models.get(model)
     if raw is None:
         mapped = f" (mapped from target {target!r})" if target else ""
         have = ", ".join(item.models) or "none"
-        raise DatasetError(
+        raise MissingOutcome(
             f"{where}: item {item.id!r} has no outcome for model {model!r}{mapped}; "
-            f"models in this item: {have}. Map targets to dataset models with --map TARGET=MODEL."
+            f"models in this item: {have}. Map targets to dataset models with --map TARGET=MODEL.",
+            f"no outcome for model {model!r}: not in the item",
         )
     if not isinstance(raw, Mapping):
         raise DatasetError(f"{where}: models.{model} must be an object, got {type(raw).__name__}")
     quality: float | None = None
+    kind = "binary"
     for key in OUTCOME_KEYS:
         value = raw.get(key)
         if value is None:
@@ -164,14 +202,19 @@ def outcome(item: EvalItem, model: str, *, source: str = "", target: str | None 
         elif not isinstance(value, bool):
             raise DatasetError(f"{where}: models.{model}.{key} must be true or false, got {value!r}")
         quality = float(value)
+        kind = "score" if key == "score" else "binary"
         break
     if quality is None:
-        raise DatasetError(f"{where}: models.{model} has no outcome: give 'correct' (true/false) or 'score' (a number)")
+        raise MissingOutcome(
+            f"{where}: models.{model} has no outcome: give 'correct' (true/false) or 'score' (a number)",
+            f"no outcome for model {model!r}: no correct/resolved/score value",
+        )
     cost = raw.get("cost_usd")
     if cost is not None and (isinstance(cost, bool) or not isinstance(cost, int | float) or cost < 0):
         raise DatasetError(f"{where}: models.{model}.cost_usd must be a number >= 0 or null, got {cost!r}")
     return Outcome(
         quality=quality,
+        kind=kind,
         cost_usd=None if cost is None else float(cost),
         input_tokens=_tokens(raw, "input_tokens", where, model),
         output_tokens=_tokens(raw, "output_tokens", where, model),

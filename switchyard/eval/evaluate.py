@@ -9,14 +9,14 @@ recorded outcome and cost of the model mapped to the chosen target stand in for 
 from __future__ import annotations
 
 import math
-import sys
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from switchyard.config.load import LoadedConfig
-from switchyard.eval.dataset import Dataset, DatasetError, EvalItem, Outcome, outcome
+from switchyard.eval.dataset import Dataset, DatasetError, EvalItem, MissingOutcome, Outcome, outcome
+from switchyard.eval.groups import GROUP_KEY, GroupReport, group_of, normalise, outcome_type, per_group
 from switchyard.eval.metrics import (
     Row,
     TwoTierReport,
@@ -54,6 +54,8 @@ class ItemResult:
     decided: Decided
     outcomes: dict[str, Outcome]
     costs: dict[str, float | None]
+    group: str = "-"
+    outcome_type: str = "binary"
 
 
 @dataclass(slots=True)
@@ -72,6 +74,10 @@ class EvalResult:
         two_tier: Two-tier metrics (``None`` without tiers).
         router_cost_usd: Cost of the router's own model calls.
         notes: Things the reader should know (unknown costs, inferred tiers …).
+        groups: Two-tier metrics per group (``benchmark``), each in its own units; empty with
+            fewer than two groups or without tiers.
+        group_key: The field the groups come from.
+        normalised: Whether several outcome types were rescaled to 0-1 (docs/evaluation.md).
     """
 
     route: str
@@ -85,6 +91,9 @@ class EvalResult:
     two_tier: TwoTierReport | None
     router_cost_usd: float
     notes: list[str] = field(default_factory=list)
+    groups: list[GroupReport] = field(default_factory=list)
+    group_key: str = GROUP_KEY
+    normalised: bool = False
 
     @property
     def skipped(self) -> list[ItemResult]:
@@ -124,6 +133,10 @@ class EvalResult:
             "mapping": self.mapping,
             "baselines": [r.to_dict() for r in self.baselines],
             "skipped_items": [{"id": r.id, "reason": r.decided.skipped} for r in skipped],
+            "skipped_reasons": dict(Counter(r.decided.skipped or "" for r in skipped)),
+            "normalised": self.normalised,
+            "group_key": self.group_key,
+            "groups": [g.to_dict() for g in self.groups],
             "notes": self.notes,
         }
         if curve and "curve" in tt:
@@ -189,7 +202,7 @@ def resolve_mapping(
     for target, model in explicit.items():
         if target not in known:
             raise EvalError(f"--map {target}={model}: {target!r} is not a target; targets: {', '.join(known)}")
-        if model not in first.models:
+        if model not in available:
             raise EvalError(
                 f"--map {target}={model}: {dataset_name} has no model {model!r}; "
                 f"models in the dataset: {', '.join(available)}"
@@ -198,9 +211,9 @@ def resolve_mapping(
     for target in targets:
         if target in explicit:
             mapping[target] = explicit[target]
-        elif target in first.models:
+        elif target in available:
             mapping[target] = target
-        elif target in known and known[target].model in first.models:
+        elif target in known and known[target].model in available:
             mapping[target] = known[target].model
         else:
             model = known[target].model if target in known else "?"
@@ -238,6 +251,8 @@ async def run_eval(
     progress: bool | None = None,
     require_scores: bool = False,
     on_item: Callable[[ItemResult], None] | None = None,
+    strict: bool = False,
+    group_key: str = GROUP_KEY,
 ) -> EvalResult:
     """Decides every item of ``dataset`` with route ``route`` and scores the choices.
 
@@ -253,6 +268,9 @@ async def run_eval(
         progress: Draw a progress bar on stderr (default: when stderr is a terminal).
         require_scores: Fail unless the route gives scores (``--sweep``).
         on_item: Called with each item's result as it finishes (e.g. to stream a JSONL file).
+        strict: Stop at the first item that lacks an outcome for a mapped model, instead of
+            skipping it (and counting it with the reason).
+        group_key: Item field whose values get their own metrics (default ``benchmark``).
 
     Raises:
         EvalError: Bad flags or mapping, or no item could be decided.
@@ -270,20 +288,26 @@ async def run_eval(
     if tiers is not None:
         needed += [t for t in (tiers.capable, tiers.efficient) if t not in needed]
     needed += [t for t in (mapping or {}) if t not in needed]
-    first = dataset.first()
+    first = _first_with_models(dataset)
     resolved = resolve_mapping(loaded, needed, mapping or {}, first, dataset.name)
     per_call = dict(cost_per_call or {})
     for t in per_call:
         if t not in loaded.config.targets:
             raise EvalError(f"--cost-per-call {t}: not a target; targets: {', '.join(loaded.config.targets)}")
-    show = progress if progress is not None else sys.stderr.isatty()
+    show = progress if progress is not None else True
     offline = build_offline_engine(loaded)
     no_prompt = 0
-    bar = Progress(dataset.count() if show else None, f"eval {route}", enabled=show)
+    bar = Progress(dataset.count() if show else None, f"eval {route}", enabled=None if show else False)
 
     async def work(item: EvalItem) -> ItemResult:
         nonlocal no_prompt
-        outs = {t: outcome(item, m, source=dataset.name, target=t) for t, m in resolved.items()}
+        group = group_of(item, group_key)
+        try:
+            outs = {t: outcome(item, m, source=dataset.name, target=t) for t, m in resolved.items()}
+        except MissingOutcome as exc:
+            if strict:
+                raise
+            return ItemResult(item.id, Decided(selected=None, skipped=exc.reason), {}, {}, group)
         costs = {t: item_cost(loaded, t, o, per_call) for t, o in outs.items()}
         messages = item.messages
         if messages is None:
@@ -296,7 +320,7 @@ async def run_eval(
         decided = await decide(offline.engine, request, f"eval:{item.id}")
         if decided.selected is not None and decided.selected not in resolved:
             decided.skipped = f"chose target {decided.selected!r}, which has no mapped dataset model (use --map)"
-        return ItemResult(item.id, decided, outs, costs)
+        return ItemResult(item.id, decided, outs, costs, group, outcome_type(item, outs))
 
     def done(item: EvalItem, result: ItemResult) -> None:
         bar.update()
@@ -318,7 +342,29 @@ async def run_eval(
             f"tiers inferred from prices: capable={tiers.capable}, efficient={tiers.efficient} "
             "(override with --capable/--efficient)"
         )
-    return _score(loaded, route, spec, dataset.name, resolved, tiers, items, notes, require_scores)
+    result = _score(loaded, route, spec, dataset.name, resolved, tiers, items, notes, require_scores)
+    result.group_key = group_key
+    return result
+
+
+def _first_with_models(dataset: Dataset, scan: int = 2000) -> EvalItem:
+    """The first item, carrying the union of the model ids of the first ``scan`` items.
+
+    Mapping checks read the dataset's models from it: with gaps in the logs the very first
+    item may lack a model that the rest of the file has.
+    """
+    first: EvalItem | None = None
+    models: dict[str, Any] = {}
+    for n, item in enumerate(dataset):
+        if first is None:
+            first = item
+        for name, raw in item.models.items():
+            models.setdefault(name, raw)
+        if n + 1 >= scan:
+            break
+    if first is None:
+        return dataset.first()  # raises the "no items" error
+    return EvalItem(first.id, first.line, first.messages, models, first.fields)
 
 
 def _score(
@@ -338,7 +384,16 @@ def _score(
         top = "; ".join(f"{n} x {why}" for why, n in reasons.most_common(3))
         raise EvalError(f"route {route!r} decided none of the {len(items)} item(s): {top}")
     targets = list(mapping)
-    quality = {t: [r.outcomes[t].quality for r in decided] for t in targets}
+    types = [r.outcome_type for r in decided]
+    fixed, normalised = normalise(types, [r.outcomes for r in decided])
+    if normalised:
+        kinds = ", ".join(sorted(set(types)))
+        notes.append(
+            f"outcome types {kinds} are mixed: score outcomes were rescaled to 0-1 per type before pooling "
+            "(per-group rows keep their own units; docs/evaluation.md)"
+        )
+    quality = {t: [o[t].quality for o in fixed] for t in targets}
+    raw_quality = {t: [r.outcomes[t].quality for r in decided] for t in targets}
     costs: dict[str, list[float] | None] = {}
     for t in targets:
         values = [r.costs[t] for r in decided]
@@ -388,10 +443,33 @@ def _score(
         )
         if two_tier.apgr is None:
             notes.append(f"{cap!r} is not better than {eff!r} on these items: PGR, APGR and CPT are undefined")
+        groups = per_group(
+            [r.group for r in decided],
+            types,
+            scores,
+            picks,
+            raw_quality[cap],
+            raw_quality[eff],
+            args["strong_cost"],
+            args["weak_cost"],
+        )
     else:
+        groups = []
         if tiers is not None:
             notes.append("the route chose targets outside its two tiers; two-tier metrics are omitted")
         baselines = target_baselines(quality, costs)
     return EvalResult(
-        route, spec.type, dataset_name, mapping, tiers, items, row, baselines, two_tier, router_cost, notes
+        route,
+        spec.type,
+        dataset_name,
+        mapping,
+        tiers,
+        items,
+        row,
+        baselines,
+        two_tier,
+        router_cost,
+        notes,
+        groups=groups,
+        normalised=normalised,
     )

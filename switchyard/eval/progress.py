@@ -13,16 +13,19 @@ from typing import TextIO
 class Progress:
     """``label [#########.........]  5120/15344  33%  2410/s  eta 4s``, redrawn in place.
 
-    Draws only when ``stream`` is a terminal (or ``enabled=True``), at most ~10 times a second,
-    so piping the output to a file stays clean. Use as a context manager; :meth:`close` ends the
-    line.
+    On a terminal the bar is redrawn in place at most ~10 times a second. Anywhere else (CI logs,
+    ``nohup``, a pipe) it writes the same text as plain lines, one every ``interval`` seconds
+    plus a final one, so a long run is never silent and the log stays readable. Use as a
+    context manager; :meth:`close` ends the line.
 
     Args:
         total: Expected number of steps (``None``: unknown, no bar or ETA).
         label: Text in front of the bar.
         stream: Where to draw (default ``sys.stderr``).
-        enabled: Force drawing on or off (default: only on a terminal).
+        enabled: ``True``: redraw in place whatever the stream; ``False``: nothing; default:
+            in place on a terminal, plain lines elsewhere.
         width: Bar width in characters.
+        interval: Seconds between plain lines (not on a terminal).
     """
 
     def __init__(
@@ -33,15 +36,18 @@ class Progress:
         stream: TextIO | None = None,
         enabled: bool | None = None,
         width: int = 28,
+        interval: float = 10.0,
     ) -> None:
         self.total = total
         self.label = label
         self.count = 0
         self._stream = stream if stream is not None else sys.stderr
-        self._enabled = enabled if enabled is not None else _is_tty(self._stream)
+        self._lines = enabled is None and not _is_tty(self._stream)
+        self._enabled = enabled if enabled is not None else True
+        self._interval = interval if self._lines else 0.1
         self._width = width
         self._start = time.monotonic()
-        self._last = 0.0
+        self._last = self._start if self._lines else 0.0
         self._drawn = False
 
     def update(self, n: int = 1) -> None:
@@ -50,7 +56,12 @@ class Progress:
         if not self._enabled:
             return
         now = time.monotonic()
-        if now - self._last >= 0.1 or (self.total is not None and self.count >= self.total):
+        if self._lines:
+            if now - self._last >= self._interval:
+                self._last = now
+                self._draw(now)
+            return
+        if now - self._last >= self._interval or (self.total is not None and self.count >= self.total):
             self._last = now
             self._draw(now)
 
@@ -75,7 +86,10 @@ class Progress:
         return "  ".join(parts)
 
     def _draw(self, now: float) -> None:
-        self._stream.write("\r" + self.render(now) + "\x1b[K")
+        if self._lines:
+            self._stream.write(self.render(now) + "\n")
+        else:
+            self._stream.write("\r" + self.render(now) + "\x1b[K")
         self._stream.flush()
         self._drawn = True
 
@@ -83,7 +97,8 @@ class Progress:
         """Draws the final state and ends the line."""
         if self._enabled:
             self._draw(time.monotonic())
-            self._stream.write("\n")
+            if not self._lines:
+                self._stream.write("\n")
             self._stream.flush()
 
     def __enter__(self) -> Progress:

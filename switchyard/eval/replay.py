@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import math
 import statistics
-import sys
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -29,8 +28,27 @@ from switchyard.eval.offline import Decided, build_offline_engine, chat_request,
 from switchyard.eval.progress import Progress
 from switchyard.protocol.errors import SwitchyardError
 
-OUTCOME_FIELDS = ("reward", "success")
-"""Trajectory-level fields copied into every turn's line when present."""
+OUTCOME_FIELDS = ("reward", "success", "is_resolved", "resolved")
+"""Trajectory-level fields copied into every turn's line when present: tau-bench writes
+``reward``/``success``, Terminal-Bench ``is_resolved``, SWE-bench harnesses ``resolved``."""
+
+SUCCESS_FIELDS = ("success", "is_resolved", "resolved")
+"""Boolean success fields, in the order they are read; ``reward`` (> 0 is a success) last."""
+
+
+def succeeded(outcome: dict[str, Any]) -> bool | None:
+    """Whether a trajectory succeeded, from the first success field it has; ``None`` if none.
+
+    A boolean field is read as is; ``reward`` counts as a success when it is a number > 0.
+    """
+    for key in SUCCESS_FIELDS:
+        value = outcome.get(key)
+        if isinstance(value, bool):
+            return value
+    reward = outcome.get("reward")
+    if isinstance(reward, int | float) and not isinstance(reward, bool) and math.isfinite(reward):
+        return reward > 0
+    return None
 
 
 @dataclass(slots=True)
@@ -149,8 +167,9 @@ class ReplaySummary:
     def _by_success(decided: list[TurnDecision], capable: str) -> dict[str, float]:
         groups: dict[str, list[bool]] = {}
         for t in decided:
-            if "success" in t.outcome:
-                key = "success" if t.outcome["success"] else "failure"
+            ok = succeeded(t.outcome)
+            if ok is not None:
+                key = "success" if ok else "failure"
                 groups.setdefault(key, []).append(t.decided.selected == capable)
         return {k: sum(v) / len(v) for k, v in groups.items() if v}
 
@@ -204,9 +223,9 @@ async def replay(
     """
     spec = route_spec(loaded, route)
     summary = ReplaySummary(route, spec.type, tiers=tiers)
-    show = progress if progress is not None else sys.stderr.isatty()
+    show = progress if progress is not None else True
     total = sum(1 for _ in read_trajectories(path, limit=limit)) if show else None
-    bar = Progress(total, f"replay {route}", enabled=show)
+    bar = Progress(total, f"replay {route}", enabled=None if show else False)
     offline = build_offline_engine(loaded)
 
     async def work(traj: Trajectory) -> list[TurnDecision]:

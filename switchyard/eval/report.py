@@ -58,6 +58,30 @@ def target_table(rows: Sequence[Row]) -> list[str]:
     return lines
 
 
+def group_table(result: EvalResult) -> list[str]:
+    """One row per group: items, outcome type, route quality, capable share, APGR, CPT, saved at 95%."""
+    width = max(len(g.name) for g in result.groups) + 2
+    head = (
+        f"{'':{width}}{'n':>6}  {'outcome':<12}{'quality':>9}{'capable':>9}{'always-cap':>11}{'APGR':>8}"
+        f"{'CPT50':>8}{'CPT80':>8}{'saved@95':>10}"
+    )
+    lines = [head]
+    for g in result.groups:
+        r = g.report
+        saved = None
+        if r.at95 is not None:
+            if r.usd_saved_at_95 is not None and r.capable_cost_usd:
+                saved = r.usd_saved_at_95 / r.capable_cost_usd
+            else:
+                saved = 1 - r.at95.share
+        kinds = ",".join(g.outcome_types)[:11]
+        lines.append(
+            f"{g.name:{width}}{r.n:>6}  {kinds:<12}{num(r.quality, 4):>9}{pct(r.capable_share):>9}"
+            f"{num(r.capable_quality, 4):>11}{num(r.apgr):>8}{pct(r.cpt50):>8}{pct(r.cpt80):>8}{pct(saved):>10}"
+        )
+    return lines
+
+
 def render(result: EvalResult) -> str:
     """The human-readable report of ``switchyard eval``."""
     skipped = result.skipped
@@ -76,6 +100,10 @@ def render(result: EvalResult) -> str:
     lines += ["  " + line for line in table]
     lines.append("")
     lines.append("share per target: " + ", ".join(f"{t} {pct(s)}" for t, s in result.row.shares.items()))
+    if result.groups:
+        lines.append("")
+        lines.append(f"per {result.group_key} (each in its own units):")
+        lines += ["  " + line for line in group_table(result)]
     if result.router_cost_usd:
         lines.append(f"router's own model calls: {usd(result.router_cost_usd)} (included in the route's cost)")
     if tt is not None:

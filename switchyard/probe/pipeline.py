@@ -17,10 +17,12 @@ from switchyard.eval.progress import Progress
 from switchyard.features import build_extractor
 from switchyard.features.cache import FeatureCache, find_cache
 from switchyard.probe.data import Rows, read_rows
-from switchyard.probe.report import SliceReport, baselines, evaluate_router, render
+from switchyard.probe.operating import OperatingPoint, Scored, curve_lines, operating_points, render_points
+from switchyard.probe.report import SliceReport, baselines, evaluate_router, render, score_of
 from switchyard.probe.train import ProbeParams, build_knn, split_rows, train_probe
 from switchyard.protocol.features import FeatureExtractor, FeatureRecipe
 from switchyard.routers.learned import checkpoint as ckpt
+from switchyard.routers.learned.views import TextView
 
 KNN_GRID = (5, 10, 20, 50, 100, 200, 400, 800)
 
@@ -38,7 +40,7 @@ class Plan:
         mapping: Target (head) name → dataset model id, in head order.
         features: A validated ``features`` block.
         out: Checkpoint directory.
-        router: ``probe`` or ``knn``.
+        router: ``probe``, ``linear`` (scikit-learn) or ``knn``.
         test_ids: Ids held out for the report (never trained or tuned on).
         where: Keep only these items for training.
         exclude: Drop items matching any of these from training.
@@ -49,6 +51,8 @@ class Plan:
         compare_knn: Also fit a tuned kNN and report it next to the probe.
         capable: The capable target (default: the one with the higher training quality).
         cache_dir: Feature cache root.
+        view: Which text of each row is read (the route's ``input``).
+        turns: Messages kept by the ``conversation`` view.
     """
 
     dataset: Path
@@ -66,6 +70,8 @@ class Plan:
     compare_knn: bool = False
     capable: str | None = None
     cache_dir: Path = field(default_factory=lambda: Path.home() / ".cache" / "switchyard" / "features")
+    view: TextView = "conversation"
+    turns: int = 6
 
 
 @dataclass(slots=True)
@@ -86,14 +92,14 @@ def _drop(rows: Rows, ids: set[str] | frozenset[str]) -> Rows:
 def _excluded(plan: Plan) -> set[str]:
     out: set[str] = set()
     for f in plan.exclude:
-        rows, _ = read_rows(plan.dataset, plan.mapping, filters=[f])
+        rows, _ = read_rows(plan.dataset, plan.mapping, view=plan.view, turns=plan.turns, filters=[f])
         out.update(rows.ids)
     return out
 
 
 def load_splits(plan: Plan, log: Callable[[str], None]) -> tuple[Rows, dict[str, Rows]]:
     """Training rows and the report slices (``test`` first when ``test_ids`` is given)."""
-    rows, skipped = read_rows(plan.dataset, plan.mapping, filters=plan.where)
+    rows, skipped = read_rows(plan.dataset, plan.mapping, view=plan.view, turns=plan.turns, filters=plan.where)
     if skipped:
         log(f"skipped {skipped} items without a user message")
     held = set(plan.test_ids or ())
@@ -112,10 +118,10 @@ def load_splits(plan: Plan, log: Callable[[str], None]) -> tuple[Rows, dict[str,
     slices: dict[str, Rows] = {}
     trained = set(train.ids)
     if plan.test_ids is not None:
-        test, _ = read_rows(plan.dataset, plan.mapping, ids=plan.test_ids)
+        test, _ = read_rows(plan.dataset, plan.mapping, view=plan.view, turns=plan.turns, ids=plan.test_ids)
         slices["test"] = test
     for name, filters in plan.report_where:
-        part, _ = read_rows(plan.dataset, plan.mapping, filters=filters)
+        part, _ = read_rows(plan.dataset, plan.mapping, view=plan.view, turns=plan.turns, filters=filters)
         slices[name] = _drop(part, trained)
     return train, slices
 
@@ -193,6 +199,34 @@ def tune_knn(
     return best[1], best[2], (best[0] if best[0] >= 0 else None)
 
 
+def _operating(
+    cp: ckpt.Checkpoint,
+    x: Any,
+    train: Rows,
+    slices: dict[str, tuple[Any, Rows]],
+    names: list[str],
+    capable: str,
+    efficient: str,
+) -> tuple[list[OperatingPoint], str]:
+    """Thresholds picked on the training rows and the share they give on every slice, plus
+    the curve of the first slice."""
+
+    def scored(xs: Any, rows: Rows) -> Scored:
+        heads = [cp.output_names.index(t) for t in names]
+        probs = cp.predict(xs)
+        score = score_of(probs, heads, names.index(capable), names.index(efficient))
+        groups = [str(f.get("benchmark", "-")) for f in rows.fields]
+        return Scored(score, groups, rows.quality[capable], rows.quality[efficient])
+
+    held = {k: scored(xs, rows) for k, (xs, rows) in slices.items() if len(rows)}
+    points = operating_points(scored(x, train), held)
+    lines = ["operating points (thresholds picked on the training rows):", *render_points(points)]
+    if held:
+        first = next(iter(held))
+        lines += ["", f"curve on {first} (capable share -> quality / always-capable, PGR):", *curve_lines(held[first])]
+    return points, "\n".join(lines) + "\n"
+
+
 def run(plan: Plan, log: Callable[[str], None] = print) -> Outcome:
     """Runs the whole pipeline and writes the checkpoint.
 
@@ -225,9 +259,17 @@ def run(plan: Plan, log: Callable[[str], None] = print) -> Outcome:
         "capable": capable,
         "efficient": efficient,
         "seed": plan.params.seed,
+        "input": plan.view,
+        "turns": plan.turns,
     }
     routers: dict[str, ckpt.Checkpoint] = {}
     t0 = time.perf_counter()
+    if plan.router == "linear":
+        from switchyard.probe.sk_train import LinearParams, train_linear
+
+        linear = train_linear(x, y, names, recipe, LinearParams(pca_dim=plan.params.pca_dim, seed=plan.params.seed))
+        meta["linear"] = linear.chosen
+        routers["linear"] = linear.checkpoint
     if plan.router == "probe":
         total = plan.params.ensemble * plan.params.epochs
         with Progress(total, "training") as bar:
@@ -249,10 +291,21 @@ def run(plan: Plan, log: Callable[[str], None] = print) -> Outcome:
         report[name] = [evaluate_router(r, cp, xs, rows, names, capable, efficient) for r, cp in routers.items()]
         report[name] += baselines(rows, capable, efficient)
     text = render(report, names)
+    main_router = routers[plan.router]
+    points, point_text = _operating(
+        main_router,
+        x,
+        train,
+        {k: (x_all[[pos[t] for t in r.texts]], r) for k, r in slices.items()},
+        names,
+        capable,
+        efficient,
+    )
+    text += "\n" + point_text
+    meta["operating_points"] = [p.to_dict() for p in points]
     meta["report"] = {k: [r.to_dict() for r in v] for k, v in report.items()}
     meta["timings"] = timings
-    main = routers[plan.router]
-    ckpt.save(main, plan.out, meta)
-    if plan.compare_knn and plan.router == "probe":
+    ckpt.save(main_router, plan.out, meta)
+    if plan.compare_knn and plan.router != "knn":
         ckpt.save(routers["knn"], plan.out / "knn", meta)
     return Outcome(plan.out, report, text, timings, meta)

@@ -144,10 +144,22 @@ def test_missing_mapped_model(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     assert "has no model 'nope'; models in the dataset: strong-m" in capsys.readouterr().err
     mixed = rows()
     del mixed[5]["models"]["weak-m"]
+    mixed[2]["models"]["weak-m"] = {"cost_usd": 0.001}  # present, but no outcome value
     write_jsonl(data, mixed)
-    assert main(argv) == 1
+    # real logs have gaps: the two items are skipped and counted with their reasons
+    assert main([*argv, "--json"]) == 0
+    res = json.loads(capsys.readouterr().out)
+    assert res["skipped"] == 2 and res["n"] == len(mixed) - 2
+    assert res["skipped_reasons"] == {
+        "no outcome for model 'weak-m': not in the item": 1,
+        "no outcome for model 'weak-m': no correct/resolved/score value": 1,
+    }
+    assert main(argv) == 0
+    assert "1 x no outcome for model 'weak-m': not in the item (e.g. q5)" in capsys.readouterr().out
+    # --strict stops at the first gap, naming file, line and mapping
+    assert main([*argv, "--strict"]) == 1
     err = capsys.readouterr().err
-    assert "data.jsonl:6: item 'q5' has no outcome for model 'weak-m' (mapped from target 'efficient')" in err
+    assert "data.jsonl:3: models.weak-m has no outcome" in err
 
 
 def test_map_and_cost_per_call(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -67,10 +67,20 @@ def test_progress_draws_only_when_enabled() -> None:
     text = buf.getvalue()
     assert "\reval r  [########]  4/4  100%" in text and text.endswith("\n")
     assert Progress(10, width=10, enabled=False).render(now=None).startswith("[..........]  0/10")
-    quiet = io.StringIO()  # not a terminal: nothing drawn by default
-    with Progress(3, "x", stream=quiet) as bar:
+    plain = io.StringIO()  # not a terminal: plain lines (no carriage returns), a final one at least
+    with Progress(3, "x", stream=plain, interval=3600) as bar:
         bar.update(3)
-    assert quiet.getvalue() == ""
+    assert plain.getvalue().startswith("x  [") and "\r" not in plain.getvalue()
+    assert plain.getvalue().count("\n") == 1 and "3/3" in plain.getvalue()
+    often = io.StringIO()
+    with Progress(3, "y", stream=often, interval=0.0) as bar:
+        for _ in range(3):
+            bar.update()
+    assert often.getvalue().count("\n") == 4 and "\x1b" not in often.getvalue()
+    off = io.StringIO()
+    with Progress(3, "z", stream=off, enabled=False) as bar:
+        bar.update(3)
+    assert off.getvalue() == ""
     unknown = Progress(None, "replay", enabled=False)
     unknown.update(7)
     assert unknown.render().startswith("replay  7  ")

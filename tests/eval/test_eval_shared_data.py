@@ -59,6 +59,21 @@ def test_random_baseline_and_oracle_on_the_fixed_test_split(capsys: pytest.Captu
 
 
 @needs_routellm
+def test_whole_file_never_pools_judge_scores_with_correctness(capsys: pytest.CaptureFixture[str]) -> None:
+    maps = ["--map", "efficient=mistralai/Mixtral-8x7B-Instruct-v0.1", "--map", "capable=gpt-4-1106-preview"]
+    res = eval_json(capsys, "-c", str(REPO_CONFIG), "--route", "mix", *CLEAN, *maps)
+    assert res["n"] == 15416 and res["normalised"] is True
+    # Raw pooling gave always-capable 0.854 (MT-Bench's 1-10 grades averaged with 0/1); rescaled,
+    # the pooled number sits next to the binary rows' accuracy (0.8103 over MMLU + GSM8K).
+    assert res["capable_quality"] == pytest.approx(0.8108, abs=1e-3)
+    groups = {g["group"]: g for g in res["groups"]}
+    assert {k: g["n"] for k, g in groups.items()} == {"mmlu": 14037, "gsm8k": 1307, "mt_bench": 72}
+    assert groups["mt_bench"]["capable_quality"] == pytest.approx(9.2118, abs=1e-4)  # its own 1-10 units
+    assert groups["mt_bench"]["outcome_types"] == ["gpt4_judge_score_1_to_10"]
+    assert groups["gsm8k"]["capable_quality"] == pytest.approx(0.8577, abs=1e-4)
+
+
+@needs_routellm
 def test_mt_bench_reported_separately(capsys: pytest.CaptureFixture[str]) -> None:
     res = eval_json(capsys, "-c", str(REPO_CONFIG), "--route", "mix", "--where", "benchmark=mt_bench", *CLEAN)
     assert res["n"] == 72  # 80 questions less RouteLLM's 8 contaminated ones

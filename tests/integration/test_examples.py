@@ -44,7 +44,7 @@ SERVED = [
     "eval/swebench.yaml",
     "probe/router.yaml",
 ]
-NOT_CONFIGS = {"probe/minilm-features.yaml"}
+NOT_CONFIGS = {"probe/minilm-features.yaml", "probe/smollm2-features.yaml"}
 
 Expect = tuple[str, str]
 """``(x-switchyard-decision-source, x-switchyard-selected-model)`` a request must get."""
@@ -184,7 +184,7 @@ def test_every_example_is_listed() -> None:
 
 @pytest.mark.parametrize("name", SERVED)
 def test_example_serves_every_route(fake: int, tmp_path: Path, name: str) -> None:
-    if name == "probe/router.yaml" and not (EXAMPLES / "probe" / "minilm").exists():
+    if name == "probe/router.yaml" and not (EXAMPLES / "probe" / "smollm2").exists():
         pytest.skip("the probe checkpoint is trained locally first (see examples/README.md)")
     path = _copy(name, fake, tmp_path)
     config = yaml.safe_load(path.read_text())

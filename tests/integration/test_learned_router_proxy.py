@@ -98,6 +98,24 @@ def test_train_probe_writes_checkpoint_and_held_out_report(trained: dict[str, An
     assert (root / "again" / "router.safetensors").read_bytes() == (root / "probe" / "router.safetensors").read_bytes()
 
 
+def test_train_probe_linear_prints_operating_points_and_curve(trained: dict[str, Any], capsys: Any) -> None:
+    root = trained["root"]
+    args = [a for a in trained["args"][:-8] if a != "--compare-knn"]
+    assert main([*args, "--router", "linear", "--pca-dim", "8", "--out", str(root / "linear")]) == 0
+    out = capsys.readouterr().out
+    assert "operating points (thresholds picked on the training rows):" in out
+    assert "target capable share 30%: threshold" in out and "curve on test" in out
+    meta = json.loads((root / "linear" / "router.json").read_text())
+    assert meta["kind"] == "prefill_probe" and meta["trunk_hidden"] == [] and meta["ensemble_size"] == 1
+    assert set(meta["training"]["linear"]) == {"efficient", "capable"}
+    points = meta["training"]["operating_points"]
+    assert [p["target_share"] for p in points] == [0.2, 0.3, 0.4, 0.5]
+    test_check = next(c for c in points[1]["checks"] if c["slice"] == "test" and c["group"] == "*")
+    assert abs(test_check["share"] - 0.3) < 0.2  # the training threshold roughly travels to held-out rows
+    linear = {r["name"]: r for r in meta["training"]["report"]["test"]}
+    assert linear["linear"]["apgr"] > 0.6
+
+
 def test_train_probe_reports_bad_input(trained: dict[str, Any], capsys: Any) -> None:
     root = trained["root"]
     assert main(["train-probe", "--dataset", str(root / "toy.jsonl"), "--map", "efficient=small",

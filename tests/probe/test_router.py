@@ -141,9 +141,9 @@ async def test_decisions_are_cached_per_task_text_failures_are_not(probe_dir: Pa
     assert up.source == "probe" and len(extractor.calls) == 5
 
 
-async def test_first_user_message_is_the_task(probe_dir: Path) -> None:
+async def test_input_views(probe_dir: Path) -> None:
     extractor = FakeExtractor(TABLE)
-    router = build(probe_dir, extractor)
+    router = build(probe_dir, extractor, input="first_user")
     convo = ChatRequest.model_validate(
         {
             "model": "r",
@@ -159,6 +159,19 @@ async def test_first_user_message_is_the_task(probe_dir: Path) -> None:
     assert extractor.calls == [["hard"]]
     last = build(probe_dir, FakeExtractor(TABLE), input="last_user")
     assert (await last.route(convo, ctx(), ScriptedCall({}))).candidates[0] == "efficient"
+    # the default reads the newest turns after a digest of the system prompt
+    text = "system (8 chars): be brief\nuser: hard\nassistant: ok\nuser: easy"
+    seen = FakeExtractor({**TABLE, text: TABLE["mid"]})
+    default = build(probe_dir, seen)
+    assert (await default.route(convo, ctx(), ScriptedCall({}))).source == "probe"
+    assert seen.calls == [[text]]
+    two = FakeExtractor({**TABLE, "user: easy": TABLE["mid"]})
+    await build(probe_dir, two, turns=1).route(convo, ctx(), ScriptedCall({}))
+    assert two.calls == [["system (8 chars): be brief\nuser: easy"]]
+    # a lone user message reads as itself, so single-prompt data is the same under every view
+    lone = FakeExtractor(TABLE)
+    await build(probe_dir, lone).route(request("hard"), ctx(), ScriptedCall({}))
+    assert lone.calls == [["hard"]]
 
 
 async def test_bad_features_at_runtime_fail_open(probe_dir: Path) -> None:
@@ -245,6 +258,22 @@ def test_built_through_config_with_a_real_extractor(tmp_path: Path, probe_dir: P
         "capable": "capable",
         "efficient": "efficient",
     }
+
+
+def test_probe_examples_validate() -> None:
+    import yaml
+
+    from switchyard.features import parse_features
+
+    root = Path(__file__).resolve().parents[2] / "examples" / "probe"
+    loaded = load_config(root / "router.yaml", env={})
+    agent = loaded.routes["agent"]
+    assert agent.input == "conversation" and agent.threshold == pytest.approx(0.581)  # type: ignore[attr-defined]
+    for name in ("smollm2-features.yaml", "minilm-features.yaml"):
+        block = parse_features(yaml.safe_load((root / name).read_text()))
+        assert block.truncation == "tail"  # type: ignore[union-attr]
+    smol = parse_features(yaml.safe_load((root / "smollm2-features.yaml").read_text()))
+    assert smol.model_dump() == agent.features.model_dump()  # type: ignore[attr-defined]
 
 
 async def test_abstain_band_around_the_threshold_and_the_lambda_boundary(probe_dir: Path) -> None:

@@ -3,7 +3,8 @@ caching and failing open.
 
 Layer: ``routers`` — imports ``protocol`` only; numpy lazily (through the checkpoint).
 
-Per request: take the task text (the first user message by default), look its predicted
+Per request: take the text the ``input`` view selects (by default the newest turns of the
+conversation; :mod:`switchyard.routers.learned.views`), look its predicted
 success probabilities up in the per-task cache, else extract features through the injected
 extractor and run the checkpoint; then apply the λ-utility policy. Any failure — the feature
 server down or slow, a malformed file, features of the wrong width — sends the request to the
@@ -15,9 +16,9 @@ from __future__ import annotations
 import logging
 import time
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import Field, NonNegativeFloat, NonNegativeInt, field_validator, model_validator
+from pydantic import Field, NonNegativeFloat, NonNegativeInt, PositiveInt, field_validator, model_validator
 
 from switchyard.protocol.call import ModelCall
 from switchyard.protocol.features import FeatureExtractor, FeaturesConfig
@@ -25,15 +26,14 @@ from switchyard.protocol.request import ChatRequest
 from switchyard.routers.base import BuildContext, Decision, RouteContext, RouterSpec, Tiers
 from switchyard.routers.learned.checkpoint import Checkpoint, CheckpointError, load
 from switchyard.routers.learned.policy import Choice, TaskCache, UtilityPolicy
+from switchyard.routers.learned.views import TextView, view_text
 
 logger = logging.getLogger("switchyard.routers.learned")
 
-TextView = Literal["first_user", "last_user"]
 
-
-def task_text(request: ChatRequest, view: TextView) -> str:
-    """The text a learned router reads: the first (task) or the newest user message."""
-    return request.first_user_text() if view == "first_user" else request.last_user_text()
+def task_text(request: ChatRequest, view: TextView, turns: int = 6) -> str:
+    """The text a learned router reads (:mod:`switchyard.routers.learned.views`)."""
+    return view_text(request, view, turns)
 
 
 class LearnedRouter:
@@ -58,7 +58,8 @@ class LearnedRouter:
         extractor: FeatureExtractor,
         *,
         source: str,
-        view: TextView = "first_user",
+        view: TextView = "conversation",
+        turns: int = 6,
         cache_size: int = 4096,
         predict_kwargs: dict[str, Any] | None = None,
         abstain_band: float = 0.0,
@@ -69,6 +70,7 @@ class LearnedRouter:
         self.extractor = extractor
         self.source = source
         self.view = view
+        self.turns = turns
         self.cache = TaskCache(cache_size)
         self._predict_kwargs = predict_kwargs or {}
         self.abstain_band = abstain_band
@@ -130,7 +132,7 @@ class LearnedRouter:
         )
 
     async def route(self, request: ChatRequest, ctx: RouteContext, call: ModelCall) -> Decision:
-        text = task_text(request, self.view)
+        text = task_text(request, self.view, self.turns)
         if not text.strip():
             return self.fail_open("no user text to read", "no_text")
         key = self.cache.key(text)
@@ -170,7 +172,10 @@ class LearnedSpec(RouterSpec):
         costs: Relative cost per target (default: input + output price per Mtok).
         capable: Target used when the router fails (default: the costliest).
         heads: Checkpoint output name per target (default: the target's own name).
-        input: ``first_user`` (the task; the default) or ``last_user``.
+        input: ``conversation`` (default: the newest ``turns`` messages after a digest of the
+            system prompt; a single user message reads as itself), ``first_user`` (the task:
+            one decision per session) or ``last_user``.
+        turns: Messages the ``conversation`` view keeps.
         cache_size: Per-task decision cache bound (0 disables).
         abstain_band: Abstain (inside a ``cascade``: let the next stage decide) when the
             decision is within this distance of flipping — ``|score - threshold|`` for two
@@ -186,7 +191,8 @@ class LearnedSpec(RouterSpec):
     costs: dict[str, NonNegativeFloat] | None = None
     capable: str | None = None
     heads: dict[str, str] = Field(default_factory=dict)
-    input: TextView = "first_user"
+    input: TextView = "conversation"
+    turns: PositiveInt = 6
     cache_size: NonNegativeInt = 4096
     abstain_band: float = Field(default=0.0, ge=0.0, le=0.5)
 
@@ -286,6 +292,7 @@ class LearnedSpec(RouterSpec):
             extractor,
             source=source,
             view=self.input,
+            turns=self.turns,
             cache_size=self.cache_size,
             predict_kwargs=predict,
             abstain_band=self.abstain_band,

@@ -240,6 +240,12 @@ def _tail(messages: Sequence[Message], window: int) -> tuple[list[ToolCallPart],
         if role == "system" or role == "developer":
             continue
         content = msg.content
+        if role == "user" and need_results and len(content) == 1:
+            observation = _observation(content[0])
+            if observation is not None:
+                results.append(observation)
+                need_results -= 1
+                continue
         for part in content if len(content) == 1 else reversed(content):
             if type(part) is ToolResultPart:
                 if need_results and (part.is_error or _has_text(part)):
@@ -367,6 +373,22 @@ def classify_call(
     if kind is ToolKind.SHELL:
         return classify_arguments(call.arguments)
     return kind
+
+
+def _observation(part: object) -> ToolResultPart | None:
+    """A text-protocol agent's command output, read as a tool result.
+
+    mini-SWE-agent (and agents built like it) runs the shell command the model wrote in its
+    reply and sends the output back as a *user* message in its observation template,
+    ``<returncode>N</returncode>\n<output>...</output>``, not as a tool result. Such a message is
+    read like a tool result, so its exit status and errors count.
+    """
+    if type(part) is not TextPart:
+        return None
+    text = part.text
+    if not text[:64].lstrip().startswith(t.OBSERVATION_PREFIX):
+        return None
+    return ToolResultPart.model_construct(call_id="", content=[part])
 
 
 def _has_text(result: ToolResultPart) -> bool:

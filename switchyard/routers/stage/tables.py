@@ -84,6 +84,18 @@ EXIT_PHRASES = ("exit code", "exit status", "exited with code", "exited with sta
 
 EXIT_SEPARATORS = " \t\r\n\x0c:='\"`"
 
+RETURNCODE_FORMS = ("<returncode>", "returncode:", "returncode=", "return code:")
+"""Status fields as agents print them: mini-SWE-agent's observation template wraps the status
+in ``<returncode>N</returncode>``; Python's ``CompletedProcess`` repr says ``returncode=N``;
+many tool wrappers write ``returncode: N``. Only spaces may follow the form before the number,
+so source code (``if proc.returncode == 2:``) stays clean."""
+
+OBSERVATION_PREFIX = "<returncode>"
+"""How mini-SWE-agent's observation template starts a user message holding command output."""
+
+EXIT_GATES = ("exit", "returncode", "return code")
+"""A text holding none of these cannot report an exit status (skips the scans)."""
+
 COMPILER_LINES = ("compilation failed", "error: compilation failed", "error: could not compile")
 EXCEPTION_LINE_PREFIXES = (
     "typeerror:",

@@ -114,7 +114,7 @@ def _severity(
 ) -> tuple[float, tuple[str, ...], bool | None]:
     """:func:`severity_of`, plus :func:`has_failure_count` when it was computed on the way."""
     severity, names = _error_table(lower, has_error, hits)
-    if "exit" in lower and "nonzero_exit" not in names and _nonzero_exit(lower):
+    if "nonzero_exit" not in names and any(g in lower for g in t.EXIT_GATES) and _nonzero_exit(lower):
         names.append("nonzero_exit")
         if severity < t.SOFT:
             severity = t.SOFT
@@ -360,6 +360,25 @@ def _nonzero_exit(lower: str) -> bool:
             if lower[i:j].strip("0"):
                 return True
             at = lower.find(phrase, at + len(phrase))
+    return _nonzero_returncode(lower)
+
+
+def _nonzero_returncode(lower: str) -> bool:
+    for form in t.RETURNCODE_FORMS:
+        at = lower.find(form)
+        while at >= 0:
+            i = at + len(form)
+            if form.endswith("=") and lower.startswith("=", i):
+                at = lower.find(form, i)
+                continue
+            while i < len(lower) and lower[i] in " \t":
+                i += 1
+            j = i
+            while j < len(lower) and lower[j].isdigit() and lower[j].isascii():
+                j += 1
+            if lower[i:j].strip("0"):
+                return True
+            at = lower.find(form, i)
     return False
 
 

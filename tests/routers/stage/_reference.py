@@ -73,6 +73,10 @@ def nonzero_exit(lower: str) -> bool:
                 j += 1
             if lower[i:j].strip("0"):
                 return True
+    for form in t.RETURNCODE_FORMS:
+        for match in re.finditer(re.escape(form) + r"(?!=)[ \t]*([0-9]+)", lower):
+            if match.group(1).strip("0"):
+                return True
     return False
 
 

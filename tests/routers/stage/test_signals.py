@@ -74,6 +74,16 @@ def test_no_tool_activity_gives_quiet_signals(fmt: str) -> None:
         ("Process exited with code 0\nOutput:\nok", 0.0, None),
         ("exit status: 1", 0.3, "nonzero_exit"),
         ("subprocess returned non-zero exit status 1", 0.3, "nonzero_exit"),
+        # the forms real agents print (mini-SWE-agent's observation template, CompletedProcess, wrappers)
+        ("<returncode>1</returncode>\n<output>\nhello\n</output>", 0.3, "nonzero_exit"),
+        ("<returncode>0</returncode>\n<output>\nok\n</output>", 0.0, None),
+        ("<returncode>127</returncode>\n<output>\n</output>", 0.3, "nonzero_exit"),
+        ("CompletedProcess(args=['make'], returncode=2)", 0.3, "nonzero_exit"),
+        ("returncode: 3\nstdout: ''", 0.3, "nonzero_exit"),
+        ("returncode: 0\nstdout: 'ok'", 0.0, None),
+        ("Exit status 2", 0.3, "nonzero_exit"),
+        ("exit code 2", 0.3, "nonzero_exit"),
+        ("    if proc.returncode == 2:\n        retry()", 0.0, None),
     ],
 )
 def test_error_table(output: str, severity: float, name: str | None) -> None:
@@ -283,3 +293,31 @@ def test_search_tools_and_custom_semantics() -> None:
 
 def test_default_profile_is_the_default() -> None:
     assert extract([]) == extract([], profile=DEFAULT_PROFILE)
+
+
+# -- text-protocol agents (mini-SWE-agent): observations arrive as user messages ----------------
+
+MINI_SWE_SYSTEM: Step = ("system", "You are a helpful assistant that can interact with a computer shell.")
+
+
+def mini_swe(*observations: str) -> list[Step]:
+    """A mini-SWE-agent conversation: the model writes one ```bash block per reply and the agent
+    sends the output back as a user message in its observation template."""
+    steps: list[Step] = [MINI_SWE_SYSTEM, ("user", "<pr_description>Fix the parser.</pr_description>")]
+    for i, out in enumerate(observations):
+        steps.append(("assistant", f"THOUGHT: step {i}\n\n```bash\npython -m pytest -q\n```"))
+        steps.append(("user", out))
+    return steps
+
+
+@pytest.mark.parametrize("fmt", WIRE_FORMATS)
+def test_mini_swe_agent_observations_count_as_tool_results(fmt: str) -> None:
+    failing = "<returncode>2</returncode>\n<output>\nERROR: file or directory not found: tests/x.py\n</output>"
+    ok = "<returncode>0</returncode>\n<output>\n4 passed in 0.12s\n</output>"
+    bad = signals(mini_swe(ok, failing), fmt)
+    assert bad.severity >= 0.3 and "nonzero_exit" in bad.errors
+    good = signals(mini_swe(failing, ok), fmt, window=1)
+    assert good.severity == 0.0
+    # an ordinary user message is not an observation
+    plain = signals([MINI_SWE_SYSTEM, ("user", "exit code 2 is what I get, please fix")], fmt)
+    assert plain.severity == 0.0

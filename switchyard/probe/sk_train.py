@@ -1,0 +1,134 @@
+"""Training on scikit-learn: scaler → PCA (whitened) → one calibrated logistic regression per head.
+
+Layer: ``probe`` — scikit-learn is imported lazily (the ``probe`` extra); the result is an
+ordinary ``prefill_probe`` checkpoint with no hidden layers, so serving stays numpy-only: the
+scaler, the PCA and its whitening fold into the checkpoint's transform, each head's weights
+into one output row, and the Platt calibration (a slope and an offset on the logit) into those
+weights too.
+
+Why a linear model: on the shared RouteLLM data a regularised logistic regression over a small
+PCA of the prefill states generalised best across benchmarks (docs/learned-routers.md), and it
+has few knobs to over-tune. The regularisation strength is chosen per head by cross-validation
+(log-loss over ``C_GRID``) on the training rows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from switchyard.protocol.features import FeatureRecipe
+from switchyard.routers.learned.checkpoint import Checkpoint, Member, Transform
+
+C_GRID = (0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 1.0)
+"""Inverse regularisation strengths tried by cross-validation."""
+
+
+@dataclass(slots=True)
+class LinearParams:
+    """Settings of :func:`train_linear`.
+
+    Attributes:
+        pca_dim: Principal components kept (whitened).
+        folds: Cross-validation folds for the regularisation strength and the calibration.
+        calibrate: Fit a Platt scaling on out-of-fold logits and fold it into the weights.
+        seed: Seed of the folds and the PCA solver.
+        cs: Candidate inverse regularisation strengths.
+    """
+
+    pca_dim: int = 32
+    folds: int = 5
+    calibrate: bool = True
+    seed: int = 0
+    cs: tuple[float, ...] = C_GRID
+
+
+@dataclass(slots=True)
+class LinearResult:
+    """The checkpoint plus what was chosen per head (``C``, calibration slope and offset)."""
+
+    checkpoint: Checkpoint
+    chosen: dict[str, dict[str, float]] = field(default_factory=dict)
+
+
+def fit_whitened_pca(x: Any, dim: int, seed: int) -> Transform:
+    """Standardise → PCA → whiten, as a :class:`Transform` (the whitening folds into the components)."""
+    import numpy as np
+    from sklearn.decomposition import PCA
+    from sklearn.preprocessing import StandardScaler
+
+    x64 = np.asarray(x, dtype=np.float64)
+    scaler = StandardScaler().fit(x64)
+    scale = np.where(scaler.scale_ < 1e-6, 1.0, scaler.scale_)
+    z = (x64 - scaler.mean_) / scale
+    k = int(min(dim, z.shape[0] - 1, z.shape[1]))
+    pca = PCA(n_components=k, svd_solver="randomized" if z.shape[1] > 4096 else "full", random_state=seed).fit(z)
+    comps = pca.components_ / np.sqrt(np.maximum(pca.explained_variance_, 1e-12))[:, None]
+    # sign convention: largest absolute loading positive, so results do not depend on the solver
+    signs = np.sign(comps[np.arange(k), np.abs(comps).argmax(axis=1)])
+    comps = comps * np.where(signs == 0, 1.0, signs)[:, None]
+    return Transform(
+        scaler.mean_.astype(np.float32),
+        scale.astype(np.float32),
+        pca.mean_.astype(np.float32),
+        comps.astype(np.float32),
+    )
+
+
+def train_linear(
+    x: Any, y: Any, names: Sequence[str], recipe: FeatureRecipe, params: LinearParams | None = None
+) -> LinearResult:
+    """Fits the transform and one calibrated logistic regression per head.
+
+    Args:
+        x: ``[n, D]`` features.
+        y: ``[n, N]`` outcomes in {0, 1}, ``NaN`` where unknown (those rows are left out of
+            that head).
+        names: Head names, in column order.
+        recipe: The features' recipe (stored in the checkpoint).
+        params: Settings.
+
+    Raises:
+        ValueError: A head has fewer than ``2 * folds`` known outcomes or only one class.
+    """
+    import numpy as np
+    from sklearn.model_selection import StratifiedKFold, cross_val_predict, cross_val_score
+
+    p = params or LinearParams()
+    transform = fit_whitened_pca(x, p.pca_dim, p.seed)
+    z = transform.apply(np.asarray(x, dtype=np.float32)).astype(np.float64)
+    y = np.asarray(y, dtype=np.float64)
+    weights = np.zeros((len(names), z.shape[1]))
+    biases = np.zeros(len(names))
+    chosen: dict[str, dict[str, float]] = {}
+    for j, name in enumerate(names):
+        known = ~np.isnan(y[:, j])
+        zj, yj = z[known], y[known, j].astype(int)
+        if len(yj) < 2 * p.folds or len(set(yj.tolist())) < 2:
+            raise ValueError(f"head {name!r}: needs at least {2 * p.folds} known outcomes of both classes")
+        folds = StratifiedKFold(p.folds, shuffle=True, random_state=p.seed)
+        scores = [float(cross_val_score(_logreg(c), zj, yj, cv=folds, scoring="neg_log_loss").mean()) for c in p.cs]
+        c = float(p.cs[int(np.argmax(scores))])
+        model = _logreg(c).fit(zj, yj)
+        w, b = model.coef_[0].copy(), float(model.intercept_[0])
+        slope, offset = 1.0, 0.0
+        if p.calibrate:
+            # Platt scaling on out-of-fold logits: p = sigmoid(slope * logit + offset), folded below.
+            oof = cross_val_predict(_logreg(c), zj, yj, cv=folds, method="decision_function")
+            platt = _logreg(1e6).fit(oof.reshape(-1, 1), yj)
+            slope, offset = float(platt.coef_[0, 0]), float(platt.intercept_[0])
+        weights[j] = slope * w
+        biases[j] = slope * b + offset
+        chosen[name] = {"C": c, "platt_slope": slope, "platt_offset": offset, "n": float(len(yj))}
+    member = Member(hidden=[], output=(weights.astype(np.float32), biases.astype(np.float32)))
+    cp = Checkpoint(
+        kind="prefill_probe", output_names=list(names), recipe=recipe, transform=transform, members=[member]
+    )
+    return LinearResult(cp, chosen)
+
+
+def _logreg(c: float) -> Any:
+    from sklearn.linear_model import LogisticRegression
+
+    return LogisticRegression(C=c, max_iter=5000)
