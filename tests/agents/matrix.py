@@ -61,13 +61,9 @@ def router_config(upstream_port: int) -> dict[str, Any]:
             "chat": {"type": "passthrough", "target": "vllm", "context_window": 131072},
             "anthropic": {"type": "passthrough", "target": "claude"},
             "responses": {"type": "passthrough", "target": "gpt"},
-            "staged": {
-                "type": "stage_router",
-                "efficient": "vllm",
-                "capable": "claude",
-                # Qwen Code's tool names, which the built-in table does not know (docs/agents.md).
-                "tool_semantics": {"run_shell_command": "shell", "grep_search": "read", "glob": "read"},
-            },
+            # No tool_semantics: the default profile knows every agent's shell tool here,
+            # Qwen Code's run_shell_command included.
+            "staged": {"type": "stage_router", "efficient": "vllm", "capable": "claude"},
         },
     }
 

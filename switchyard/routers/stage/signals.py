@@ -362,14 +362,15 @@ def classify_call(
     Args:
         call: The tool call.
         semantics: Extra names (lower-case) and their kinds; they win over the built-in table.
-        search_tools: Count Claude Code's Grep/Glob/LS tools as reads.
+        search_tools: Classify the agents' own tool names NVIDIA's table leaves out (Claude
+            Code's Grep/Glob/LS, Qwen Code's grep_search and run_shell_command).
     """
     name = call.name.lower()
     kind = semantics.get(name) if semantics else None
     if kind is None:
         kind = t.TOOL_NAMES.get(name)
     if kind is None:
-        kind = ToolKind.READ if search_tools and name in t.SEARCH_TOOLS else ToolKind.OTHER
+        kind = t.SEARCH_TOOLS.get(name, ToolKind.OTHER) if search_tools else ToolKind.OTHER
     if kind is ToolKind.SHELL:
         return classify_arguments(call.arguments)
     return kind

@@ -170,8 +170,13 @@ TOOL_NAMES: dict[str, ToolKind] = {
 }
 """Built-in tool names (Claude Code, Codex, Hermes, OpenAI harnesses), lower-case."""
 
-SEARCH_TOOLS = ("grep", "glob", "ls")
-"""Default profile only: Claude Code's own search tools, which NVIDIA's table leaves unclassified."""
+SEARCH_TOOLS: dict[str, ToolKind] = {
+    **dict.fromkeys(("grep", "glob", "ls"), ToolKind.READ),  # Claude Code's search tools
+    # Qwen Code's (and Gemini CLI's) names for its search and shell tools.
+    **dict.fromkeys(("grep_search", "list_directory", "read_many_files"), ToolKind.READ),
+    "run_shell_command": ToolKind.SHELL,
+}
+"""Default profile only: agents' own tool names that NVIDIA's table leaves unclassified."""
 
 COMMAND_KEYS = ("command", "cmd", "input")
 """Argument keys a shell tool's command line may hide under (a string or an argv list)."""

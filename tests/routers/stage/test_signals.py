@@ -291,6 +291,18 @@ def test_search_tools_and_custom_semantics() -> None:
     assert classify_call(ToolCallPart(id="c", name="run", arguments='{"command": "ls"}'), run) is ToolKind.READ
 
 
+def test_qwen_code_tools_are_classified_in_the_default_profile_only() -> None:
+    # Qwen Code names its shell and search tools run_shell_command and grep_search (recorded in
+    # tests/fixtures/agents/qwen-code-chat-1.json); NVIDIA's table leaves them unclassified.
+    failing = ToolCallPart(id="c", name="run_shell_command", arguments='{"command": "pytest -q"}')
+    reading = ToolCallPart(id="c", name="run_shell_command", arguments='{"command": "cat notes.txt"}')
+    grep = ToolCallPart(id="c", name="grep_search", arguments='{"pattern": "def main"}')
+    assert classify_call(failing) is classify_call(ToolCallPart(id="c", name="bash", arguments=failing.arguments))
+    assert classify_call(reading) is ToolKind.READ and classify_call(grep) is ToolKind.READ
+    for call in (failing, reading, grep):
+        assert classify_call(call, search_tools=NVIDIA_PROFILE.search_tools) is ToolKind.OTHER
+
+
 def test_default_profile_is_the_default() -> None:
     assert extract([]) == extract([], profile=DEFAULT_PROFILE)
 
