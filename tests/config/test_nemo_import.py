@@ -22,6 +22,7 @@ from typing import Any
 
 import jsonschema
 import pytest
+from _nemo import require_nemo
 
 from switchyard.api import Switchyard
 from switchyard.config.json_schema import config_json_schema
@@ -60,25 +61,9 @@ NVIDIA_ACCEPTS = [
 ]
 
 
-def _nemo_python() -> str | None:
-    for candidate in (
-        os.environ.get("SWITCHYARD_NEMO_PYTHON"),
-        ROOT / ".nemo-venv/bin/python",
-        "/tmp/nemo-venv/bin/python",
-    ):
-        if candidate and Path(candidate).is_file():
-            return str(candidate)
-    return None
-
-
 @pytest.fixture(scope="module")
 def nemo_python() -> str:
-    found = _nemo_python()
-    if found is None:
-        if os.environ.get("CI"):
-            pytest.fail("NVIDIA's nemo-switchyard venv is missing in CI: run `make nemo-venv`")
-        pytest.skip("nemo-switchyard 0.3.0 venv not found (make nemo-venv creates .nemo-venv)")
-    return found
+    return require_nemo()
 
 
 # Runs inside NVIDIA's venv: load the config, optionally send Chat requests, print JSON.
