@@ -8,8 +8,9 @@ import json
 import sys
 
 from switchyard.cli._common import HelpFormatter, fail
+from switchyard.serving.vllm_findings import CheckReport
 from switchyard.serving.vllm_profiles import GPUS, PROBE_DIR, PROBE_LAYERS, PROFILES, ServeSpec, build_command
-from switchyard.serving.vllm_rules import RULES, CheckReport, check_command
+from switchyard.serving.vllm_rules import RULES, check_command
 
 _EPILOG = """\
 Examples:

@@ -3,7 +3,8 @@
 Layer: ``eval`` — above ``api``/``config``, below ``cli``. Not imported by ``import switchyard``;
 plots need the ``eval`` extra (matplotlib), imported only when a plot is drawn.
 
-The metric functions (:mod:`switchyard.eval.metrics`) take plain sequences, so a learned router
+The metric functions (:mod:`switchyard.eval.metrics`, on the curve math of
+:mod:`switchyard.eval.curves`) take plain sequences, so a learned router
 can be scored without a config::
 
     from switchyard.eval import evaluate_scores
@@ -14,21 +15,16 @@ See docs/evaluation.md for the dataset format, the commands and the metric defin
 """
 
 from switchyard.eval.calibrate import Calibration, CalibrationError, calibrate_budget, calibrate_share, share_at
+from switchyard.eval.curves import Point, apgr, cpt, oracle_curve, pgr, threshold_curve
 from switchyard.eval.dataset import Dataset, DatasetError, EvalItem, Outcome, outcome
 from switchyard.eval.evaluate import EvalError, EvalResult, run_eval
 from switchyard.eval.metrics import (
-    Point,
     Row,
     TwoTierReport,
-    apgr,
-    cpt,
     evaluate_choices,
     evaluate_decisions,
     evaluate_scores,
-    oracle_curve,
-    pgr,
     target_baselines,
-    threshold_curve,
     two_tier_baselines,
 )
 from switchyard.eval.replay import ReplaySummary, TurnDecision, replay

@@ -10,8 +10,9 @@ import math
 from pathlib import Path
 from typing import Any
 
+from switchyard.eval.curves import Point, oracle_curve, pgr
 from switchyard.eval.evaluate import EvalResult
-from switchyard.eval.metrics import Point, Row, oracle_curve, pgr
+from switchyard.eval.metrics import Row
 
 
 class PlotUnavailable(RuntimeError):

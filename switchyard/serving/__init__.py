@@ -5,10 +5,13 @@ Layer: ``serving`` — pure (standard library only); it knows vLLM's command lin
 - :mod:`switchyard.serving.vllm_args` parses a ``vllm serve`` command line.
 - :mod:`switchyard.serving.vllm_profiles` holds the GPU table and the per-profile recipes and
   renders a ready command (``switchyard vllm-command --profile …``).
-- :mod:`switchyard.serving.vllm_rules` is the rule table behind ``switchyard vllm-command --check``.
+- :mod:`switchyard.serving.vllm_rules` is the rule table behind ``switchyard vllm-command --check``;
+  :mod:`switchyard.serving.vllm_findings` holds its rule/finding/report types and
+  :mod:`switchyard.serving.vllm_facts` the facts the rules derive from a command.
 """
 
 from switchyard.serving.vllm_args import ServeCommand, parse_serve_command
+from switchyard.serving.vllm_findings import CheckReport, Finding, Rule
 from switchyard.serving.vllm_profiles import (
     GPUS,
     PROFILES,
@@ -18,7 +21,7 @@ from switchyard.serving.vllm_profiles import (
     ServeSpec,
     build_command,
 )
-from switchyard.serving.vllm_rules import RULES, CheckReport, Finding, Rule, check_command
+from switchyard.serving.vllm_rules import RULES, check_command
 
 __all__ = [
     "GPUS",

@@ -11,136 +11,21 @@ published recipes worth a second look.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from collections.abc import Iterable
 
 from switchyard.serving.vllm_args import ServeCommand, parse_serve_command
+from switchyard.serving.vllm_facts import (
+    _EXTRACT_METHOD,
+    _HIDDEN_STATES_CONNECTOR,
+    chunked_prefill_off,
+    extraction,
+    mamba_backend,
+    speculative,
+    ssm_state_dtype,
+    stochastic_rounding,
+)
+from switchyard.serving.vllm_findings import CheckContext, CheckReport, Finding, Rule, Severity
 from switchyard.serving.vllm_profiles import GPUS, NATIVE_CONTEXT, REASONING_PARSER, TOOL_PARSERS, Gpu
-
-Severity = Literal["error", "warning"]
-
-_HIDDEN_STATES_CONNECTOR = "ExampleHiddenStatesConnector"
-_EXTRACT_METHOD = "extract_hidden_states"
-
-
-@dataclass(frozen=True, slots=True)
-class CheckContext:
-    """What a rule looks at: the parsed command and the GPU it will run on (``None``: unknown)."""
-
-    cmd: ServeCommand
-    gpu: Gpu | None
-
-
-@dataclass(frozen=True, slots=True)
-class Rule:
-    """One check of a ``vllm serve`` command.
-
-    Attributes:
-        id: Stable identifier (shown in reports, used in tests and docs).
-        severity: ``error`` (non-zero exit) or ``warning``.
-        message: What is wrong, in one sentence.
-        fix: What to change.
-        check: Returns ``None`` when the command passes, else a detail (may be empty).
-    """
-
-    id: str
-    severity: Severity
-    message: str
-    fix: str
-    check: Callable[[CheckContext], str | None]
-
-
-@dataclass(frozen=True, slots=True)
-class Finding:
-    """A rule that fired."""
-
-    rule: str
-    severity: Severity
-    message: str
-    fix: str
-
-    def to_dict(self) -> dict[str, str]:
-        """JSON-ready form."""
-        return {"rule": self.rule, "severity": self.severity, "message": self.message, "fix": self.fix}
-
-
-@dataclass(slots=True)
-class CheckReport:
-    """The result of checking one command."""
-
-    command: ServeCommand
-    gpu: Gpu | None
-    findings: list[Finding] = field(default_factory=list)
-
-    @property
-    def errors(self) -> list[Finding]:
-        """Findings of severity ``error``."""
-        return [f for f in self.findings if f.severity == "error"]
-
-    @property
-    def warnings(self) -> list[Finding]:
-        """Findings of severity ``warning``."""
-        return [f for f in self.findings if f.severity == "warning"]
-
-    @property
-    def ok(self) -> bool:
-        """No errors."""
-        return not self.errors
-
-    def rule_ids(self) -> list[str]:
-        """Ids of the rules that fired, in table order."""
-        return [f.rule for f in self.findings]
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form."""
-        return {
-            "ok": self.ok,
-            "gpu": self.gpu.key if self.gpu else None,
-            "model": self.command.model,
-            "errors": len(self.errors),
-            "warnings": len(self.warnings),
-            "findings": [f.to_dict() for f in self.findings],
-        }
-
-
-# -- facts derived from a command ----------------------------------------------------------------
-
-
-def ssm_state_dtype(cmd: ServeCommand) -> str:
-    """The SSM-state dtype vLLM will use (``auto`` resolves to float32 for NemotronH)."""
-    for name in ("mamba-ssm-cache-dtype", "mamba-cache-dtype"):
-        value = cmd.value(name)
-        if value and value.lower() != "auto":
-            return value.lower()
-    return "auto"
-
-
-def mamba_backend(cmd: ServeCommand) -> str:
-    """The Mamba SSU backend vLLM will use (``triton`` unless set)."""
-    return (cmd.value("mamba-backend") or "triton").lower()
-
-
-def stochastic_rounding(cmd: ServeCommand) -> bool:
-    """Whether stochastic rounding of the Mamba state is on."""
-    return cmd.enabled("enable-mamba-cache-stochastic-rounding")
-
-
-def speculative(cmd: ServeCommand) -> dict[str, Any]:
-    """The merged ``--speculative-config``."""
-    return cmd.json("speculative-config")
-
-
-def extraction(cmd: ServeCommand) -> bool:
-    """Whether the command configures hidden-state extraction (method or connector)."""
-    connector = cmd.json("kv-transfer-config").get("kv_connector")
-    return speculative(cmd).get("method") == _EXTRACT_METHOD or connector == _HIDDEN_STATES_CONNECTOR
-
-
-def chunked_prefill_off(cmd: ServeCommand) -> bool:
-    """Whether chunked prefill is explicitly disabled (vLLM's engine enables it by default)."""
-    return cmd.explicitly_disabled("enable-chunked-prefill")
-
 
 # -- checks --------------------------------------------------------------------------------------
 

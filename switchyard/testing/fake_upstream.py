@@ -5,7 +5,8 @@ latencies and injected faults, and request validation modelled on the real provi
 
 * ``POST /v1/chat/completions`` — OpenAI Chat / vLLM (JSON and SSE, tool calls, vLLM-style
   ``reasoning``, usage chunks); rejects ``tools: []``, non-function tools, ``tool_choice``
-  without tools and ``stream_options`` without ``stream`` as vLLM does.
+  without tools and ``stream_options`` without ``stream`` as vLLM does; see
+  :mod:`switchyard.testing.fake_chat`.
 * ``POST /v1/messages`` and ``/v1/messages/count_tokens`` — Anthropic Messages (JSON and
   named-event SSE, ``tool_use``, signed ``thinking``); see :mod:`switchyard.testing.fake_anthropic`.
 * ``POST /v1/responses`` and ``/v1/responses/input_tokens`` — OpenAI Responses (JSON and SSE,
@@ -27,14 +28,14 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
 
-from switchyard.testing import fake_anthropic, fake_responses
+from switchyard.testing import fake_anthropic, fake_chat, fake_responses
+from switchyard.testing.fake_chat import vllm_problem
 from switchyard.testing.fake_common import (
     FAULTS,
     Brain,
@@ -51,13 +52,11 @@ from switchyard.testing.fake_common import (
     last_user_text,
     leaky_brain,
     output_limit_problem,
-    pieces,
     prompt_text,
     refused_url,
     send_frames,
     send_json,
     send_raw,
-    usage_numbers,
 )
 
 __all__ = [
@@ -75,51 +74,6 @@ __all__ = [
     "prompt_text",
     "refused_url",
 ]
-
-_CHAT_ERRORS: dict[str, tuple[int, dict[str, Any]]] = {
-    "fail-500": (500, {"error": {"message": "internal failure", "type": "InternalServerError", "code": 500}}),
-    "fail-503": (503, {"error": {"message": "overloaded", "type": "ServiceUnavailableError", "code": 503}}),
-    "fail-429": (
-        429,
-        {"error": {"message": "rate limited", "type": "rate_limit_error", "code": "rate_limit_exceeded"}},
-    ),
-    "fail-403": (
-        403,
-        {
-            "error": {
-                "message": "your organization may not use this model",
-                "type": "permission_error",
-                "code": "model_access_denied",
-            }
-        },
-    ),
-    "fail-401": (
-        401,
-        {"error": {"message": "invalid api key", "type": "authentication_error", "code": "invalid_api_key"}},
-    ),
-    "fail-400": (
-        400,
-        {
-            "error": {
-                "message": "temperature must be <= 2",
-                "type": "BadRequestError",
-                "code": 400,
-                "param": "temperature",
-            }
-        },
-    ),
-    "overflow-400": (
-        400,
-        {
-            "error": {
-                "message": "This model's maximum context length is 4096 tokens. However, you requested 9000 "
-                "tokens. Please reduce the length of the messages.",
-                "type": "BadRequestError",
-                "code": 400,
-            }
-        },
-    ),
-}
 
 
 @dataclass(slots=True)
@@ -329,10 +283,10 @@ class FakeUpstream:
         table = {
             "messages": fake_anthropic.FAULT_BODIES,
             "responses": fake_responses.FAULT_BODIES,
-        }.get(kind, _CHAT_ERRORS)
+        }.get(kind, fake_chat.FAULT_BODIES)
         status_fault = fail_status(fault)
         if fault in ("fail-429", "fail-429-long", "fail-429-reset"):
-            body = table.get("fail-429", _CHAT_ERRORS["fail-429"])[1]
+            body = table.get("fail-429", fake_chat.FAULT_BODIES["fail-429"])[1]
             if fault == "fail-429-reset":
                 extra = [
                     (b"x-ratelimit-limit-requests", b"60"),
@@ -345,8 +299,8 @@ class FakeUpstream:
                 after = "3600" if fault == "fail-429-long" else headers.get("x-fake-retry-after") or self.retry_after
                 extra = [(b"retry-after", after.encode())]
             await send_json(send, 429, body, extra=extra)
-        elif fault in table or fault in _CHAT_ERRORS:
-            status, payload = table.get(fault) or _CHAT_ERRORS[fault]
+        elif fault in table or fault in fake_chat.FAULT_BODIES:
+            status, payload = table.get(fault) or fake_chat.FAULT_BODIES[fault]
             await send_json(send, status, payload)
         elif fault == "fail-502-html":
             await send_raw(send, 502, b"<html><body><h1>502 Bad Gateway</h1></body></html>", b"text/html")
@@ -448,120 +402,10 @@ class FakeUpstream:
             return
         turn = model.brain(request, model)
         if request.get("stream"):
-            frames = self._chat_frames(request, model, turn)
-            await send_frames(send, frames, model, answer.fault, _CHAT_ERROR_FRAME, hold=answer.hold)
+            frames = fake_chat.frames(request, model, turn, self._ids)
+            await send_frames(send, frames, model, answer.fault, fake_chat.ERROR_FRAME, hold=answer.hold)
         else:
-            await self._reply_json(answer, self._completion(request, model, turn), turn)
-
-    def _usage(self, request: dict[str, Any], turn: Turn, model: FakeModel) -> dict[str, Any]:
-        n = usage_numbers(estimate_tokens(prompt_text(request)), turn, model)
-        usage: dict[str, Any] = {
-            "prompt_tokens": n["prompt"],
-            "completion_tokens": n["completion"],
-            "total_tokens": n["prompt"] + n["completion"],
-        }
-        if n["cache_read"] or n["cache_write"]:
-            usage["prompt_tokens_details"] = {"cached_tokens": n["cache_read"], "cache_write_tokens": n["cache_write"]}
-        if n["reasoning"]:
-            usage["completion_tokens_details"] = {"reasoning_tokens": n["reasoning"]}
-        return usage
-
-    def _calls(self, turn: Turn, request: dict[str, Any]) -> list[dict[str, Any]]:
-        custom = {(t.get("custom") or {}).get("name") for t in request.get("tools") or [] if t.get("type") == "custom"}
-        out: list[dict[str, Any]] = []
-        for name, args in turn.tool_calls:
-            call_id = f"call_{next(self._ids)}"
-            if isinstance(args, str) and name in custom:
-                out.append({"id": call_id, "type": "custom", "custom": {"name": name, "input": args}})
-            elif isinstance(args, str):
-                # Free-form text for a tool declared as a function: the model fills its one parameter.
-                fn = {"name": name, "arguments": orjson.dumps({"input": args}).decode()}
-                out.append({"id": call_id, "type": "function", "function": fn})
-            else:
-                fn = {"name": name, "arguments": orjson.dumps(args).decode()}
-                out.append({"id": call_id, "type": "function", "function": fn})
-        return out
-
-    def _completion(self, request: dict[str, Any], model: FakeModel, turn: Turn) -> dict[str, Any]:
-        message: dict[str, Any] = {"role": "assistant", "content": turn.text or None}
-        if turn.reasoning:
-            message[model.reasoning_field] = turn.reasoning
-        if turn.tool_calls:
-            message["tool_calls"] = self._calls(turn, request)
-        finish = turn.finish_reason or ("tool_calls" if turn.tool_calls else "stop")
-        return {
-            "id": f"chatcmpl-fake{next(self._ids)}",
-            "object": "chat.completion",
-            "created": int(time.time()),
-            "model": model.name,
-            "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-            "usage": self._usage(request, turn, model),
-        }
-
-    def _chat_frames(self, request: dict[str, Any], model: FakeModel, turn: Turn) -> list[bytes]:
-        cid = f"chatcmpl-fake{next(self._ids)}"
-        created = int(time.time())
-
-        def chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
-            payload = {
-                "id": cid,
-                "object": "chat.completion.chunk",
-                "created": created,
-                "model": model.name,
-                "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
-            }
-            return b"data: " + orjson.dumps(payload) + b"\n\n"
-
-        frames: list[bytes] = [chunk({"role": "assistant", "content": ""})]
-        frames += [chunk({model.reasoning_field: piece}) for piece in pieces(turn.reasoning)]
-        frames += [chunk({"content": piece}) for piece in pieces(turn.text)]
-        for index, call in enumerate(self._calls(turn, request)):
-            if call["type"] == "custom":
-                first = {
-                    "index": index,
-                    "id": call["id"],
-                    "type": "custom",
-                    "custom": {"name": call["custom"]["name"], "input": ""},
-                }
-                frames.append(chunk({"tool_calls": [first]}))
-                frames += [
-                    chunk({"tool_calls": [{"index": index, "custom": {"input": piece}}]})
-                    for piece in pieces(call["custom"]["input"], 12)
-                ]
-                continue
-            fn = call["function"]
-            first = {
-                "index": index,
-                "id": call["id"],
-                "type": "function",
-                "function": {"name": fn["name"], "arguments": ""},
-            }
-            frames.append(chunk({"tool_calls": [first]}))
-            frames += [
-                chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
-                for piece in pieces(fn["arguments"], 12)
-            ]
-        frames.append(chunk({}, turn.finish_reason or ("tool_calls" if turn.tool_calls else "stop")))
-        options = request.get("stream_options") or {}
-        if options.get("include_usage"):
-            final = {
-                "id": cid,
-                "object": "chat.completion.chunk",
-                "created": created,
-                "model": model.name,
-                "choices": [],
-                "usage": self._usage(request, turn, model),
-            }
-            frames.append(b"data: " + orjson.dumps(final) + b"\n\n")
-        frames.append(b"data: [DONE]\n\n")
-        return frames
-
-
-_CHAT_ERROR_FRAME = (
-    b"data: "
-    + orjson.dumps({"error": {"message": "engine failed mid-answer", "type": "InternalServerError", "code": 500}})
-    + b"\n\ndata: [DONE]\n\n"
-)
+            await self._reply_json(answer, fake_chat.completion(request, model, turn, self._ids), turn)
 
 
 def _endpoint(path: str) -> str | None:
@@ -575,26 +419,4 @@ def _endpoint(path: str) -> str | None:
     ):
         if path.endswith(suffix):
             return kind
-    return None
-
-
-def vllm_problem(request: dict[str, Any]) -> str | None:
-    """What vLLM's request validation would reject (``None`` when it accepts the request)."""
-    tools = request.get("tools")
-    if tools is not None:
-        if not tools:
-            return "`tools` must not be an empty array; omit the field instead"
-        if any(t.get("type", "function") != "function" for t in tools):
-            return "only function tools are supported"
-    elif request.get("tool_choice") not in (None, "none"):
-        return "When using `tool_choice`, `tools` must be set."
-    if "stream_options" in request and not request.get("stream"):
-        return "Stream options can only be defined when `stream=True`."
-    for i, message in enumerate(request.get("messages") or []):
-        if isinstance(message, dict) and message.get("tool_calls") == []:
-            # OpenAI's rule (vLLM tolerates it): an array, when given, has at least one call.
-            return (
-                f"Invalid 'messages[{i}].tool_calls': empty array. Expected an array with minimum length 1, "
-                "but got an empty array instead."
-            )
     return None

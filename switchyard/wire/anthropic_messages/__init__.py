@@ -6,9 +6,10 @@ Layer: ``wire`` — imports ``protocol`` only.
 from __future__ import annotations
 
 from switchyard.wire.anthropic_messages import request as _request
+from switchyard.wire.anthropic_messages import request_encode as _request_encode
 from switchyard.wire.anthropic_messages import response as _response
 from switchyard.wire.anthropic_messages import stream as _stream
-from switchyard.wire.anthropic_messages.request import DEFAULT_MAX_TOKENS
+from switchyard.wire.anthropic_messages.request_encode import DEFAULT_MAX_TOKENS
 from switchyard.wire.base import WireFormat
 from switchyard.wire.module_codec import FormatCodec
 
@@ -16,7 +17,7 @@ CODEC = FormatCodec(
     format=WireFormat.ANTHROPIC_MESSAGES,
     path="/v1/messages",
     request_decoder=_request.decode_request,
-    request_encoder=_request.encode_request,
+    request_encoder=_request_encode.encode_request,
     response_decoder=_response.decode_response,
     response_encoder=_response.encode_response,
     stream_decoder_factory=_stream.AnthropicStreamDecoder,
