@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -72,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
                     raise ValueError("not a JSON object")
                 record = record_from_log(obj)
             except (orjson.JSONDecodeError, ValueError) as exc:
-                print(f"warning: {args.log}:{number}: skipped ({exc})")
+                print(f"warning: {args.log}:{number}: skipped ({exc})", file=sys.stderr)
                 skipped += 1
                 continue
             if args.route and record.route != args.route:

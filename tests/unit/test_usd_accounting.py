@@ -99,3 +99,13 @@ def _write(tmp_path: Path, config: dict[str, Any]) -> str:
     path = tmp_path / "router.yaml"
     path.write_text(yaml.safe_dump(config))
     return str(path)
+
+
+def test_stats_json_stays_parseable_with_bad_lines(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # A skipped line is reported on stderr: stdout with --json must stay one JSON object.
+    log = tmp_path / "decisions.jsonl"
+    log.write_text("not json\n[1, 2]\n")
+    assert main(["stats", str(log), "--json"]) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["skipped_lines"] == 2
+    assert f"{log}:1: skipped" in captured.err
