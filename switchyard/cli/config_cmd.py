@@ -18,6 +18,8 @@ Examples:
   switchyard config schema > switchyard.schema.json
   switchyard config import routes.toml -o router.yaml
   switchyard validate router.yaml
+
+Docs: docs/configuration.md ("Editor completion", "Coming from NVIDIA's NeMo Switchyard").
 """
 
 _SCHEMA_EPILOG = """\
@@ -27,12 +29,13 @@ the YAML file:
 
   # yaml-language-server: $schema=./switchyard.schema.json
 
-Check a config in CI without Switchyard installed (any JSON Schema validator, draft 2020-12):
+Example: check a config in CI without Switchyard installed (any JSON Schema validator, draft 2020-12):
   switchyard config schema > switchyard.schema.json
   check-jsonschema --schemafile switchyard.schema.json router.yaml
 
 The schema is generated from the same pydantic models the loader uses; `switchyard validate`
 checks more (that names refer to existing targets, files exist, thresholds make sense).
+Docs: docs/configuration.md ("Editor completion: the JSON Schema").
 """
 
 _IMPORT_EPILOG = """\
@@ -53,6 +56,8 @@ Examples:
   switchyard config import routes.toml                 # YAML to standard output
   switchyard config import routes.toml -o router.yaml  # ... or to a file
   switchyard config import routes.toml --strict        # exit 3 if anything is not carried over
+
+Docs: docs/configuration.md ("Coming from NVIDIA's NeMo Switchyard").
 """
 
 

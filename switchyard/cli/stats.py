@@ -22,7 +22,7 @@ priced by accounting.feature_extraction). "always-capable" prices the same token
 capable target (or accounting.baseline.<route>); saved = always-capable - total. Records written
 by this version carry those figures; with -c they are recomputed from the config (use it for
 logs written before, or after changing prices). The proxy serves the same totals live at
-GET /v1/stats ("usd") and as Prometheus metrics at GET /metrics.
+GET /v1/stats ("usd") and as Prometheus metrics at GET /metrics. See docs/deployment.md.
 """
 
 
