@@ -156,15 +156,7 @@ def build_pricing(loaded: LoadedConfig) -> Pricing:
     tiers: dict[str, RouteTiers] = {}
     for name, spec in loaded.routes.items():
         found = spec.tiers()
-        capable: str | None
-        efficient: str | None
-        if found is not None:
-            capable, efficient = found["capable"], found["efficient"]
-        else:  # routes that name their tiers ``capable``/``efficient`` (stage_router) but declare none
-            capable, efficient = (
-                _target_field(spec, "capable", cfg.targets),
-                _target_field(spec, "efficient", cfg.targets),
-            )
+        capable, efficient = (found["capable"], found["efficient"]) if found is not None else (None, None)
         tiers[name] = RouteTiers(capable=cfg.accounting.baseline.get(name, capable), efficient=efficient)
     price = cfg.accounting.feature_extraction
     return Pricing(
@@ -201,11 +193,6 @@ def build_span_sink(loaded: LoadedConfig) -> DecisionSink | None:
             [ConfigIssue("telemetry.otel", "needs OpenTelemetry: pip install 'switchyard-router[otel]'")],
             loaded.source,
         ) from exc
-
-
-def _target_field(spec: object, field: str, targets: Mapping[str, object]) -> str | None:
-    value = getattr(spec, field, None)
-    return value if isinstance(value, str) and value in targets else None
 
 
 def build_store(loaded: LoadedConfig) -> StateStore:

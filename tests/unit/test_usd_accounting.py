@@ -109,3 +109,19 @@ def test_stats_json_stays_parseable_with_bad_lines(tmp_path: Path, capsys: pytes
     captured = capsys.readouterr()
     assert json.loads(captured.out)["skipped_lines"] == 2
     assert f"{log}:1: skipped" in captured.err
+
+
+def test_stage_router_declares_its_tiers_for_pricing_and_eval() -> None:
+    # The stage router names its tiers itself (RouterSpec.tiers), so accounting and
+    # `switchyard eval` read them from the route, not from prices or attribute names.
+    from switchyard.config.build import build_pricing
+    from switchyard.config.load import load_config
+    from switchyard.eval.evaluate import resolve_tiers
+
+    config = skeleton_config(1)
+    config["routes"]["staged"] = {"type": "stage_router", "capable": "capable", "efficient": "efficient"}
+    loaded = load_config(config)
+    tiers = build_pricing(loaded).tiers["staged"]
+    assert (tiers.capable, tiers.efficient) == ("capable", "efficient")
+    choice = resolve_tiers(loaded, "staged")
+    assert choice is not None and (choice.capable, choice.efficient, choice.origin) == ("capable", "efficient", "route")
