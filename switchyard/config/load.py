@@ -419,14 +419,26 @@ def _cross_check(
         issues.append(
             ConfigIssue("state.url", "must start with redis://, rediss:// or unix://", lines.line(("state", "url")))
         )
+    _check_route_names(config, issues, lines)
+    if not config.routes:
+        warnings.append(ConfigIssue("routes", "no routes are configured; every request will get 404", None, "warning"))
+
+
+def _check_route_names(config: SwitchyardConfig, issues: list[ConfigIssue], lines: _Lines) -> None:
+    """Route (and target) names in the ``accounting`` and ``server`` sections."""
     for route, target in config.accounting.baseline.items():
-        path = ("accounting", "baseline", route)
+        path: PathT = ("accounting", "baseline", route)
         if route not in config.routes:
             issues.append(ConfigIssue(format_path(path), _unknown("route", route, config.routes), lines.line(path)))
         elif target not in config.targets:
             issues.append(ConfigIssue(format_path(path), _unknown("target", target, config.targets), lines.line(path)))
-    if not config.routes:
-        warnings.append(ConfigIssue("routes", "no routes are configured; every request will get 404", None, "warning"))
+    for i, key in enumerate(config.server.api_keys):
+        # The proxy compares a key's routes with the resolved route name: a typo (or an alias)
+        # would answer every request of that key with 403.
+        for j, route in enumerate(key.routes):
+            path = ("server", "api_keys", i, "routes", j)
+            if route != "*" and route not in config.routes:
+                issues.append(ConfigIssue(format_path(path), _unknown("route", route, config.routes), lines.line(path)))
 
 
 def _split(sub: str) -> PathT:
