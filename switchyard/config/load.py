@@ -392,7 +392,7 @@ def _cross_check(
         ]
         for sub, tname in refs:
             if tname not in targets:
-                parts = ("routes", rname, *_split(sub))
+                parts = ("routes", rname, *nested.split(sub))
                 issues.append(ConfigIssue(format_path(parts), _unknown("target", tname, targets), lines.line(parts)))
     if config is None:
         return
@@ -439,13 +439,6 @@ def _check_route_names(config: SwitchyardConfig, issues: list[ConfigIssue], line
             path = ("server", "api_keys", i, "routes", j)
             if route != "*" and route not in config.routes:
                 issues.append(ConfigIssue(format_path(path), _unknown("route", route, config.routes), lines.line(path)))
-
-
-def _split(sub: str) -> PathT:
-    parts: list[str | int] = []
-    for piece in re.findall(r"[^.\[\]]+|\[\d+\]", sub):
-        parts.append(int(piece[1:-1]) if piece.startswith("[") else piece)
-    return tuple(parts)
 
 
 def _unknown(kind: str, name: str, known: Mapping[str, Any]) -> str:
