@@ -45,6 +45,8 @@ Start here:
   switchyard route -c router.yaml -m ROUTE --message "fix the failing test"   # show a decision
   switchyard vllm-command --profile h100   # a checked vllm serve command for Nemotron 3.5 Lightning
   switchyard eval -c router.yaml --route ROUTE --dataset outcomes.jsonl       # APGR, CPT, cost offline
+
+Docs: docs/index.md (every key: docs/configuration.md). `switchyard COMMAND --help` for each command.
 """
 
 

@@ -10,7 +10,19 @@ from switchyard.config.load import ConfigError, LoadedConfig, load_config
 
 
 class HelpFormatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
-    """Keeps example blocks as written and shows defaults."""
+    """Keeps example blocks as written and shows defaults.
+
+    Only defaults that tell something are appended: not ``None``, ``False`` or an empty list
+    (a required option, a flag, a repeatable option), and not after a help text that already
+    says its default in words (``(default: tuned)`` would grow a ``(default: None)``).
+    """
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help
+        silent = action.default is None or action.default is False or action.default == []
+        if text is not None and (silent or "(default" in text):
+            return text
+        return super()._get_help_string(action)
 
 
 def add_config_arg(parser: argparse.ArgumentParser, *, positional_ok: bool = False) -> None:

@@ -18,6 +18,8 @@ Examples:
   switchyard config schema > switchyard.schema.json
   switchyard config import routes.toml -o router.yaml
   switchyard validate router.yaml
+
+Docs: docs/configuration.md ("Editor completion", "Coming from NVIDIA's NeMo Switchyard").
 """
 
 _SCHEMA_EPILOG = """\
@@ -27,12 +29,13 @@ the YAML file:
 
   # yaml-language-server: $schema=./switchyard.schema.json
 
-Check a config in CI without Switchyard installed (any JSON Schema validator, draft 2020-12):
+Example: check a config in CI without Switchyard installed (any JSON Schema validator, draft 2020-12):
   switchyard config schema > switchyard.schema.json
   check-jsonschema --schemafile switchyard.schema.json router.yaml
 
 The schema is generated from the same pydantic models the loader uses; `switchyard validate`
 checks more (that names refer to existing targets, files exist, thresholds make sense).
+Docs: docs/configuration.md ("Editor completion: the JSON Schema").
 """
 
 _IMPORT_EPILOG = """\
@@ -53,6 +56,8 @@ Examples:
   switchyard config import routes.toml                 # YAML to standard output
   switchyard config import routes.toml -o router.yaml  # ... or to a file
   switchyard config import routes.toml --strict        # exit 3 if anything is not carried over
+
+Docs: docs/configuration.md ("Coming from NVIDIA's NeMo Switchyard").
 """
 
 
@@ -95,19 +100,24 @@ def _usage(parser: argparse.ArgumentParser) -> int:
     return 2
 
 
-def _write(text: str, output: str | None) -> None:
+def _write(text: str, output: str | None) -> str | None:
+    """Writes ``text`` to ``output`` (standard output when ``None``); the error, if any."""
     if output is None:
         sys.stdout.write(text)
         sys.stdout.flush()
-    else:
+        return None
+    try:
         Path(output).write_text(text, encoding="utf-8")
+    except OSError as exc:
+        return f"cannot write {output}: {exc.strerror or exc}"
+    return None
 
 
 def run_schema(args: argparse.Namespace) -> int:
     from switchyard.config.json_schema import config_json_schema
 
-    _write(json.dumps(config_json_schema(), indent=2) + "\n", args.output)
-    return 0
+    error = _write(json.dumps(config_json_schema(), indent=2) + "\n", args.output)
+    return fail(error) if error else 0
 
 
 def run_import(args: argparse.Namespace) -> int:
@@ -124,7 +134,9 @@ def run_import(args: argparse.Namespace) -> int:
         return fail(f"{args.toml} converts to a config Switchyard rejects:\n  " + str(exc).replace("\n", "\n  "))
     for note in result.dropped:
         print(f"not carried over: {note.path}: {note.reason}", file=sys.stderr)
-    _write(result.yaml, args.output)
+    error = _write(result.yaml, args.output)
+    if error:
+        return fail(error)
     if args.output:
         print(f"wrote {args.output} ({len(result.config.get('routes', {}))} route(s))", file=sys.stderr)
     return 3 if args.strict and result.dropped else 0

@@ -21,6 +21,8 @@ What it does:
 Example:
   switchyard demo
   switchyard demo --show-config     # print the embedded router config and exit
+
+The routers it uses: docs/stage-router.md; writing your own config: docs/configuration.md.
 """
 
 

@@ -91,6 +91,7 @@ def run(args: argparse.Namespace) -> int:
         return fail(f"cannot build {args.config}:\n  " + str(exc).replace("\n", "\n  "))
     try:
         from switchyard.server.auth import KeyRing
+        from switchyard.server.guard import is_loopback_host
         from switchyard.server.runner import serve
     except ImportError:
         return fail("the proxy needs the server extra: pip install 'switchyard-router[server]'")
@@ -99,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
         keys = KeyRing(settings.api_keys)
     except ValueError as exc:
         return fail(str(exc))
-    if not keys and not _loopback(args.host):
+    if not keys and not is_loopback_host(args.host):
         print(
             f"switchyard: warning: binding {args.host} without server.api_keys; only loopback Host names "
             f"and server.allowed_hosts are answered (see docs/security.md)",
@@ -111,14 +112,3 @@ def run(args: argparse.Namespace) -> int:
     )
     serve(sy, args.host, args.port, log_level=uvicorn_level(args.log_level), access_log=args.access_log)
     return 0
-
-
-def _loopback(host: str) -> bool:
-    import ipaddress
-
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,7 @@ priced by accounting.feature_extraction). "always-capable" prices the same token
 capable target (or accounting.baseline.<route>); saved = always-capable - total. Records written
 by this version carry those figures; with -c they are recomputed from the config (use it for
 logs written before, or after changing prices). The proxy serves the same totals live at
-GET /v1/stats ("usd") and as Prometheus metrics at GET /metrics.
+GET /v1/stats ("usd") and as Prometheus metrics at GET /metrics. See docs/deployment.md.
 """
 
 
@@ -72,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
                     raise ValueError("not a JSON object")
                 record = record_from_log(obj)
             except (orjson.JSONDecodeError, ValueError) as exc:
-                print(f"warning: {args.log}:{number}: skipped ({exc})")
+                print(f"warning: {args.log}:{number}: skipped ({exc})", file=sys.stderr)
                 skipped += 1
                 continue
             if args.route and record.route != args.route:

@@ -142,6 +142,9 @@ def run(args: argparse.Namespace) -> int:
     from switchyard.probe.train import ProbeParams
     from switchyard.protocol.features import FeatureError
 
+    if args.turns < 1:
+        # The served route refuses turns < 1, so a checkpoint trained with it could not be served.
+        return fail("--turns must be >= 1 (a route's `turns` is at least 1)")
     try:
         mapping = _pairs(args.map, "--map")
         features = parse_features(_features(args.features))

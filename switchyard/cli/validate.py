@@ -14,7 +14,7 @@ Examples:
 
 Every problem is printed as FILE:LINE: yaml.path: message, e.g.
   router.yaml:14: routes.mix.targets[1]: unknown target 'ghost'
-Exit status: 0 valid, 1 invalid.
+Exit status: 0 valid, 1 invalid. Every key: docs/configuration.md.
 """
 
 

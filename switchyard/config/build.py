@@ -22,7 +22,7 @@ from switchyard.protocol.call import ModelBackend
 from switchyard.protocol.features import FeatureError, FeatureExtractor
 from switchyard.protocol.session import StateStore
 from switchyard.protocol.targets import TargetInfo
-from switchyard.routers.base import BuildContext, Router
+from switchyard.routers.base import BuildContext, Router, RouterSpec
 from switchyard.routers.subagent import build_router
 from switchyard.wire import available_formats
 
@@ -142,12 +142,17 @@ def build_routes(loaded: LoadedConfig, infos: Mapping[str, TargetInfo]) -> dict[
             aliases=tuple(spec.aliases),
             description=spec.description,
             context_window=spec.context_window,
-            stateful=spec.keeps_state() or any(s.keeps_state() for s in [spec.subagent_spec()] if s is not None),
+            stateful=spec.keeps_state() or _subagents_keep_state(spec),
             hash_session_fallback=spec.hashes_first_message(),
             fallback_on_auth_error=spec.fallback_on_auth_error,
             reply_model=spec.reply_model,
         )
     return routes
+
+
+def _subagents_keep_state(spec: RouterSpec) -> bool:
+    sub = spec.subagent_spec()
+    return sub is not None and sub.keeps_state()
 
 
 def build_pricing(loaded: LoadedConfig) -> Pricing:
@@ -156,15 +161,7 @@ def build_pricing(loaded: LoadedConfig) -> Pricing:
     tiers: dict[str, RouteTiers] = {}
     for name, spec in loaded.routes.items():
         found = spec.tiers()
-        capable: str | None
-        efficient: str | None
-        if found is not None:
-            capable, efficient = found["capable"], found["efficient"]
-        else:  # routes that name their tiers ``capable``/``efficient`` (stage_router) but declare none
-            capable, efficient = (
-                _target_field(spec, "capable", cfg.targets),
-                _target_field(spec, "efficient", cfg.targets),
-            )
+        capable, efficient = (found["capable"], found["efficient"]) if found is not None else (None, None)
         tiers[name] = RouteTiers(capable=cfg.accounting.baseline.get(name, capable), efficient=efficient)
     price = cfg.accounting.feature_extraction
     return Pricing(
@@ -201,11 +198,6 @@ def build_span_sink(loaded: LoadedConfig) -> DecisionSink | None:
             [ConfigIssue("telemetry.otel", "needs OpenTelemetry: pip install 'switchyard-router[otel]'")],
             loaded.source,
         ) from exc
-
-
-def _target_field(spec: object, field: str, targets: Mapping[str, object]) -> str | None:
-    value = getattr(spec, field, None)
-    return value if isinstance(value, str) and value in targets else None
 
 
 def build_store(loaded: LoadedConfig) -> StateStore:

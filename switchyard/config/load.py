@@ -392,7 +392,7 @@ def _cross_check(
         ]
         for sub, tname in refs:
             if tname not in targets:
-                parts = ("routes", rname, *_split(sub))
+                parts = ("routes", rname, *nested.split(sub))
                 issues.append(ConfigIssue(format_path(parts), _unknown("target", tname, targets), lines.line(parts)))
     if config is None:
         return
@@ -419,21 +419,26 @@ def _cross_check(
         issues.append(
             ConfigIssue("state.url", "must start with redis://, rediss:// or unix://", lines.line(("state", "url")))
         )
-    for route, target in config.accounting.baseline.items():
-        path = ("accounting", "baseline", route)
-        if route not in config.routes:
-            issues.append(ConfigIssue(format_path(path), _unknown("route", route, config.routes), lines.line(path)))
-        elif target not in config.targets:
-            issues.append(ConfigIssue(format_path(path), _unknown("target", target, config.targets), lines.line(path)))
+    _check_route_names(config, issues, lines)
     if not config.routes:
         warnings.append(ConfigIssue("routes", "no routes are configured; every request will get 404", None, "warning"))
 
 
-def _split(sub: str) -> PathT:
-    parts: list[str | int] = []
-    for piece in re.findall(r"[^.\[\]]+|\[\d+\]", sub):
-        parts.append(int(piece[1:-1]) if piece.startswith("[") else piece)
-    return tuple(parts)
+def _check_route_names(config: SwitchyardConfig, issues: list[ConfigIssue], lines: _Lines) -> None:
+    """Route (and target) names in the ``accounting`` and ``server`` sections."""
+    for route, target in config.accounting.baseline.items():
+        path: PathT = ("accounting", "baseline", route)
+        if route not in config.routes:
+            issues.append(ConfigIssue(format_path(path), _unknown("route", route, config.routes), lines.line(path)))
+        elif target not in config.targets:
+            issues.append(ConfigIssue(format_path(path), _unknown("target", target, config.targets), lines.line(path)))
+    for i, key in enumerate(config.server.api_keys):
+        # The proxy compares a key's routes with the resolved route name: a typo (or an alias)
+        # would answer every request of that key with 403.
+        for j, route in enumerate(key.routes):
+            path = ("server", "api_keys", i, "routes", j)
+            if route != "*" and route not in config.routes:
+                issues.append(ConfigIssue(format_path(path), _unknown("route", route, config.routes), lines.line(path)))
 
 
 def _unknown(kind: str, name: str, known: Mapping[str, Any]) -> str:

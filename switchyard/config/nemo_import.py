@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import json
 import tomllib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -74,36 +74,21 @@ class Converted:
 
 _ADVERTISED = "advertising-only flag (NVIDIA reports it on /v1/models and never enforces it); no counterpart"
 
-_CLIENT_KEYS = {"format": "format", "base_url": "base_url", "api_key_env": "api_key_env", "max_retries": "max_retries"}
-_COMMON_ROUTE = {"context_window": "context_window"}
-_CLASSIFIER_SHARED = {
-    "classifier_target": "classifier_target",
-    "max_output_tokens": "max_output_tokens",
-    "response_format_type": "response_format_type",
-    "prompt": "prompt",
-}
-_CAPABILITY = {
-    "strong_target": "strong_target",
-    "weak_target": "weak_target",
-    "base_threshold": "base_threshold",
-    "threshold_step": "threshold_step",
-    "classify_trigger": "classify_trigger",
-    "message_hash_fallback": "message_hash_fallback",
-    "recent_turn_window": "recent_turn_window",
-}
-_ESCALATION_TABLE = {
-    "confirmations": "confirmations",
-    "recent_turn_window": "recent_turn_window",
-    "window_message_chars": "window_message_chars",
-    "recovery_confirmations": "recovery_confirmations",
-}
-_CUSTOM = {
-    "targets": "targets",
-    "default_target": "default_target",
-    "classify_trigger": "classify_trigger",
-    "message_hash_fallback": "message_hash_fallback",
-    "recent_turn_window": "recent_turn_window",
-}
+# Key tables: a tuple lists keys spelled the same in both formats, a mapping renames them.
+_CLIENT_KEYS = ("format", "base_url", "api_key_env", "max_retries")
+_COMMON_ROUTE = ("context_window",)
+_CLASSIFIER_SHARED = ("classifier_target", "max_output_tokens", "response_format_type", "prompt")
+_CAPABILITY = (
+    "strong_target",
+    "weak_target",
+    "base_threshold",
+    "threshold_step",
+    "classify_trigger",
+    "message_hash_fallback",
+    "recent_turn_window",
+)
+_ESCALATION_TABLE = ("confirmations", "recent_turn_window", "window_message_chars", "recovery_confirmations")
+_CUSTOM = ("targets", "default_target", "classify_trigger", "message_hash_fallback", "recent_turn_window")
 _STAGE = {
     "capable_target": "capable",
     "efficient_target": "efficient",
@@ -113,15 +98,15 @@ _STAGE = {
     "capable_system_prompt": "capable_system_prompt",
     "efficient_system_prompt": "efficient_system_prompt",
 }
-_STAGE_CLASSIFIER = {
-    "target": "target",
-    "base_threshold": "base_threshold",
-    "threshold_step": "threshold_step",
-    "recent_turn_window": "recent_turn_window",
-    "prompt": "prompt",
-    "response_format_type": "response_format_type",
-    "max_output_tokens": "max_output_tokens",
-}
+_STAGE_CLASSIFIER = (
+    "target",
+    "base_threshold",
+    "threshold_step",
+    "recent_turn_window",
+    "prompt",
+    "response_format_type",
+    "max_output_tokens",
+)
 _ADVISOR_KEYS = (
     "executor_target",
     "advisor_target",
@@ -161,8 +146,10 @@ class _Converter:
     def drop(self, path: str, reason: str) -> None:
         self.dropped.append(Dropped(path, reason))
 
-    def copy(self, src: Mapping[str, Any], keys: Mapping[str, str], out: dict[str, Any]) -> None:
-        for theirs, ours in keys.items():
+    def copy(self, src: Mapping[str, Any], keys: Mapping[str, str] | Iterable[str], out: dict[str, Any]) -> None:
+        """Copies ``keys`` present in ``src``: renamed by a mapping, as they are otherwise."""
+        pairs = keys.items() if isinstance(keys, Mapping) else ((k, k) for k in keys)
+        for theirs, ours in pairs:
             if theirs in src:
                 out[ours] = src[theirs]
 
@@ -266,11 +253,11 @@ class _Converter:
     # -- route types ---------------------------------------------------------------------------
 
     def _passthrough(self, at: str, src: Mapping[str, Any], out: dict[str, Any]) -> set[str]:
-        self.copy(src, {"target": "target"}, out)
+        self.copy(src, ("target",), out)
         return {"target"}
 
     def _random(self, at: str, src: Mapping[str, Any], out: dict[str, Any]) -> set[str]:
-        keys = {"targets": "targets", "weights": "weights", "seed": "seed"}
+        keys = ("targets", "weights", "seed")
         self.copy(src, keys, out)
         return set(keys)
 
@@ -283,7 +270,7 @@ class _Converter:
             self.copy(src, _CAPABILITY, out)
             return handled | set(_CAPABILITY)
         if mode == "escalation":
-            self.copy(src, {"strong_target": "strong_target", "weak_target": "weak_target"}, out)
+            self.copy(src, ("strong_target", "weak_target"), out)
             table = src.get("escalation") or {}
             self.copy(table, _ESCALATION_TABLE, out)
             self.rest(table, set(_ESCALATION_TABLE), f"{at}.escalation")
@@ -311,7 +298,7 @@ class _Converter:
         return handled | set(_CUSTOM) | {"response_schema", "policy", "models"}
 
     def _advisor(self, at: str, src: Mapping[str, Any], out: dict[str, Any]) -> set[str]:
-        self.copy(src, {k: k for k in _ADVISOR_KEYS}, out)
+        self.copy(src, _ADVISOR_KEYS, out)
         return set(_ADVISOR_KEYS)
 
     def _composite(self, at: str, src: Mapping[str, Any], out: dict[str, Any]) -> set[str]:

@@ -106,11 +106,12 @@ class Filter:
         if self.key.startswith("models."):
             found, value = _model_field(item.models, self.key[len("models.") :])
             return found and as_text(value) in self.values
-        found, value = _walk(item.fields, self.key.split("."))
+        found, value = walk(item.fields, self.key.split("."))
         return found and as_text(value) in self.values
 
 
-def _walk(value: Any, parts: Sequence[str]) -> tuple[bool, Any]:
+def walk(value: Any, parts: Sequence[str]) -> tuple[bool, Any]:
+    """Follows ``parts`` (a dotted field path, split) through nested mappings: ``(found, value)``."""
     for part in parts:
         if not isinstance(value, Mapping) or part not in value:
             return False, None
@@ -128,7 +129,7 @@ def _model_field(models: Mapping[str, Any], rest: str) -> tuple[bool, Any]:
     if not best:
         return False, None
     tail = rest[len(best) + 1 :]
-    return _walk(models[best], tail.split(".") if tail else [])
+    return walk(models[best], tail.split(".") if tail else [])
 
 
 def as_text(value: Any) -> str:

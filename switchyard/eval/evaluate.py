@@ -265,7 +265,8 @@ async def run_eval(
         efficient: Efficient target.
         cost_per_call: Flat USD per call per target, for items with no recorded cost or tokens.
         concurrency: Decisions in flight (1 keeps seeded random routers reproducible).
-        progress: Draw a progress bar on stderr (default: when stderr is a terminal).
+        progress: ``False``: no progress; otherwise on stderr, redrawn in place on a terminal
+            and as a plain line every 10 s elsewhere (:class:`~switchyard.eval.progress.Progress`).
         require_scores: Fail unless the route gives scores (``--sweep``).
         on_item: Called with each item's result as it finishes (e.g. to stream a JSONL file).
         strict: Stop at the first item that lacks an outcome for a mapped model, instead of
@@ -294,7 +295,7 @@ async def run_eval(
     for t in per_call:
         if t not in loaded.config.targets:
             raise EvalError(f"--cost-per-call {t}: not a target; targets: {', '.join(loaded.config.targets)}")
-    show = progress if progress is not None else True
+    show = progress is not False
     offline = build_offline_engine(loaded)
     no_prompt = 0
     bar = Progress(dataset.count() if show else None, f"eval {route}", enabled=None if show else False)

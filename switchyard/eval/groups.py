@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from switchyard.eval.dataset import EvalItem, Outcome
+from switchyard.eval.dataset import EvalItem, Outcome, walk
 from switchyard.eval.metrics import TwoTierReport, evaluate_decisions, evaluate_scores
 
 GROUP_KEY = "benchmark"
@@ -43,12 +43,8 @@ def outcome_type(item: EvalItem, outcomes: Mapping[str, Outcome]) -> str:
 
 def group_of(item: EvalItem, key: str) -> str:
     """The item's group under field ``key`` (dotted for nested fields); ``-`` when absent."""
-    value: Any = item.fields
-    for part in key.split("."):
-        if not isinstance(value, Mapping) or part not in value:
-            return "-"
-        value = value[part]
-    return "-" if value is None else str(value)
+    found, value = walk(item.fields, key.split("."))
+    return "-" if not found or value is None else str(value)
 
 
 def normalise(types: Sequence[str], outcomes: Sequence[Mapping[str, Outcome]]) -> tuple[list[dict[str, Outcome]], bool]:

@@ -213,7 +213,8 @@ async def replay(
         tiers: The capable/efficient tiers, for the capable-share summary.
         limit: Only the first ``limit`` trajectories.
         concurrency: Trajectories replayed at once (turns of one trajectory stay in order).
-        progress: Progress bar on stderr (default: when stderr is a terminal).
+        progress: ``False``: no progress; otherwise on stderr, redrawn in place on a terminal
+            and as a plain line every 10 s elsewhere (:class:`~switchyard.eval.progress.Progress`).
         on_turn: Called for every turn's decision (e.g. to write the JSONL), in turn order
             within a trajectory.
 
@@ -223,7 +224,7 @@ async def replay(
     """
     spec = route_spec(loaded, route)
     summary = ReplaySummary(route, spec.type, tiers=tiers)
-    show = progress if progress is not None else True
+    show = progress is not False
     total = sum(1 for _ in read_trajectories(path, limit=limit)) if show else None
     bar = Progress(total, f"replay {route}", enabled=None if show else False)
     offline = build_offline_engine(loaded)

@@ -69,7 +69,7 @@ async def scores_from_dataset(
             loaded, [tiers.capable, tiers.efficient], mapping or {}, dataset.first(), dataset.name
         )
     out = ScoreSet(capable_cost=[] if with_costs else None, efficient_cost=[] if with_costs else None)
-    show = progress if progress is not None else True
+    show = progress is not False
     bar = Progress(dataset.count() if show else None, f"calibrate {route}", enabled=None if show else False)
     offline = build_offline_engine(loaded)
     per_call = dict(cost_per_call or {})

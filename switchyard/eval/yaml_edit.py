@@ -8,10 +8,11 @@ order, quoting and ``${ENV}`` references elsewhere stay exactly as written.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import yaml
+
+from switchyard.config.nested import split
 
 
 class YamlEditError(ValueError):
@@ -104,9 +105,7 @@ def set_route_key(text: str, route: str, key: str, value: float) -> str:
 
 
 def _key_path(key: str) -> list[str | int]:
-    parts: list[str | int] = []
-    for piece in re.findall(r"[^.\[\]]+|\[\d+\]", key):
-        parts.append(int(piece[1:-1]) if piece.startswith("[") else piece)
+    parts = list(split(key))
     if not parts or not isinstance(parts[-1], str):
         raise YamlEditError(f"cannot set {key!r}: the last part must be a key")
     return parts

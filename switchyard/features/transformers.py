@@ -118,6 +118,9 @@ class TransformersExtractor:
         self._pending: list[tuple[list[str], asyncio.Future[Any]]] = []
         self._running = False
         self._timer: asyncio.TimerHandle | None = None
+        # The event loop keeps only weak references to tasks: the running pass is held here so
+        # it cannot be collected mid-flight (asyncio.create_task's documented caveat).
+        self._passes: set[asyncio.Task[None]] = set()
         self._model: Any = None
         self._device: Any = None
 
@@ -298,7 +301,9 @@ class TransformersExtractor:
             return
         batch, self._pending = self._pending, []
         self._running = True
-        loop.create_task(self._run(batch, loop))
+        task = loop.create_task(self._run(batch, loop))
+        self._passes.add(task)
+        task.add_done_callback(self._passes.discard)
 
     async def _run(self, batch: list[tuple[list[str], asyncio.Future[Any]]], loop: asyncio.AbstractEventLoop) -> None:
         texts = [t for part, _ in batch for t in part]

@@ -17,6 +17,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from switchyard.eval.calibrate import calibrate_share
+
 SHARES = (0.2, 0.3, 0.4, 0.5)
 """Capable shares whose thresholds are reported."""
 
@@ -84,14 +86,14 @@ class OperatingPoint:
 
 
 def threshold_for(scores: Any, share: float) -> float:
-    """The threshold sending ``share`` of ``scores`` to capable (capable iff score >= threshold)."""
-    import numpy as np
+    """The threshold sending ``share`` of ``scores`` to capable (capable iff score >= threshold).
 
-    s = np.sort(np.asarray(scores, dtype=np.float64))
-    if not len(s):
-        return 1.0
-    k = min(len(s) - 1, max(0, round(len(s) * (1.0 - share))))
-    return float(s[k])
+    The same choice ``switchyard calibrate --capable-share`` makes on these scores (ties kept
+    together, the threshold between two scores), so a printed operating point and a calibrated
+    route agree.
+    """
+    values = [float(v) for v in scores]
+    return calibrate_share(values, share).threshold if values else 1.0
 
 
 def _check(name: str, group: str, picks: Any, strong: Any, weak: Any) -> PointCheck:

@@ -24,7 +24,7 @@ import shlex
 from dataclasses import dataclass
 from typing import Any
 
-from switchyard.testing.fake_common import Brain, FakeModel, Turn
+from switchyard.testing.fake_common import Brain, FakeModel, Turn, content_text
 
 WRITE_TOOLS = ("Write", "write_file", "create_file")
 """Write tools, in order of preference (Claude Code, Qwen Code / Hermes / drivers, others)."""
@@ -41,20 +41,12 @@ _COMMAND_KEYS = ("command", "cmd", "script")
 _OBSERVATION = "Observation:"
 
 
-def _text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
-    return ""
-
-
 def _results(body: dict[str, Any]) -> list[str]:
     """Tool results so far: ``tool`` messages, or (smolagents, which keeps tool calls and results
     as text) user messages that start with ``Observation:``."""
     out: list[str] = []
     for msg in body.get("messages") or []:
-        text = _text(msg.get("content"))
+        text = content_text(msg.get("content"))
         if msg.get("role") == "tool":
             out.append(text)
         elif msg.get("role") == "user" and text.startswith(_OBSERVATION):

@@ -104,7 +104,8 @@ def estimate_tokens(text: str) -> int:
     return max(1, (len(text) + 3) // 4) if text else 0
 
 
-def _text_of(content: Any) -> str:
+def content_text(content: Any) -> str:
+    """The text of a Chat message's ``content``: a string, or the ``text`` of its parts."""
     if isinstance(content, str):
         return content
     if isinstance(content, list):
@@ -116,7 +117,7 @@ def prompt_text(body: dict[str, Any]) -> str:
     """All message text of a Chat-shaped request, concatenated (for token estimates)."""
     out: list[str] = []
     for msg in body.get("messages") or []:
-        out.append(_text_of(msg.get("content")))
+        out.append(content_text(msg.get("content")))
         for call in msg.get("tool_calls") or []:
             out.append(str((call.get("function") or {}).get("arguments", "")))
     for tool in body.get("tools") or []:
@@ -128,7 +129,7 @@ def last_user_text(body: dict[str, Any]) -> str:
     """Text of the newest user message."""
     for msg in reversed(body.get("messages") or []):
         if msg.get("role") == "user":
-            return _text_of(msg.get("content"))
+            return content_text(msg.get("content"))
     return ""
 
 
@@ -169,7 +170,7 @@ def echo_brain(body: dict[str, Any], model: FakeModel) -> Turn:
         for msg in reversed(messages):
             if msg.get("role") != "tool":
                 break
-            results.insert(0, _text_of(msg.get("content")))
+            results.insert(0, content_text(msg.get("content")))
         return Turn(text=f"[{model.name}] tools said: {' | '.join(results)}", reasoning=model.reasoning)
     return Turn(text=f"[{model.name}] {user}".strip(), reasoning=model.reasoning)
 

@@ -27,7 +27,17 @@ from typing import Any
 import orjson
 
 from switchyard.routers.advisor.review import TURN_HEADER
-from switchyard.testing.fake_common import FakeModel, Receive, Scope, Send, Turn, echo_brain, is_fault, last_user_text
+from switchyard.testing.fake_common import (
+    FakeModel,
+    Receive,
+    Scope,
+    Send,
+    Turn,
+    content_text,
+    echo_brain,
+    is_fault,
+    last_user_text,
+)
 from switchyard.testing.fake_upstream import FakeUpstream
 from switchyard.testing.judges import under_review, verdict_kind
 
@@ -72,12 +82,6 @@ FRONTIER = Profile(first_byte_s=0.15, per_chunk_s=0.01)
 def kind_of(name: str) -> str:
     """``efficient`` or ``frontier``: which simulated model a name stands for."""
     return "efficient" if _EFFICIENT.search(name) else "frontier"
-
-
-def _text(content: Any) -> str:
-    if isinstance(content, list):
-        return "".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
-    return str(content or "")
 
 
 def _schema_of(body: dict[str, Any]) -> dict[str, Any] | None:
@@ -127,9 +131,8 @@ def judge_turn(body: dict[str, Any]) -> Turn:
     """
     # Everything but the instructions: routers put the transcript in one user message, NVIDIA's
     # in several (the task, then a routing instruction).
-    view = "\n".join(
-        _text(m.get("content")) for m in body.get("messages") or [] if m.get("role") not in ("system", "developer")
-    )
+    said = [m for m in body.get("messages") or [] if m.get("role") not in ("system", "developer")]
+    view = "\n".join(content_text(m.get("content")) for m in said)
     kind = verdict_kind(body)
     hard = bool(_HARD.search(view))
     verdict: Any

@@ -245,6 +245,10 @@ def test_missing_file(tmp_path: Path) -> None:
         ("state: {backend: redis, url: 'http://x'}\n", ":15: state.url: must start with redis://"),
         ("accounting: {baseline: {nowhere: capable}}\n", ":15: accounting.baseline.nowhere: unknown route"),
         ("state: {backend: sqlite}\n", ":15: state.backend: Input should be 'memory' or 'redis'"),
+        (
+            f"server: {{api_keys: [{{name: k, hash: 'sha256:{'0' * 64}', routes: [fast, fsat]}}]}}\n",
+            ":15: server.api_keys[0].routes[1]: unknown route 'fsat' (did you mean 'fast'?)",
+        ),
     ],
 )
 def test_other_sections(tmp_path: Path, extra: str, expected: str) -> None:

@@ -37,6 +37,12 @@ def test_cli_prints_the_generated_schema(exported: dict[str, Any], capsys: pytes
     assert json.loads(capsys.readouterr().out) == exported == config_json_schema()
 
 
+def test_cli_names_an_unwritable_output(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    target = tmp_path / "missing-dir" / "schema.json"
+    assert main(["config", "schema", "-o", str(target)]) == 1
+    assert f"error: cannot write {target}" in capsys.readouterr().err
+
+
 def test_every_route_type_is_described(exported: dict[str, Any]) -> None:
     assert exported["properties"]["routes"]["additionalProperties"] == {"$ref": "#/$defs/Route"}
     route = exported["$defs"]["Route"]

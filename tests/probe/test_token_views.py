@@ -128,6 +128,23 @@ def test_concurrent_requests_share_forward_passes() -> None:
         assert float(np.abs(row[0] - alone[i]).max()) < 1e-4
 
 
+def test_a_running_pass_is_held_until_it_ends() -> None:
+    # The loop keeps only weak references to tasks: the extractor must hold its running pass.
+    import asyncio
+
+    ex = extractor(batch_size=8, batch_window_ms=0)
+    held: list[int] = []
+    original = ex.extract_sync
+
+    def watching(texts: list[str], progress: Any = None) -> Any:
+        held.append(len(ex._passes))
+        return original(texts)
+
+    ex.extract_sync = watching  # type: ignore[method-assign]
+    out = asyncio.run(ex.extract(["what is 2 + 2?"]))
+    assert out.shape[0] == 1 and held == [1] and not ex._passes
+
+
 def test_int8_quantized_features_are_recorded_in_the_recipe() -> None:
     from switchyard.protocol.features import FeatureRecipe
 

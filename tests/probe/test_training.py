@@ -140,3 +140,12 @@ def test_knn_checkpoint_round_trip_and_votes(tmp_path: Path) -> None:
     assert np.allclose(probs * 7, np.round(probs * 7), atol=1e-5)
     one = back.predict(x[:3], k=1)
     assert np.array_equal(one, y[:3])  # a training point is its own nearest neighbour
+
+
+def test_cli_refuses_turns_a_route_could_not_serve(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from switchyard.cli import main
+
+    args = ["train-probe", "--dataset", str(tmp_path / "none.jsonl"), "--map", "a=x", "--map", "b=y"]
+    args += ["--features", '{"backend": "embeddings", "base_url": "http://127.0.0.1:9/v1", "model": "m"}']
+    assert main([*args, "--out", str(tmp_path / "out"), "--turns", "0"]) == 1
+    assert "--turns must be >= 1" in capsys.readouterr().err

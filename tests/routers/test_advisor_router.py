@@ -194,6 +194,10 @@ def test_transcript_is_bounded_with_the_middle_dropped_and_the_turn_last() -> No
         ({"gate_trigger": "pattern"}, "gate_trigger 'pattern' needs gate_trigger_pattern"),
         ({"gate_trigger_pattern": "x"}, "only used with gate_trigger 'pattern'"),
         ({"gate_trigger": "pattern", "gate_trigger_pattern": "("}, "not a valid regex"),
+        (
+            {"gate_trigger": "pattern", "gate_trigger_pattern": "("},
+            "routes.a.gate_trigger_pattern: gate_trigger_pattern",
+        ),
         ({"transcript_max_chars": 100}, "routes.a.transcript_max_chars"),
         ({"max_reviews": 0}, "routes.a.max_reviews"),
         ({"advisor_target": "ghost"}, "routes.a.advisor_target: unknown target 'ghost'"),

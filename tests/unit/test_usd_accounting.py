@@ -99,3 +99,29 @@ def _write(tmp_path: Path, config: dict[str, Any]) -> str:
     path = tmp_path / "router.yaml"
     path.write_text(yaml.safe_dump(config))
     return str(path)
+
+
+def test_stats_json_stays_parseable_with_bad_lines(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # A skipped line is reported on stderr: stdout with --json must stay one JSON object.
+    log = tmp_path / "decisions.jsonl"
+    log.write_text("not json\n[1, 2]\n")
+    assert main(["stats", str(log), "--json"]) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["skipped_lines"] == 2
+    assert f"{log}:1: skipped" in captured.err
+
+
+def test_stage_router_declares_its_tiers_for_pricing_and_eval() -> None:
+    # The stage router names its tiers itself (RouterSpec.tiers), so accounting and
+    # `switchyard eval` read them from the route, not from prices or attribute names.
+    from switchyard.config.build import build_pricing
+    from switchyard.config.load import load_config
+    from switchyard.eval.evaluate import resolve_tiers
+
+    config = skeleton_config(1)
+    config["routes"]["staged"] = {"type": "stage_router", "capable": "capable", "efficient": "efficient"}
+    loaded = load_config(config)
+    tiers = build_pricing(loaded).tiers["staged"]
+    assert (tiers.capable, tiers.efficient) == ("capable", "efficient")
+    choice = resolve_tiers(loaded, "staged")
+    assert choice is not None and (choice.capable, choice.efficient, choice.origin) == ("capable", "efficient", "route")

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-from pydantic import Field, NonNegativeInt, PositiveInt, model_validator
+from pydantic import Field, NonNegativeInt, PositiveInt, field_validator, model_validator
 
 from switchyard.routers.advisor.gate import AdvisorConfig, AdvisorRouter
 from switchyard.routers.advisor.review import DEFAULT_REDO_PREFIX, DEFAULT_REVIEWER_PROMPT
@@ -66,15 +66,22 @@ class AdvisorSpec(RouterSpec):
     redo_feedback_prefix: str = DEFAULT_REDO_PREFIX
     state_ttl_s: float | None = Field(default=None, gt=0)
 
+    @field_validator("gate_trigger_pattern")
+    @classmethod
+    def _regex(cls, value: str | None) -> str | None:
+        # A field check, so the error names routes.<name>.gate_trigger_pattern and its line.
+        if value is not None:
+            try:
+                re.compile(value)
+            except re.error as exc:
+                raise ValueError(f"gate_trigger_pattern is not a valid regex: {exc}") from None
+        return value
+
     @model_validator(mode="after")
     def _pattern(self) -> AdvisorSpec:
         if self.gate_trigger == "pattern":
             if not self.gate_trigger_pattern:
                 raise ValueError("gate_trigger 'pattern' needs gate_trigger_pattern (a regex)")
-            try:
-                re.compile(self.gate_trigger_pattern)
-            except re.error as exc:
-                raise ValueError(f"gate_trigger_pattern is not a valid regex: {exc}") from None
         elif self.gate_trigger_pattern is not None:
             raise ValueError("gate_trigger_pattern is only used with gate_trigger 'pattern'")
         if self.executor_target == self.advisor_target:

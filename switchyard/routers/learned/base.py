@@ -31,11 +31,6 @@ from switchyard.routers.learned.views import TextView, view_text
 logger = logging.getLogger("switchyard.routers.learned")
 
 
-def task_text(request: ChatRequest, view: TextView, turns: int = 6) -> str:
-    """The text a learned router reads (:mod:`switchyard.routers.learned.views`)."""
-    return view_text(request, view, turns)
-
-
 class LearnedRouter:
     """Predicts per-target success from features and applies the λ-utility policy.
 
@@ -132,7 +127,7 @@ class LearnedRouter:
         )
 
     async def route(self, request: ChatRequest, ctx: RouteContext, call: ModelCall) -> Decision:
-        text = task_text(request, self.view, self.turns)
+        text = view_text(request, self.view, self.turns)
         if not text.strip():
             return self.fail_open("no user text to read", "no_text")
         key = self.cache.key(text)

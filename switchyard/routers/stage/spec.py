@@ -24,7 +24,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from switchyard.routers.base import BuildContext, Router, RouterSpec
+from switchyard.routers.base import BuildContext, Router, RouterSpec, Tiers
 from switchyard.routers.stage.judge import StageClassifierSpec
 from switchyard.routers.stage.router import HandoffNotes, StageConfig, StageRouter
 from switchyard.routers.stage.tables import ToolKind
@@ -155,6 +155,9 @@ class StageRouterSpec(RouterSpec):
 
     def auxiliary_refs(self) -> list[tuple[str, str]]:
         return [] if self.classifier is None else [("classifier.target", self.classifier.target)]
+
+    def tiers(self) -> Tiers:
+        return Tiers(capable=self.capable, efficient=self.efficient)
 
     def config(self) -> StageConfig:
         """The router settings this block describes."""
