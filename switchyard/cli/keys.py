@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 
 from switchyard.cli._common import HelpFormatter, fail
@@ -53,12 +54,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def _entry(name: str, digest: str, routes: list[str], budget: float | None) -> str:
+    # JSON strings are YAML flow scalars: a name or route with ': ', '#' or quotes stays one value.
     lines = [
         "server:",
         "  api_keys:",
-        f"    - name: {name}",
+        f"    - name: {json.dumps(name)}",
         f"      hash: {digest}",
-        f"      routes: [{', '.join(routes)}]" if routes != ["*"] else '      routes: ["*"]',
+        f"      routes: [{', '.join(json.dumps(r) for r in routes)}]",
     ]
     if budget is not None:
         lines.append(f"      budget_usd_per_day: {budget:g}")

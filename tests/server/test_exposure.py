@@ -291,3 +291,18 @@ def test_config_keeps_only_hashes() -> None:
     with pytest.raises(ValueError, match="exactly one"):
         ApiKeyConfig(name="k")
     assert skeleton_config(1)  # the shared config is untouched by these tests
+
+
+def test_keys_create_prints_an_entry_that_loads_whatever_the_name(capsys: pytest.CaptureFixture[str]) -> None:
+    import yaml
+
+    from switchyard.cli import main
+
+    assert main(["keys", "create", "--name", "ci: nightly #2", "--routes", "fast, agent", "--budget", "5"]) == 0
+    out = capsys.readouterr().out
+    key = out.split("shown once, give it to the client): ", 1)[1].split()[0]
+    entry = yaml.safe_load(out[out.index("server:") :])["server"]["api_keys"][0]
+    assert entry["name"] == "ci: nightly #2" and entry["routes"] == ["fast", "agent"]
+    assert entry["budget_usd_per_day"] == 5
+    found = KeyRing([ApiKeyConfig(**entry)]).find(key)
+    assert found is not None and found.name == "ci: nightly #2"
