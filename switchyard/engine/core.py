@@ -57,14 +57,14 @@ from switchyard.protocol.errors import (
 )
 from switchyard.protocol.request import ChatRequest
 from switchyard.protocol.response import ChatResponse
-from switchyard.protocol.session import SessionInfo, StateStore
+from switchyard.protocol.session import NamespacedStore, SessionInfo, StateStore
 from switchyard.protocol.stream import (
     StreamEvent,
     response_to_events,
 )
 from switchyard.protocol.targets import TargetInfo
 from switchyard.routers.base import Decision, RouteContext
-from switchyard.state.memory import MemoryStore, NamespacedStore
+from switchyard.state.memory import MemoryStore
 from switchyard.wire import codec as get_codec
 from switchyard.wire.base import WireFormat
 from switchyard.wire.json import dumps, load_object
