@@ -46,7 +46,7 @@ from switchyard.engine.stream_out import encode_stream, stream_aborter
 from switchyard.engine.target import Completion, Route, Target
 from switchyard.engine.timeouts import Budget, budget
 from switchyard.engine.windows import PromptSize
-from switchyard.protocol.access import check_route
+from switchyard.protocol.access import check_route, known_routes
 from switchyard.protocol.call import CallOptions
 from switchyard.protocol.errors import (
     InvalidRequestError,
@@ -166,7 +166,7 @@ class Engine:
         if found is None and self.default_route is not None:
             found = self.routes[self.default_route]
         if found is None:
-            known = ", ".join(sorted(self.routes)) or "(none)"
+            known = known_routes(self.routes)
             raise RouteNotFoundError(f"model {model!r} names no route; available routes: {known}", param="model")
         check_route(found.name)  # the inbound API key's allowlist (switchyard.protocol.access)
         return found
