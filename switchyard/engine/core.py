@@ -40,7 +40,7 @@ from switchyard.engine.replies import (
 from switchyard.engine.reply import SHUTDOWN_CANCEL, Reply
 from switchyard.engine.reply_model import DEFAULT as REPLY_MODEL_DEFAULT
 from switchyard.engine.reply_model import ReplyModel, reply_model
-from switchyard.engine.router_call import KeyedStore, RouterCall
+from switchyard.engine.router_call import RouterCall
 from switchyard.engine.session import identify
 from switchyard.engine.stream_out import encode_stream, stream_aborter
 from switchyard.engine.target import Completion, Route, Target
@@ -255,7 +255,7 @@ class Engine:
             store = MemoryStore(max_entries=64)
         else:
             assert route.store is not None
-            store = KeyedStore(route.store, session.key)
+            store = NamespacedStore(route.store, f"{session.key}:")  # the session's slot of the route
         ctx = RouteContext(
             route=route.name,
             session=session,
