@@ -26,7 +26,6 @@ from switchyard.engine.monitor import BackendMonitor
 from switchyard.engine.offload import decode_off_loop, release_off_loop
 from switchyard.engine.records import DecisionRecord, DecisionSink
 from switchyard.engine.replies import (
-    FORWARD_HEADERS,
     HEADER_OVERHEAD,
     HEADER_REQUEST_ID,
     HEADER_ROUTE,
@@ -34,6 +33,7 @@ from switchyard.engine.replies import (
     HEADER_SOURCE,
     error_info,
     error_reply,
+    forwarded,
     lower,
     reply_headers,
 )
@@ -226,11 +226,10 @@ class Engine:
         decision = await self._decide(route, request, session, headers, record, limits)
         candidates = route.order(decision.candidates)
         record.candidates = candidates
-        forwarded = {k: v for k in FORWARD_HEADERS if (v := headers.get(k))}
         options = CallOptions(
             raw_body=raw if decision.request is None else None,
             raw_format=inbound.value if inbound else None,
-            headers=forwarded,
+            headers=forwarded(headers),
         )
         return _Prepared(route, decision.request or request, decision, record, candidates, options, t0, headers, limits)
 
