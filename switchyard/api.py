@@ -36,7 +36,7 @@ from switchyard.engine.logs import log_count_tokens
 from switchyard.engine.records import DecisionRecord, DecisionSink, JsonlSink
 from switchyard.engine.reply import Reply
 from switchyard.engine.timeouts import HEADER_TIMEOUT, format_timeout
-from switchyard.protocol.access import allowed_routes
+from switchyard.protocol.access import known_routes, may_use
 from switchyard.protocol.errors import ErrorInfo
 from switchyard.protocol.request import ChatRequest
 from switchyard.protocol.session import StateStore
@@ -340,10 +340,8 @@ class Switchyard:
             stats = {"reliability": self.stats(), "usd": self.ledger.snapshot(), "state": self.state_status()}
             return Reply(200, {"content-type": "application/json"}, body=dumps(stats))
         if sub == "/models" and method == "GET":
-            routes = describe_routes(self.engine)
-            allowed = allowed_routes.get()  # an inbound key limited to some routes sees only those
-            if allowed is not None:
-                routes = [r for r in routes if r["id"] in allowed]
+            # An inbound key limited to some routes sees only those (and their aliases).
+            routes = [r for r in describe_routes(self.engine) if may_use(r.get("alias_of") or r["id"])]
             data = {"object": "list", "data": routes}
             return Reply(200, {"content-type": "application/json"}, body=dumps(data))
         if sub.startswith("/models/") and method in ("GET", "HEAD"):
@@ -370,11 +368,10 @@ class Switchyard:
         model_id = unquote(model_id)
         anthropic = any(k.lower() == "anthropic-version" for k in headers)
         entry = describe_model(self.engine, model_id)
-        allowed = allowed_routes.get()  # an inbound key limited to some routes sees only those
-        if entry is not None and allowed is not None and not {entry["id"], entry.get("alias_of")} & allowed:
-            entry = None
+        if entry is not None and not may_use(entry.get("alias_of") or entry["id"]):
+            entry = None  # an inbound key limited to some routes sees only those
         if entry is None:
-            known = ", ".join(sorted(self.engine.routes)) or "(none)"
+            known = known_routes(self.engine.routes)
             message = f"model {model_id!r} names no route; available routes: {known}"
             if anthropic:
                 return _error(WireFormat.ANTHROPIC_MESSAGES, 404, message, "not_found_error")

@@ -198,9 +198,9 @@ class HttpBackend:
         options: CallOptions,
         stream: bool,
         *,
-        replays: bool | None = None,
+        replays: bool,
     ) -> bytes:
-        if self._replays(request, options) if replays is None else replays:
+        if replays:
             assert options.raw_body is not None
             body: dict[str, Any] = dict(options.raw_body)
             body["model"] = target.model
@@ -235,11 +235,8 @@ class HttpBackend:
         headers = self._base_headers
         if options.headers:
             headers = dict(headers)
-            anthropic = self.format is WireFormat.ANTHROPIC_MESSAGES
             for key, value in options.headers.items():
-                lowered = key.lower()
-                # anthropic-* caller headers (beta flags, version) only mean something to Anthropic.
-                if lowered not in _HOP_BY_HOP and (anthropic or not lowered.startswith("anthropic-")):
+                if self._forwards(key.lower()):
                     headers[key] = value
         import httpx
 
@@ -251,6 +248,13 @@ class HttpBackend:
             content=content,
             headers=headers,
             extensions={"timeout": timeout.as_dict()},
+        )
+
+    def _forwards(self, name: str) -> bool:
+        """Whether a caller header (lower-cased ``name``) goes on to this upstream: not a
+        hop-by-hop one, and anthropic-* (beta flags, version) only to Anthropic."""
+        return name not in _HOP_BY_HOP and (
+            self.format is WireFormat.ANTHROPIC_MESSAGES or not name.startswith("anthropic-")
         )
 
     async def _post(
@@ -270,13 +274,11 @@ class HttpBackend:
         extra = None
         if options.headers:
             extra = {}
-            anthropic = self.format is WireFormat.ANTHROPIC_MESSAGES
             fixed = self._pool.base_headers
             for key, value in options.headers.items():
                 lowered = key.lower()
-                # The same filter as ``_request``; a caller's value replaces a fixed header.
-                if lowered not in _HOP_BY_HOP and (anthropic or not lowered.startswith("anthropic-")):
-                    if lowered in fixed:
+                if self._forwards(lowered):
+                    if lowered in fixed:  # a caller's value replaces a fixed header: httpx does that
                         return await self._send(
                             self._request(content, options, timeouts, deadline=deadline), stream=stream
                         )

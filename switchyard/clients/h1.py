@@ -27,6 +27,7 @@ probed on every request.
 from __future__ import annotations
 
 import asyncio
+import re
 import ssl
 import zlib
 from collections import deque
@@ -39,6 +40,10 @@ import httptools
 MAX_BUFFER = 256 * 1024
 """Unread response bytes held per connection before reading from the socket pauses (the
 buffer can exceed it by one socket read)."""
+
+
+_ILLEGAL = re.compile(r"[\r\n\x00]")
+"""Characters no header name or value may carry (RFC 9110 §5.5)."""
 
 
 class TransportError(Exception):
@@ -475,6 +480,11 @@ class H1Pool:
     def _head(self, extra: Mapping[str, str] | None, length: int) -> bytes:
         if not extra:
             return self._prefix + b"content-length: " + str(length).encode() + b"\r\n\r\n"
+        for k, v in extra.items():
+            if _ILLEGAL.search(k) or _ILLEGAL.search(v):
+                # A CR or LF would start a header (or a request) of its own upstream; httpx
+                # (h11) refuses such a value with a transport error, and so does this pool.
+                raise TransportError(f"illegal character in header {k!r}")
         lines = "".join(f"{k}: {v}\r\n" for k, v in extra.items())
         return self._prefix + lines.encode("latin-1") + b"content-length: " + str(length).encode() + b"\r\n\r\n"
 
@@ -494,9 +504,10 @@ class H1Pool:
         ``extra_headers`` replace none of the fixed ones: the backend passes only headers that
         are not already among them (see :meth:`HttpBackend._post`).
         """
+        # The head first: a header that cannot be sent must not cost a pooled connection.
+        head = self._head(extra_headers, len(body))
         conn = await self._connection(connect_timeout, pool_timeout)
         resp = H1Response(read_timeout)
-        head = self._head(extra_headers, len(body))
         try:
             waiter = conn.send(head + body if len(body) < 65536 else head, resp)
             if len(body) >= 65536:

@@ -79,18 +79,20 @@ def env_proxy(scheme: str) -> bool:
 
 def is_timeout(exc: BaseException) -> bool:
     """A timeout of either client (each module is looked up only if it was loaded)."""
-    for module in ("switchyard.clients.h1", "httpx"):
-        loaded = sys.modules.get(module)
-        if loaded is not None and isinstance(exc, loaded.TimeoutException):
-            return True
-    return False
+    return _raised(exc, "TimeoutException")
 
 
 def is_pool_timeout(exc: BaseException) -> bool:
     """No free pooled connection in time, in either client."""
+    return _raised(exc, "PoolTimeout")
+
+
+def _raised(exc: BaseException, name: str) -> bool:
+    """Whether ``exc`` is the exception class ``name`` of the lean pool or of httpx (both use
+    httpx's names), looking a module up only if it was loaded."""
     for module in ("switchyard.clients.h1", "httpx"):
         loaded = sys.modules.get(module)
-        if loaded is not None and isinstance(exc, loaded.PoolTimeout):
+        if loaded is not None and isinstance(exc, getattr(loaded, name)):
             return True
     return False
 

@@ -26,7 +26,6 @@ from switchyard.engine.monitor import BackendMonitor
 from switchyard.engine.offload import decode_off_loop, release_off_loop
 from switchyard.engine.records import DecisionRecord, DecisionSink
 from switchyard.engine.replies import (
-    FORWARD_HEADERS,
     HEADER_OVERHEAD,
     HEADER_REQUEST_ID,
     HEADER_ROUTE,
@@ -34,19 +33,20 @@ from switchyard.engine.replies import (
     HEADER_SOURCE,
     error_info,
     error_reply,
+    forwarded,
     lower,
     reply_headers,
 )
 from switchyard.engine.reply import SHUTDOWN_CANCEL, Reply
 from switchyard.engine.reply_model import DEFAULT as REPLY_MODEL_DEFAULT
 from switchyard.engine.reply_model import ReplyModel, reply_model
-from switchyard.engine.router_call import KeyedStore, RouterCall
+from switchyard.engine.router_call import RouterCall
 from switchyard.engine.session import identify
 from switchyard.engine.stream_out import encode_stream, stream_aborter
 from switchyard.engine.target import Completion, Route, Target
 from switchyard.engine.timeouts import Budget, budget
 from switchyard.engine.windows import PromptSize
-from switchyard.protocol.access import check_route
+from switchyard.protocol.access import check_route, known_routes
 from switchyard.protocol.call import CallOptions
 from switchyard.protocol.errors import (
     InvalidRequestError,
@@ -57,14 +57,14 @@ from switchyard.protocol.errors import (
 )
 from switchyard.protocol.request import ChatRequest
 from switchyard.protocol.response import ChatResponse
-from switchyard.protocol.session import SessionInfo, StateStore
+from switchyard.protocol.session import NamespacedStore, SessionInfo, StateStore
 from switchyard.protocol.stream import (
     StreamEvent,
     response_to_events,
 )
 from switchyard.protocol.targets import TargetInfo
 from switchyard.routers.base import Decision, RouteContext
-from switchyard.state.memory import MemoryStore, NamespacedStore
+from switchyard.state.memory import MemoryStore
 from switchyard.wire import codec as get_codec
 from switchyard.wire.base import WireFormat
 from switchyard.wire.json import dumps, load_object
@@ -166,7 +166,7 @@ class Engine:
         if found is None and self.default_route is not None:
             found = self.routes[self.default_route]
         if found is None:
-            known = ", ".join(sorted(self.routes)) or "(none)"
+            known = known_routes(self.routes)
             raise RouteNotFoundError(f"model {model!r} names no route; available routes: {known}", param="model")
         check_route(found.name)  # the inbound API key's allowlist (switchyard.protocol.access)
         return found
@@ -226,11 +226,10 @@ class Engine:
         decision = await self._decide(route, request, session, headers, record, limits)
         candidates = route.order(decision.candidates)
         record.candidates = candidates
-        forwarded = {k: v for k in FORWARD_HEADERS if (v := headers.get(k))}
         options = CallOptions(
             raw_body=raw if decision.request is None else None,
             raw_format=inbound.value if inbound else None,
-            headers=forwarded,
+            headers=forwarded(headers),
         )
         return _Prepared(route, decision.request or request, decision, record, candidates, options, t0, headers, limits)
 
@@ -255,7 +254,7 @@ class Engine:
             store = MemoryStore(max_entries=64)
         else:
             assert route.store is not None
-            store = KeyedStore(route.store, session.key)
+            store = NamespacedStore(route.store, f"{session.key}:")  # the session's slot of the route
         ctx = RouteContext(
             route=route.name,
             session=session,

@@ -9,7 +9,7 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from switchyard.engine.replies import FORWARD_HEADERS, HEADER_ROUTE, HEADER_SELECTED, error_reply, lower
+from switchyard.engine.replies import HEADER_ROUTE, HEADER_SELECTED, error_reply, forwarded, lower
 from switchyard.engine.reply import Reply
 from switchyard.engine.target import Route, Target
 from switchyard.protocol.call import CallOptions
@@ -73,8 +73,7 @@ async def _count(
 
     counter = getattr(target.backend, "count_tokens", None)
     if counter is not None:
-        forwarded = {k: v for k in FORWARD_HEADERS if (v := headers.get(k))}
-        options = CallOptions(raw_body=raw, raw_format=WireFormat.ANTHROPIC_MESSAGES.value, headers=forwarded)
+        options = CallOptions(raw_body=raw, raw_format=WireFormat.ANTHROPIC_MESSAGES.value, headers=forwarded(headers))
         try:
             return int(await counter(request, target.info, options)), "upstream"
         except UpstreamStatusError as exc:

@@ -25,6 +25,11 @@ HEADER_REQUEST_ID = "x-switchyard-request-id"
 FORWARD_HEADERS = ("anthropic-beta", "anthropic-version")
 
 
+def forwarded(headers: Mapping[str, str]) -> dict[str, str]:
+    """The caller's headers (lower-cased names) that go on to the upstream: ``FORWARD_HEADERS``."""
+    return {k: v for k in FORWARD_HEADERS if (v := headers.get(k))}
+
+
 def reply_headers(record: DecisionRecord, *, stream: bool) -> dict[str, str]:
     """The ``x-switchyard-*`` headers (and content type) of a successful reply."""
     headers = {

@@ -1,4 +1,4 @@
-"""What a router gets to work with: model calls through the engine's fallback, and its session slot.
+"""What a router gets to work with: model calls through the engine's fallback, booked as router cost.
 
 Layer: ``engine``.
 """
@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from switchyard.engine.fallback import Fallback
 from switchyard.engine.health import Health
@@ -19,7 +18,6 @@ from switchyard.protocol.call import CallOptions
 from switchyard.protocol.errors import RouterError
 from switchyard.protocol.request import ChatRequest
 from switchyard.protocol.response import ChatResponse
-from switchyard.protocol.session import StateStore, Updater
 
 
 class RouterCall:
@@ -94,23 +92,3 @@ class RouterCall:
         cost.cost_usd += usd
         self._booked[id(response)] = (response, usd, elapsed)
         return response
-
-
-class KeyedStore:
-    """A route's store seen through one session key: the router reads and writes its own slot."""
-
-    def __init__(self, inner: StateStore, key: str) -> None:
-        self._inner = inner
-        self._key = key
-
-    async def get(self, key: str) -> dict[str, Any] | None:
-        return await self._inner.get(f"{self._key}:{key}")
-
-    async def set(self, key: str, value: dict[str, Any], *, ttl_s: float | None = None) -> None:
-        await self._inner.set(f"{self._key}:{key}", value, ttl_s=ttl_s)
-
-    async def delete(self, key: str) -> None:
-        await self._inner.delete(f"{self._key}:{key}")
-
-    async def update(self, key: str, fn: Updater, *, ttl_s: float | None = None) -> dict[str, Any] | None:
-        return await self._inner.update(f"{self._key}:{key}", fn, ttl_s=ttl_s)

@@ -70,21 +70,23 @@ class SpanSink:
 
     def __init__(self, targets: Mapping[str, TargetMeta], tracer_provider: TracerProvider | None = None) -> None:
         from opentelemetry import trace
+        from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
         from switchyard._version import __version__
 
+        # Looked up once here, not per record: the sink runs for every request.
         self._trace = trace
+        self._propagator = TraceContextTextMapPropagator()
         self._tracer: Tracer = trace.get_tracer("switchyard", __version__, tracer_provider=tracer_provider)
         self._targets = dict(targets)
 
     def __call__(self, record: DecisionRecord) -> None:
-        from opentelemetry.trace import SpanKind, Status, StatusCode
-
+        SpanKind, Status, StatusCode = self._trace.SpanKind, self._trace.Status, self._trace.StatusCode
         start = _ns(record.ts)
         end = start + _ns_ms(record.duration_ms)
         root = self._tracer.start_span(
             f"chat {record.route}",
-            context=_caller_context(record),
+            context=self._caller_context(record),
             kind=SpanKind.SERVER,
             start_time=start,
             attributes=_request_attributes(record),
@@ -99,9 +101,15 @@ class SpanSink:
             at = self._attempt(attempt, ctx, at + _ns_ms(attempt.waited_ms), answer=True)
         root.end(end_time=max(end, at))
 
-    def _routing(self, record: DecisionRecord, parent: Context, start: int) -> int:
-        from opentelemetry.trace import SpanKind
+    def _caller_context(self, record: DecisionRecord) -> Context | None:
+        """The caller's trace (its W3C ``traceparent`` header), so the request span joins it."""
+        traceparent = record.details.get("traceparent")
+        if not isinstance(traceparent, str):
+            return None
+        return self._propagator.extract({"traceparent": traceparent})
 
+    def _routing(self, record: DecisionRecord, parent: Context, start: int) -> int:
+        SpanKind = self._trace.SpanKind
         rc = record.router_cost
         span = self._tracer.start_span(
             f"route {record.route}",
@@ -140,8 +148,7 @@ class SpanSink:
         return at
 
     def _attempt(self, attempt: Attempt, parent: Context, start: int, *, answer: bool) -> int:
-        from opentelemetry.trace import SpanKind, Status, StatusCode
-
+        SpanKind, Status, StatusCode = self._trace.SpanKind, self._trace.Status, self._trace.StatusCode
         meta = self._targets.get(attempt.target)
         model = meta.model if meta else attempt.target
         attributes: dict[str, Any] = {
@@ -166,16 +173,6 @@ class SpanSink:
         end = start + _ns_ms(attempt.elapsed_ms)
         span.end(end_time=end)
         return end
-
-
-def _caller_context(record: DecisionRecord) -> Context | None:
-    """The caller's trace (its W3C ``traceparent`` header), so the request span joins it."""
-    traceparent = record.details.get("traceparent")
-    if not isinstance(traceparent, str):
-        return None
-    from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
-
-    return TraceContextTextMapPropagator().extract({"traceparent": traceparent})
 
 
 def _request_attributes(record: DecisionRecord) -> dict[str, Any]:

@@ -10,6 +10,7 @@ checks the resolved route here — no second reading of the body.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from contextvars import ContextVar
 
 from switchyard.protocol.errors import SwitchyardError
@@ -28,6 +29,17 @@ class RouteForbiddenError(SwitchyardError):
 
 def check_route(name: str) -> None:
     """Raises :class:`RouteForbiddenError` when the current key may not use route ``name``."""
-    allowed = allowed_routes.get()
-    if allowed is not None and name not in allowed:
+    if not may_use(name):
         raise RouteForbiddenError(f"this API key may not use route {name!r}", param="model")
+
+
+def may_use(name: str) -> bool:
+    """Whether the current key may use route ``name`` (any key may, without an allowlist)."""
+    allowed = allowed_routes.get()
+    return allowed is None or name in allowed
+
+
+def known_routes(names: Iterable[str]) -> str:
+    """The routes of ``names`` the current key may use, for a "no such model" message: a key
+    limited to some routes is not told the names of the others."""
+    return ", ".join(sorted(n for n in names if may_use(n))) or "(none)"

@@ -92,3 +92,31 @@ class StateStore(Protocol):
             The value now stored (what the last call of ``fn`` returned).
         """
         ...
+
+
+class NamespacedStore:
+    """A view of a store with every key prefixed: one namespace per route, or per cascade stage.
+
+    It lives in ``protocol`` so the engine (one namespace per route) and routers (one slot per
+    cascade stage) share one wrapper; routers may not import ``state``.
+
+    Args:
+        inner: The store the keys land in.
+        prefix: Put before every key (``"route:"``, ``"stage1."``).
+    """
+
+    def __init__(self, inner: StateStore, prefix: str) -> None:
+        self._inner = inner
+        self._prefix = prefix
+
+    async def get(self, key: str) -> dict[str, Any] | None:
+        return await self._inner.get(self._prefix + key)
+
+    async def set(self, key: str, value: dict[str, Any], *, ttl_s: float | None = None) -> None:
+        await self._inner.set(self._prefix + key, value, ttl_s=ttl_s)
+
+    async def delete(self, key: str) -> None:
+        await self._inner.delete(self._prefix + key)
+
+    async def update(self, key: str, fn: Updater, *, ttl_s: float | None = None) -> dict[str, Any] | None:
+        return await self._inner.update(self._prefix + key, fn, ttl_s=ttl_s)

@@ -25,28 +25,8 @@ from pydantic import Field, field_validator
 
 from switchyard.protocol.call import ModelCall
 from switchyard.protocol.request import ChatRequest
-from switchyard.protocol.session import StateStore, Updater
+from switchyard.protocol.session import NamespacedStore
 from switchyard.routers.base import BuildContext, Decision, RouteContext, Router, RouterSpec, Tiers
-
-
-class _StageStore:
-    """The cascade's session store seen by one stage: every key prefixed with the stage's slot."""
-
-    def __init__(self, inner: StateStore, prefix: str) -> None:
-        self._inner = inner
-        self._prefix = prefix
-
-    async def get(self, key: str) -> dict[str, Any] | None:
-        return await self._inner.get(self._prefix + key)
-
-    async def set(self, key: str, value: dict[str, Any], *, ttl_s: float | None = None) -> None:
-        await self._inner.set(self._prefix + key, value, ttl_s=ttl_s)
-
-    async def delete(self, key: str) -> None:
-        await self._inner.delete(self._prefix + key)
-
-    async def update(self, key: str, fn: Updater, *, ttl_s: float | None = None) -> dict[str, Any] | None:
-        return await self._inner.update(self._prefix + key, fn, ttl_s=ttl_s)
 
 
 @dataclass(slots=True, frozen=True)
@@ -81,7 +61,7 @@ class CascadeRouter:
     async def route(self, request: ChatRequest, ctx: RouteContext, call: ModelCall) -> Decision:
         trail: list[dict[str, Any]] = []
         for number, stage in enumerate(self.stages, start=1):
-            stage_ctx = dataclasses.replace(ctx, store=_StageStore(ctx.store, f"stage{number}."))
+            stage_ctx = dataclasses.replace(ctx, store=NamespacedStore(ctx.store, f"stage{number}."))
             decision = await stage.router.route(request, stage_ctx, call)
             step: dict[str, Any] = {
                 "stage": number,

@@ -16,17 +16,13 @@ from typing import Any
 from switchyard.api import Switchyard
 from switchyard.config.server import ServerConfig
 from switchyard.engine.reply import SHUTDOWN_CANCEL, Reply
-from switchyard.protocol.errors import ErrorInfo
-from switchyard.server.auth import Budgets, KeyRing, current_key
+from switchyard.server.auth import Budgets, KeyRing, name_key
 from switchyard.server.drain import SHUTDOWN_ERROR, Drain
 from switchyard.server.guard import Gate, error_reply
 from switchyard.server.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from switchyard.server.metrics import Metrics, for_switchyard
 from switchyard.server.openapi import OPENAPI_PATH, openapi_reply
-from switchyard.wire import codec as get_codec
 from switchyard.wire import strict
-from switchyard.wire.base import WireFormat
-from switchyard.wire.json import dumps
 
 logger = logging.getLogger("switchyard.server")
 
@@ -61,7 +57,7 @@ class SwitchyardApp:
         if any(k.budget_usd_per_day is not None for k in self.settings.api_keys):
             budgets = Budgets(sy.state_store)
         if keys:
-            sy.on_decision(budgets.record if budgets is not None else _no_budget)
+            sy.on_decision(budgets.record if budgets is not None else name_key)
         self.gate = Gate(self.settings, keys, budgets)
         self.drain = Drain()
         self.metrics = _metrics(sy)
@@ -210,9 +206,8 @@ class SwitchyardApp:
             return None
         except Exception as exc:  # the engine turns known errors into replies; this is a bug
             logger.exception("unhandled error serving %s %s", scope["method"], scope["path"])
-            info = ErrorInfo(status=500, type="api_error", message=f"internal error: {type(exc).__name__}")
-            codec = get_codec(WireFormat.OPENAI_CHAT)
-            return Reply(500, {"content-type": "application/json"}, body=dumps(codec.encode_error(info)))
+            # In the endpoint's own envelope, like every other error of the proxy.
+            return error_reply(scope["path"], 500, f"internal error: {type(exc).__name__}", "api_error")
         finally:
             state.done = True
             watch.remove_done_callback(gone)
@@ -380,13 +375,6 @@ async def _disconnected(receive: Receive) -> None:
 
 def _headers(reply: Reply) -> list[tuple[bytes, bytes]]:
     return [(k.encode("latin-1"), v.encode("latin-1")) for k, v in reply.headers.items()]
-
-
-def _no_budget(record: Any) -> None:
-    """Decision-record callback when keys have no budgets: names the key in the record."""
-    key = current_key.get()
-    if key is not None:
-        record.details["api_key"] = key.name
 
 
 async def _write(send: Send, reply: Reply, extra: list[tuple[bytes, bytes]] | None = None) -> None:

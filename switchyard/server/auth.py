@@ -107,6 +107,13 @@ class KeyRing:
         return self._by_hash.get(hash_key(key))
 
 
+def name_key(record: DecisionRecord) -> None:
+    """Decision-record callback: names the request's inbound key, if any, in the record."""
+    api_key = current_key.get()
+    if api_key is not None:
+        record.details["api_key"] = api_key.name
+
+
 def _day(now: float | None = None) -> str:
     return time.strftime("%Y-%m-%d", time.gmtime(time.time() if now is None else now))
 
@@ -151,10 +158,10 @@ class Budgets:
 
     def record(self, record: DecisionRecord) -> None:
         """Decision-record callback: marks the record with the key and books its cost."""
+        name_key(record)
         api_key = current_key.get()
         if api_key is None:
             return
-        record.details["api_key"] = api_key.name
         cost = record.total_cost_usd
         if api_key.budget_usd_per_day is None or cost <= 0:
             return

@@ -50,11 +50,7 @@ def error_reply(
 
 def is_loopback_host(host: str) -> bool:
     """Whether a ``Host`` value (port included or not) names this machine's loopback."""
-    name = host.strip().lower()
-    if name.startswith("["):  # [::1]:4000
-        name = name[1 : name.find("]")] if "]" in name else name[1:]
-    elif name.count(":") == 1:
-        name = name.partition(":")[0]
+    name = _host_name(host)
     if name == "localhost" or name.endswith(".localhost"):
         return True
     try:
@@ -64,6 +60,7 @@ def is_loopback_host(host: str) -> bool:
 
 
 def _host_name(host: str) -> str:
+    """The name of a ``Host`` value without its port (``[::1]:4000`` → ``::1``)."""
     name = host.strip().lower()
     if name.startswith("["):
         return name[1 : name.find("]")] if "]" in name else name[1:]

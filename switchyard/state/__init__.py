@@ -3,6 +3,7 @@
 Layer: ``state`` — imports ``protocol`` only.
 """
 
-from switchyard.state.memory import MemoryStore, NamespacedStore
+from switchyard.protocol.session import NamespacedStore
+from switchyard.state.memory import MemoryStore
 
 __all__ = ["MemoryStore", "NamespacedStore"]

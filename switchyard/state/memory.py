@@ -10,7 +10,7 @@ import time
 from collections import OrderedDict
 from typing import Any
 
-from switchyard.protocol.session import StateStore, Updater
+from switchyard.protocol.session import Updater
 
 
 class MemoryStore:
@@ -79,23 +79,3 @@ def _copy(value: dict[str, Any]) -> dict[str, Any]:
         if not isinstance(item, _SCALARS):
             return copy.deepcopy(value)
     return dict(value)
-
-
-class NamespacedStore:
-    """A view of a store with every key prefixed (one namespace per route)."""
-
-    def __init__(self, inner: StateStore, prefix: str) -> None:
-        self._inner = inner
-        self._prefix = prefix
-
-    async def get(self, key: str) -> dict[str, Any] | None:
-        return await self._inner.get(self._prefix + key)
-
-    async def set(self, key: str, value: dict[str, Any], *, ttl_s: float | None = None) -> None:
-        await self._inner.set(self._prefix + key, value, ttl_s=ttl_s)
-
-    async def delete(self, key: str) -> None:
-        await self._inner.delete(self._prefix + key)
-
-    async def update(self, key: str, fn: Updater, *, ttl_s: float | None = None) -> dict[str, Any] | None:
-        return await self._inner.update(self._prefix + key, fn, ttl_s=ttl_s)

@@ -16,7 +16,7 @@ import orjson
 import pytest
 
 from switchyard.clients.backend import HttpBackend
-from switchyard.clients.h1 import MAX_BUFFER, ConnectError, H1Pool
+from switchyard.clients.h1 import MAX_BUFFER, ConnectError, H1Pool, TransportError
 from switchyard.protocol.call import CallOptions
 from switchyard.protocol.errors import UpstreamConnectionError, UpstreamStatusError, UpstreamTimeoutError
 from switchyard.protocol.messages import Message
@@ -296,3 +296,17 @@ async def test_tls_upstream_verifies_its_certificate(tmp_path: Path, upstream: i
         await default.aclose()
     finally:
         server.close()
+
+
+async def test_a_header_that_cannot_be_sent_fails_without_costing_a_connection(upstream: int) -> None:
+    pool = H1Pool(f"http://127.0.0.1:{upstream}/v1/chat/completions", {}, max_connections=1)
+    with pytest.raises(TransportError, match="x-bad"):
+        await pool.post(b"{}", extra_headers={"x-bad": "1\r\nx-injected: 1"})
+    with pytest.raises(UnicodeEncodeError):
+        await pool.post(b"{}", extra_headers={"x-wide": "\u2603"})
+    # The only connection slot is still free, and nothing was injected upstream.
+    response = await pool.post(b"{}", extra_headers={"x-ok": "1"}, pool_timeout=1.0)
+    assert response.status_code == 200
+    assert len(Upstream.requests) == 1
+    assert b"x-injected" not in Upstream.requests[0][0]
+    await pool.aclose()

@@ -315,3 +315,27 @@ async def test_model_lookup_respects_an_inbound_keys_routes(module_upstream: Any
             allowed_routes.reset(token)
     finally:
         await sy.aclose()
+
+
+async def test_a_limited_key_sees_its_routes_aliases_and_not_the_other_routes_names(module_upstream: Any) -> None:
+    from switchyard.protocol.access import allowed_routes
+
+    config = _config(module_upstream.port)
+    config["routes"]["to-chat"] = {**config["routes"]["to-chat"], "aliases": ["chat-alias"]}
+    sy = Switchyard.from_config(config)
+    try:
+        token = allowed_routes.set(frozenset({"to-chat"}))
+        try:
+            listed = orjson.loads((await sy.dispatch("GET", "/v1/models", b"", {})).body)
+            assert sorted(m["id"] for m in listed["data"]) == ["chat-alias", "to-chat"]
+            missing = await sy.dispatch("GET", "/v1/models/nope", b"", {})
+            assert missing.status == 404
+            assert b"to-chat" in missing.body and b"to-anthropic" not in missing.body
+            body = orjson.dumps({"model": "nope", "messages": [{"role": "user", "content": "hi"}]})
+            unrouted = await sy.dispatch("POST", "/v1/chat/completions", body, {})
+            assert unrouted.status == 404
+            assert b"to-chat" in unrouted.body and b"to-anthropic" not in unrouted.body
+        finally:
+            allowed_routes.reset(token)
+    finally:
+        await sy.aclose()

@@ -10,10 +10,10 @@ from _convo import Step, bash, decode, tool
 from switchyard.protocol.call import ModelCall
 from switchyard.protocol.messages import TextPart
 from switchyard.protocol.request import ChatRequest
-from switchyard.protocol.session import SessionInfo
+from switchyard.protocol.session import NamespacedStore, SessionInfo
 from switchyard.routers.base import Decision, RouteContext
 from switchyard.routers.stage import HandoffNotes, Signals, StageConfig, StageRouter, TierVerdict
-from switchyard.state.memory import MemoryStore, NamespacedStore
+from switchyard.state.memory import MemoryStore
 from switchyard.testing import ScriptedCall
 
 TB = 'Traceback (most recent call last):\n  File "/app/p.py", line {n}, in parse\nValueError: bad {n}'
