@@ -15,6 +15,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Iterable, Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
 from switchyard.engine.counting import count_tokens
@@ -141,11 +142,15 @@ class Engine:
         self.default_route = default_route
         self.hash_session_fallback = hash_session_fallback
         self._aliases: dict[str, str] = {}
+        # RouteContext.targets per route: fixed after start-up, so built once, not per request.
+        self._route_targets: dict[str, Mapping[str, TargetInfo]] = {}
         for route in self.routes.values():
             if route.store is None:
                 route.store = NamespacedStore(self.store, f"{route.name}:")
             for alias in route.aliases:
                 self._aliases[alias] = route.name
+            infos = {t: self.targets[t].info for t in (*route.targets, *route.fallbacks) if t in self.targets}
+            self._route_targets[route.name] = MappingProxyType(infos)
         self._warned_no_session: set[str] = set()
         self.keepalive_s: float | None = KEEPALIVE_S
         self.monitor = BackendMonitor(self.targets, self.health)
@@ -258,7 +263,7 @@ class Engine:
         ctx = RouteContext(
             route=route.name,
             session=session,
-            targets={t: self.targets[t].info for t in (*route.targets, *route.fallbacks) if t in self.targets},
+            targets=self._route_targets[route.name],
             store=store,
             headers=headers,
         )
