@@ -3,7 +3,8 @@
 Reads the PCA feature files written by ``benchmarks/extract_features.py`` and the outcomes of
 ``routellm_evals.jsonl``; trains on scikit-learn (scaler, logistic regression, kNN, MLP,
 cross-validated choice of the regularisation) plus a matrix-factorisation router in the style of
-RouteLLM's ``mf`` (trained on pairwise outcomes), and scores each with
+RouteLLM's ``mf`` (trained on pairwise outcomes) and a joint-outcome multinomial regression
+(``--link joint``), and scores each with
 ``switchyard.eval.metrics`` — the code behind ``switchyard eval``.
 
 Slices: ``test`` (RouteLLM's fixed 3,068 test ids; trained on the other MMLU+GSM8K rows),
@@ -86,50 +87,36 @@ class Heads:
         return (1 + self.ms.predict_proba(x)[:, 1] - self.mw.predict_proba(x)[:, 1]) / 2
 
 
-class MatrixFactorisation:
-    """RouteLLM-style ``mf``: ``delta(m, q) = v_m . (P q) + b_m`` and ``P(strong beats weak | q)
-    = sigmoid(delta(strong, q) - delta(weak, q))``, fitted on the pairs whose outcomes differ
-    (ties carry no preference) with weight decay, by Adam in numpy."""
+class PairwiseMF:
+    """The library's RouteLLM-style ``mf`` (``switchyard.probe.mf_train``) on the rows whose
+    outcomes differ; score = P(strong does better than weak)."""
 
-    def __init__(self, rank: int = 32, l2: float = 1e-2, steps: int = 400, lr: float = 0.05, seed: int = 0) -> None:
-        self.rank, self.l2, self.steps, self.lr, self.seed = rank, l2, steps, lr, seed
-
-    def fit(self, x: Any, s: Any, w: Any) -> MatrixFactorisation:
-        import numpy as np
+    def fit(self, x: Any, s: Any, w: Any) -> PairwiseMF:
+        from switchyard.probe.mf_train import MatrixFactorisation, MFParams
 
         keep = s != w
-        xs, y = x[keep], (s[keep] > w[keep]).astype(np.float64)
-        rng = np.random.default_rng(self.seed)
-        d = x.shape[1]
-        p = rng.normal(0, 1 / np.sqrt(d), (self.rank, d))
-        v = rng.normal(0, 0.1, (2, self.rank))
-        b = np.zeros(2)
-        # Adam on the logistic loss of the pairwise comparison.
-        params = [p, v, b]
-        m1 = [np.zeros_like(t) for t in params]
-        m2 = [np.zeros_like(t) for t in params]
-        for step in range(1, self.steps + 1):
-            h = xs @ p.T  # [n, r]
-            dv = v[0] - v[1]
-            logit = h @ dv + (b[0] - b[1])
-            prob = 1 / (1 + np.exp(-logit))
-            g = (prob - y) / len(y)  # dL/dlogit
-            g_dv = h.T @ g
-            g_p = np.outer(dv, g @ xs) + self.l2 * p
-            g_v = np.stack([g_dv, -g_dv]) + self.l2 * v
-            g_b = np.array([g.sum(), -g.sum()])
-            for i, grad in enumerate((g_p, g_v, g_b)):
-                m1[i] = 0.9 * m1[i] + 0.1 * grad
-                m2[i] = 0.999 * m2[i] + 0.001 * grad**2
-                params[i] -= self.lr * (m1[i] / (1 - 0.9**step)) / (np.sqrt(m2[i] / (1 - 0.999**step)) + 1e-8)
-        self.p, self.v, self.b = params
+        self.mf = MatrixFactorisation(MFParams(rank=16)).fit(x[keep], (s[keep] > w[keep]).astype(float))
         return self
 
     def score(self, x: Any) -> Any:
-        import numpy as np
+        return self.mf.score(x)
 
-        logit = (x @ self.p.T) @ (self.v[0] - self.v[1]) + (self.b[0] - self.b[1])
-        return 1 / (1 + np.exp(-logit))
+
+class Joint:
+    """One multinomial regression over the joint outcome (``--link joint``); score = P(only
+    strong) - P(only weak)."""
+
+    def __init__(self, make: Any) -> None:
+        self.make = make
+
+    def fit(self, x: Any, s: Any, w: Any) -> Joint:
+        self.m = self.make().fit(x, (w + 2 * s).astype(int))
+        return self
+
+    def score(self, x: Any) -> Any:
+        p = self.m.predict_proba(x)
+        cl = list(self.m.classes_)
+        return (1 + p[:, cl.index(2)] - p[:, cl.index(1)]) / 2
 
 
 def routers(dim: int) -> dict[str, Any]:
@@ -159,9 +146,10 @@ def routers(dim: int) -> dict[str, Any]:
     return {
         "logreg": lambda: Heads(lr),
         "logreg_cv": lambda: Heads(lrcv),
+        "joint": lambda: Joint(lr),
         "knn100": lambda: Heads(knn),
         "mlp": lambda: Heads(mlp),
-        "mf": lambda: MatrixFactorisation(),
+        "mf": lambda: PairwiseMF(),
     }
 
 

@@ -65,10 +65,20 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     p.add_argument(
         "--router",
-        choices=("probe", "linear", "knn"),
+        choices=("probe", "linear", "mf", "knn"),
         default="probe",
         help="what to train: probe (MLP ensemble), linear (scikit-learn: scaler, whitened PCA, "
-        "cross-validated calibrated logistic regression per head; served as a prefill_probe), knn",
+        "cross-validated calibrated logistic regression; served as a prefill_probe), mf "
+        "(RouteLLM-style matrix factorisation on the rows where the two models' outcomes differ; "
+        "served as a prefill_probe), knn",
+    )
+    p.add_argument(
+        "--link",
+        choices=("joint", "independent"),
+        default="joint",
+        help="--router linear: joint = one multinomial regression over the two models' joint "
+        "outcome (neither / only one / only the other / both; 0/1 outcomes, two --map targets), "
+        "independent = one regression per target (any outcomes, any number of targets)",
     )
     p.add_argument(
         "--input",
@@ -173,6 +183,7 @@ def run(args: argparse.Namespace) -> int:
             features=features,
             out=Path(args.out),
             router=args.router,
+            link=args.link,
             test_ids=read_ids(args.test_ids) if args.test_ids else None,
             where=parse_filters(args.where),
             exclude=[f for spec in args.exclude for f in parse_filters([spec])],

@@ -244,7 +244,13 @@ class TransformersExtractor:
             out = self._model(**enc, output_hidden_states=True, use_cache=False, return_dict=True)
         mask = enc["attention_mask"]
         states = torch.stack([out.hidden_states[i] for i in self._layers], dim=2)  # [B, T, L, H]
-        return pool_torch(states, mask, self.config.pooling).float().cpu().numpy()
+        text_mask = None
+        if "text_mean" in self.config.pooling:
+            before, after = len(self._frame[0]), len(self._frame[1])
+            text_mask = torch.zeros_like(mask)
+            for i, r in enumerate(rows):
+                text_mask[i, before : max(before + 1, len(r) - after)] = 1
+        return pool_torch(states, mask, self.config.pooling, text_mask).float().cpu().numpy()
 
     def extract_sync(self, texts: Sequence[str], progress: Progress | None = None) -> Any:
         """Blocking extraction (for training and benchmarks).
@@ -328,13 +334,14 @@ class TransformersExtractor:
         self._model = None
 
 
-def pool_torch(states: Any, mask: Any, poolings: Sequence[str]) -> Any:
+def pool_torch(states: Any, mask: Any, poolings: Sequence[str], text_mask: Any = None) -> Any:
     """Torch twin of :func:`switchyard.features.pooling.pool` for a padded batch.
 
     Args:
         states: ``[batch, tokens, layers, hidden]``.
         mask: ``[batch, tokens]`` attention mask (1 = real token; either padding side).
-        poolings: As in :func:`~switchyard.features.pooling.pool`.
+        poolings: As in :func:`~switchyard.features.pooling.pool`, plus ``text_mean``.
+        text_mask: ``[batch, tokens]``, 1 on the request text's own tokens (``text_mean``).
 
     Returns:
         ``[batch, layers * poolings * hidden]``, layer-major.
@@ -352,6 +359,12 @@ def pool_torch(states: Any, mask: Any, poolings: Sequence[str]) -> Any:
         if name == "mean":
             summed = (states.float() * m.float()[:, :, None, None]).sum(dim=1)
             blocks.append(summed / m.float().sum(dim=1).clamp(min=1)[:, None, None])
+        elif name == "text_mean":
+            if text_mask is None:
+                raise ValueError("text_mean pooling needs the text's token positions")
+            t = text_mask.to(states.device).float()
+            summed = (states.float() * t[:, :, None, None]).sum(dim=1)
+            blocks.append(summed / t.sum(dim=1).clamp(min=1)[:, None, None])
         elif name == "last":
             blocks.append(states[batch, last].float())
         elif name == "first":

@@ -40,7 +40,10 @@ class Plan:
         mapping: Target (head) name → dataset model id, in head order.
         features: A validated ``features`` block.
         out: Checkpoint directory.
-        router: ``probe``, ``linear`` (scikit-learn) or ``knn``.
+        router: ``probe``, ``linear`` (scikit-learn), ``mf`` (RouteLLM-style matrix
+            factorisation on pairwise outcomes) or ``knn``.
+        link: ``linear`` only: ``joint`` (two heads: one model of the joint outcome) or
+            ``independent`` (one regression per head).
         test_ids: Ids held out for the report (never trained or tuned on).
         where: Keep only these items for training.
         exclude: Drop items matching any of these from training.
@@ -60,6 +63,7 @@ class Plan:
     features: Any
     out: Path
     router: str = "probe"
+    link: str = "joint"
     test_ids: frozenset[str] | None = None
     where: list[Filter] = field(default_factory=list)
     exclude: list[Filter] = field(default_factory=list)
@@ -267,9 +271,28 @@ def run(plan: Plan, log: Callable[[str], None] = print) -> Outcome:
     if plan.router == "linear":
         from switchyard.probe.sk_train import LinearParams, train_linear
 
-        linear = train_linear(x, y, names, recipe, LinearParams(pca_dim=plan.params.pca_dim, seed=plan.params.seed))
+        linear = train_linear(
+            x, y, names, recipe, LinearParams(pca_dim=plan.params.pca_dim, seed=plan.params.seed, link=plan.link)
+        )
         meta["linear"] = linear.chosen
+        meta["link"] = linear.checkpoint.link
         routers["linear"] = linear.checkpoint
+    if plan.router == "mf":
+        from switchyard.probe.mf_train import MFParams, train_mf
+
+        if len(names) != 2:
+            raise TrainError(f"--router mf compares two models; got {len(names)} --map targets")
+        # the logit reads "the second name does better": put the capable target second
+        pair = [efficient, capable]
+        order = [names.index(t) for t in pair]
+        try:
+            mf_cp, facts = train_mf(
+                x, y[:, order], pair, recipe, MFParams(pca_dim=plan.params.pca_dim, seed=plan.params.seed)
+            )
+        except ValueError as exc:
+            raise TrainError(str(exc)) from None
+        meta["mf"] = facts
+        routers["mf"] = mf_cp
     if plan.router == "probe":
         total = plan.params.ensemble * plan.params.epochs
         with Progress(total, "training") as bar:

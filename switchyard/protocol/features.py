@@ -25,8 +25,12 @@ from pydantic import BaseModel, ConfigDict, Field, NonNegativeFloat, PositiveFlo
 
 from switchyard.protocol.errors import SwitchyardError
 
-Pooling = Literal["mean", "last", "first"]
-"""How token vectors of one layer become one vector: mean over tokens, last token, first token."""
+Pooling = Literal["mean", "last", "first", "text_mean"]
+"""How token vectors of one layer become one vector: mean over tokens, last token, first token,
+or ``text_mean`` — the mean over the request text's own tokens, leaving out the chat template
+around it (its fixed system prompt and the first token, whose outsized activations would
+otherwise dominate the mean of a short prompt). ``text_mean`` needs the local ``transformers``
+backend, which knows where the text sits."""
 
 
 class FeatureError(SwitchyardError):

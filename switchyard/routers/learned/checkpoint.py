@@ -5,8 +5,13 @@ serving a probe needs neither torch nor scikit-learn.
 
 Two kinds share the layout and the feature transform (standardise → PCA):
 
-* ``prefill_probe`` — an ensemble of small ReLU MLPs with one sigmoid head per output name
-  ("will this model succeed?"), probabilities averaged over members.
+* ``prefill_probe`` — an ensemble of small ReLU MLPs (or none: a linear model), probabilities
+  averaged over members. ``probability_link`` says what the output layer means:
+  ``independent_sigmoid`` (default) — one logit per output name, "will this model succeed?";
+  ``joint_softmax`` (two names) — four logits over the joint outcome (neither, only the first,
+  only the second, both succeed), read back as each model's marginal success probability;
+  ``pairwise_sigmoid`` (two names) — one logit, "does the second name do better than the first?"
+  (RouteLLM's ``mf`` form), read back as ``[1 - p, p]``.
 * ``knn`` — the training points in PCA space with their per-output labels; a query's
   probabilities are the (optionally distance-weighted) mean label of its ``k`` nearest points.
 
@@ -40,6 +45,8 @@ FORMAT_VERSION = 1
 META_FILE = "router.json"
 TENSOR_FILE = "router.safetensors"
 KINDS = ("prefill_probe", "knn")
+LINKS = {"independent_sigmoid": None, "joint_softmax": 4, "pairwise_sigmoid": 1}
+"""Probability links and the output rows each needs (``None``: one per output name)."""
 
 
 class CheckpointError(ValueError):
@@ -127,6 +134,7 @@ class Checkpoint:
         members: The probe's MLPs (empty for knn).
         points: knn training points ``[n, P]`` (L2-normalised for ``cosine``).
         labels: knn labels ``[n, N]``.
+        link: How a probe's output layer becomes per-name probabilities (:data:`LINKS`).
         meta: ``router.json`` as read (``training`` facts included).
     """
 
@@ -140,6 +148,7 @@ class Checkpoint:
     k: int = 0
     weighting: str = "distance"
     metric: str = "cosine"
+    link: str = "independent_sigmoid"
     meta: dict[str, Any] = field(default_factory=dict)
 
     def predict(self, features: Any, *, k: int | None = None, weighting: str | None = None) -> Any:
@@ -158,7 +167,7 @@ class Checkpoint:
             raise CheckpointError(f"features have width {x.shape[-1]} but the checkpoint expects {self.transform.dim}")
         z = self.transform.apply(x)
         if self.kind == "prefill_probe":
-            probs = np.mean([_sigmoid(m.logits(z)) for m in self.members], axis=0)
+            probs = np.mean([_link(self.link, m.logits(z)) for m in self.members], axis=0)
         else:
             probs = self._knn(z, k or self.k, weighting or self.weighting)
         return probs[0] if single else probs
@@ -202,6 +211,21 @@ def _sigmoid(x: Any) -> Any:
     return 0.5 * (1.0 + np.tanh(0.5 * x))  # overflow-free logistic
 
 
+def _link(link: str, logits: Any) -> Any:
+    """Per-name probabilities ``[n, N]`` from one member's output logits."""
+    import numpy as np
+
+    if link == "joint_softmax":
+        # classes: 0 neither, 1 only the first name, 2 only the second, 3 both
+        shifted = np.exp(logits - logits.max(axis=1, keepdims=True))
+        p = shifted / shifted.sum(axis=1, keepdims=True)
+        return np.stack([p[:, 1] + p[:, 3], p[:, 2] + p[:, 3]], axis=1)
+    if link == "pairwise_sigmoid":
+        second = _sigmoid(logits[:, 0])
+        return np.stack([1.0 - second, second], axis=1)
+    return _sigmoid(logits)
+
+
 def save(checkpoint: Checkpoint, directory: str | Path, training: Mapping[str, Any] | None = None) -> Path:
     """Writes ``router.json`` and ``router.safetensors`` into ``directory`` (created)."""
     import numpy as np
@@ -223,7 +247,7 @@ def save(checkpoint: Checkpoint, directory: str | Path, training: Mapping[str, A
         meta.update(
             trunk_hidden=[int(w.shape[0]) for w, _ in first.hidden],
             ensemble_size=len(checkpoint.members),
-            probability_link="independent_sigmoid",
+            probability_link=checkpoint.link,
             ensemble_reduction="probability_mean",
         )
     else:
@@ -306,6 +330,13 @@ def _assemble(
     n_out = len(names)
     cp = Checkpoint(kind=kind, output_names=names, recipe=recipe, transform=transform, meta=meta)
     if kind == "prefill_probe":
+        link = meta.get("probability_link", "independent_sigmoid")
+        if link not in LINKS:
+            raise CheckpointError(f"{where}: probability_link {link!r}, expected one of {list(LINKS)}")
+        if LINKS[link] is not None and n_out != 2:
+            raise CheckpointError(f"{where}: probability_link {link!r} needs exactly two output_names, got {n_out}")
+        cp.link = str(link)
+        rows = LINKS[link] or n_out
         hidden = meta.get("trunk_hidden")
         if not (isinstance(hidden, list) and all(isinstance(h, int) and h > 0 for h in hidden)):
             raise CheckpointError(f"{where}: trunk_hidden must be a list of positive widths")
@@ -316,8 +347,8 @@ def _assemble(
                 layers.append((check.take(f"{prefix}.weight", [h, width]), check.take(f"{prefix}.bias", [h])))
                 width = h
             output = (
-                check.take(f"ensemble.{e}.output.weight", [n_out, width]),
-                check.take(f"ensemble.{e}.output.bias", [n_out]),
+                check.take(f"ensemble.{e}.output.weight", [rows, width]),
+                check.take(f"ensemble.{e}.output.bias", [rows]),
             )
             cp.members.append(Member(layers, output))
     else:
