@@ -113,7 +113,7 @@ def train_mf(
         params: Settings.
 
     Raises:
-        ValueError: Not two heads, or too few rows where the outcomes differ (both directions).
+        ValueError: Not two heads, or no row where one model did better than the other (each way).
     """
     import numpy as np
 
@@ -126,9 +126,9 @@ def train_mf(
     differ = ~np.isnan(y).any(axis=1) & (y[:, 0] != y[:, 1])
     second_better = (y[differ, 1] > y[differ, 0]).astype(np.float64)
     wins = int(second_better.sum())
-    if wins < 5 or len(second_better) - wins < 5:
+    if wins < 1 or len(second_better) - wins < 1:
         raise ValueError(
-            f"the mf router needs rows where each model did better (at least 5 each); {names[1]} did better "
+            f"the mf router needs rows where each model did better than the other; {names[1]} did better "
             f"on {wins}, {names[0]} on {len(second_better) - wins}"
         )
     transform = fit_whitened_pca(x, prm.pca_dim, prm.seed)

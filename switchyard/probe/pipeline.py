@@ -112,10 +112,12 @@ def load_splits(plan: Plan, log: Callable[[str], None]) -> tuple[Rows, dict[str,
     if len(train) < 10:
         raise TrainError(f"only {len(train)} training items after filters and held-out ids; need at least 10")
     for t in plan.mapping:
-        if not train.binary[t]:
+        # mf learns from which model did better, so graded outcomes (judge scores) work as they are
+        if not train.binary[t] and plan.router != "mf":
             raise TrainError(
                 f"target {t!r}: training needs true/false outcomes ('correct'), but some items have scores; "
-                "filter them out with --where (e.g. --where benchmark=mmlu)"
+                "filter them out with --where (e.g. --where benchmark=mmlu), or train --router mf, which "
+                "uses only which model scored higher"
             )
         if bool((train.quality[t] != train.quality[t]).all()):
             raise TrainError(f"target {t!r}: no training item has an outcome for model {plan.mapping[t]!r}")
@@ -276,6 +278,9 @@ def run(plan: Plan, log: Callable[[str], None] = print) -> Outcome:
         )
         meta["linear"] = linear.chosen
         meta["link"] = linear.checkpoint.link
+        if linear.note:
+            log(f"note: {linear.note}")
+            meta["link_note"] = linear.note
         routers["linear"] = linear.checkpoint
     if plan.router == "mf":
         from switchyard.probe.mf_train import MFParams, train_mf

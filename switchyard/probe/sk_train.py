@@ -58,10 +58,12 @@ class LinearParams:
 
 @dataclass(slots=True)
 class LinearResult:
-    """The checkpoint plus what was chosen per head (``C``, calibration slope and offset)."""
+    """The checkpoint, what was chosen per head (``C``, calibration), and a note when the asked-for
+    link could not be used (``joint`` on data where a joint outcome is too rare)."""
 
     checkpoint: Checkpoint
     chosen: dict[str, dict[str, float]] = field(default_factory=dict)
+    note: str | None = None
 
 
 def fit_whitened_pca(x: Any, dim: int, seed: int) -> Transform:
@@ -108,8 +110,12 @@ def train_linear(
     from sklearn.model_selection import StratifiedKFold, cross_val_predict, cross_val_score
 
     p = params or LinearParams()
+    note = None
     if p.link == "joint" and len(names) == 2:
-        return train_joint(x, y, names, recipe, p)
+        rare = _rare_joint_outcome(y, names, p.folds)
+        if rare is None:
+            return train_joint(x, y, names, recipe, p)
+        note = f"{rare}: trained one regression per target instead (link independent)"
     transform = fit_whitened_pca(x, p.pca_dim, p.seed)
     z = transform.apply(np.asarray(x, dtype=np.float32)).astype(np.float64)
     y = np.asarray(y, dtype=np.float64)
@@ -139,7 +145,25 @@ def train_linear(
     cp = Checkpoint(
         kind="prefill_probe", output_names=list(names), recipe=recipe, transform=transform, members=[member]
     )
-    return LinearResult(cp, chosen)
+    return LinearResult(cp, chosen, note)
+
+
+def _rare_joint_outcome(y: Any, names: Sequence[str], folds: int) -> str | None:
+    """Why the joint link cannot be fitted on ``y`` (a joint outcome seen fewer than ``folds``
+    times: cross-validation needs it in every fold), or ``None``. Graded outcomes are left to
+    :func:`train_joint`, which refuses them."""
+    import numpy as np
+
+    y = np.asarray(y, dtype=np.float64)
+    yk = y[~np.isnan(y).any(axis=1)]
+    if not np.isin(yk, (0.0, 1.0)).all():
+        return None
+    counts = np.bincount((yk[:, 0] + 2 * yk[:, 1]).astype(int), minlength=4)
+    if (counts >= folds).all():
+        return None
+    labels = ("neither", f"only {names[0]}", f"only {names[1]}", "both")
+    seen = ", ".join(f"{label} {int(n)}" for label, n in zip(labels, counts, strict=True))
+    return f"the joint link needs each joint outcome at least {folds} times ({seen})"
 
 
 def train_joint(x: Any, y: Any, names: Sequence[str], recipe: FeatureRecipe, params: LinearParams) -> LinearResult:

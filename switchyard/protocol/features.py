@@ -243,6 +243,14 @@ class VllmHiddenStatesConfig(_FeatureConfig):
     def _url(cls, value: str) -> str:
         return _http_url(value)
 
+    @field_validator("pooling")
+    @classmethod
+    def _no_text_mean(cls, value: list[str]) -> list[str]:
+        if "text_mean" in value:
+            # the dumped states cover the whole templated prompt; where the text starts is unknown
+            raise ValueError("text_mean needs backend transformers; use mean here")
+        return value
+
 
 class TransformersConfig(_FeatureConfig):
     """``backend: transformers`` — a local Hugging Face model run with ``output_hidden_states``.

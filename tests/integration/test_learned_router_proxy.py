@@ -35,12 +35,14 @@ def _dataset(path: Path) -> list[str]:
         for i in range(160):
             hard = i % 2 == 0
             words = rng.sample(HARD if hard else EASY, 3) + rng.sample(["the", "a", "please", "now"], 2)
+            # every joint outcome occurs (the joint link needs them) and each model does better on
+            # some rows (the small one on easy prompts, which the mf router learns from)
             weak_ok = (rng.random() < 0.15) if hard else (rng.random() < 0.95)
             row = {
                 "id": f"toy/{i}",
                 "benchmark": "toy",
                 "prompt": " ".join(words),
-                "models": {"small": {"correct": weak_ok}, "big": {"correct": rng.random() < 0.95}},
+                "models": {"small": {"correct": weak_ok}, "big": {"correct": rng.random() < (0.8 if hard else 0.85)}},
             }
             fh.write(json.dumps(row) + "\n")
             ids.append(row["id"])
@@ -76,6 +78,9 @@ def trained(tmp_path_factory: pytest.TempPathFactory, features_server: Any) -> d
         "--json", str(root / "report.json"),
     ]  # fmt: skip
     assert main(args) == 0
+    base = [a for a in args[:-8] if a != "--compare-knn"]
+    for router in ("linear", "mf"):
+        assert main([*base, "--router", router, "--pca-dim", "8", "--out", str(root / router)]) == 0
     return {"root": root, "features": features, "args": args}
 
 
@@ -101,19 +106,47 @@ def test_train_probe_writes_checkpoint_and_held_out_report(trained: dict[str, An
 def test_train_probe_linear_prints_operating_points_and_curve(trained: dict[str, Any], capsys: Any) -> None:
     root = trained["root"]
     args = [a for a in trained["args"][:-8] if a != "--compare-knn"]
-    assert main([*args, "--router", "linear", "--pca-dim", "8", "--out", str(root / "linear")]) == 0
+    assert main([*args, "--router", "linear", "--pca-dim", "8", "--out", str(root / "linear2")]) == 0
     out = capsys.readouterr().out
     assert "operating points (thresholds picked on the training rows):" in out
     assert "target capable share 30%: threshold" in out and "curve on test" in out
-    meta = json.loads((root / "linear" / "router.json").read_text())
+    meta = json.loads((root / "linear2" / "router.json").read_text())
     assert meta["kind"] == "prefill_probe" and meta["trunk_hidden"] == [] and meta["ensemble_size"] == 1
-    assert set(meta["training"]["linear"]) == {"efficient", "capable"}
+    # two targets with 0/1 outcomes: one multinomial model of the joint outcome (--link joint)
+    assert meta["probability_link"] == "joint_softmax" and set(meta["training"]["linear"]) == {"joint"}
+    assert main([*args, "--router", "linear", "--link", "independent", "--pca-dim", "8",
+                 "--out", str(root / "independent")]) == 0  # fmt: skip
+    meta_ind = json.loads((root / "independent" / "router.json").read_text())
+    assert meta_ind["probability_link"] == "independent_sigmoid"
+    assert set(meta_ind["training"]["linear"]) == {"efficient", "capable"}
     points = meta["training"]["operating_points"]
     assert [p["target_share"] for p in points] == [0.2, 0.3, 0.4, 0.5]
     test_check = next(c for c in points[1]["checks"] if c["slice"] == "test" and c["group"] == "*")
     assert abs(test_check["share"] - 0.3) < 0.2  # the training threshold roughly travels to held-out rows
     linear = {r["name"]: r for r in meta["training"]["report"]["test"]}
     assert linear["linear"]["apgr"] > 0.6
+
+
+def test_train_probe_mf_trains_on_pairwise_outcomes_graded_ones_too(trained: dict[str, Any], capsys: Any) -> None:
+    root = trained["root"]
+    meta = json.loads((root / "mf" / "router.json").read_text())
+    assert meta["probability_link"] == "pairwise_sigmoid" and meta["output_names"] == ["efficient", "capable"]
+    mf = {r["name"]: r for r in meta["training"]["report"]["test"]}
+    assert mf["mf"]["apgr"] > 0.6
+    # judge scores instead of true/false: mf uses which model scored higher; linear refuses them
+    graded = root / "graded.jsonl"
+    with (root / "toy.jsonl").open() as src, graded.open("w") as dst:
+        for line in src:
+            row = json.loads(line)
+            row["models"] = {m: {"score": 9.0 if o["correct"] else 3.0} for m, o in row["models"].items()}
+            dst.write(json.dumps(row) + "\n")
+    args = ["train-probe", "--dataset", str(graded), "--map", "efficient=small", "--map", "capable=big"]
+    args += ["--features", json.dumps(trained["features"]), "--cache-dir", str(root / "cache"), "--pca-dim", "8"]
+    assert main([*args, "--router", "mf", "--out", str(root / "mf-graded")]) == 0
+    assert json.loads((root / "mf-graded" / "router.json").read_text())["training"]["mf"]["comparisons"] > 50
+    capsys.readouterr()
+    assert main([*args, "--router", "linear", "--out", str(root / "linear-graded")]) == 1
+    assert "train --router mf" in capsys.readouterr().err
 
 
 def test_train_probe_reports_bad_input(trained: dict[str, Any], capsys: Any) -> None:
@@ -149,6 +182,20 @@ def proxy(trained: dict[str, Any]) -> Iterator[tuple[ServerThread, list[Any], An
                 "features": trained["features"],
                 "k": 5,
             },
+            "joint": {
+                "type": "prefill_probe",
+                "targets": ["efficient", "capable"],
+                "checkpoint": str(trained["root"] / "linear"),
+                "features": trained["features"],
+                "threshold": 0.5,
+            },
+            "mf": {
+                "type": "prefill_probe",
+                "targets": ["efficient", "capable"],
+                "checkpoint": str(trained["root"] / "mf"),
+                "features": trained["features"],
+                "threshold": 0.5,  # P(capable does better | the two outcomes differ)
+            },
             "down": {
                 "type": "prefill_probe",
                 "targets": ["efficient", "capable"],
@@ -167,7 +214,7 @@ def proxy(trained: dict[str, Any]) -> Iterator[tuple[ServerThread, list[Any], An
         upstream.stop()
 
 
-@pytest.mark.parametrize("route", ["learned", "knn"])
+@pytest.mark.parametrize("route", ["learned", "knn", "joint", "mf"])
 def test_checkpoint_serves_in_the_proxy(proxy: tuple[ServerThread, list[Any], Any], route: str) -> None:
     server, records, _ = proxy
     with openai.OpenAI(base_url=server.base_url, api_key="test", max_retries=0) as client:
@@ -182,7 +229,7 @@ def test_checkpoint_serves_in_the_proxy(proxy: tuple[ServerThread, list[Any], An
         )
     assert hard.headers["x-switchyard-selected-model"] == "capable"
     assert easy.headers["x-switchyard-selected-model"] == "efficient"
-    assert hard.headers["x-switchyard-decision-source"] == ("probe" if route == "learned" else "knn")
+    assert hard.headers["x-switchyard-decision-source"] == ("knn" if route == "knn" else "probe")
     assert hard.parse().choices[0].message.content == "[fake-big] prove the eigenvalue theorem please"
     last = records[-3:]
     assert last[0].score is not None and last[0].score > last[1].score

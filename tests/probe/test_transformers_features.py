@@ -79,3 +79,49 @@ def test_torch_pooling_matches_numpy_with_left_padding() -> None:
     got = pool_torch(torch.from_numpy(states), torch.from_numpy(mask), ["mean", "last", "first"]).numpy()
     assert np.allclose(got[0], pool(states[0], ["mean", "last", "first"]), atol=1e-6)
     assert np.allclose(got[1], pool(states[1][2:], ["mean", "last", "first"]), atol=1e-6)
+
+
+def test_text_mean_pools_the_text_tokens_only_and_ignores_padding() -> None:
+    from transformers import AutoModel, AutoTokenizer
+
+    ex = build_extractor(
+        {
+            "backend": "transformers",
+            "model": MODEL,
+            "name": "all-MiniLM-L6-v2",
+            "layers": [0, 6],
+            "pooling": ["mean", "text_mean"],
+            "max_tokens": 64,
+            "threads": 1,
+            "device": "cpu",
+        }
+    )
+    assert isinstance(ex, TransformersExtractor)
+    texts = ["Hi.", "Prove that there are infinitely many primes, step by step."]
+    x = ex.extract_sync(texts)  # one padded batch
+    tok, model = AutoTokenizer.from_pretrained(ex._path), AutoModel.from_pretrained(ex._path)
+    with torch.inference_mode():
+        out = model(**tok(texts[1], return_tensors="pt"), output_hidden_states=True)
+    states = torch.stack([out.hidden_states[i][0] for i in (0, 6)], dim=1).numpy()  # [T, L, H]
+    # BERT's frame is [CLS] text [SEP]: text_mean leaves both out, mean keeps them
+    want = np.concatenate([[states[:, li].mean(0), states[1:-1, li].mean(0)] for li in range(2)]).reshape(-1)
+    assert np.allclose(x[1], want, atol=1e-4)
+    assert not np.allclose(x[1][384:768], x[1][:384], atol=1e-3)
+    assert np.allclose(ex.extract_sync(texts[:1])[0], x[0], atol=1e-4)  # padding in the batch changes nothing
+
+
+def test_text_mean_is_refused_where_the_text_position_is_unknown() -> None:
+    from pydantic import TypeAdapter, ValidationError
+
+    from switchyard.protocol.features import FeaturesConfig
+
+    block = {
+        "backend": "vllm_hidden_states",
+        "base_url": "http://127.0.0.1:8001/v1",
+        "model": "m",
+        "hidden_states_dir": "/tmp/h",
+        "layers": [1],
+        "pooling": ["text_mean"],
+    }
+    with pytest.raises(ValidationError, match="text_mean needs backend transformers"):
+        TypeAdapter(FeaturesConfig).validate_python(block)
