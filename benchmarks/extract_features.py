@@ -44,6 +44,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--name", required=True)
     p.add_argument("--out", required=True)
     p.add_argument("--pca", type=int, default=256)
+    p.add_argument("--no-whiten", action="store_true", help="keep the components' variance (ridge-like heads)")
     p.add_argument("--limit", type=int)
     args = p.parse_args(argv)
 
@@ -105,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
                 pi = recipe.pooling.index(name)
                 start = (li * n_pool + pi) * h
                 cols.extend(range(start, start + h))
-        z = pca(x[:, cols], fit, args.pca)
+        z = pca(x[:, cols], fit, args.pca, whiten=not args.no_whiten)
         path = out / f"{args.name}-{cname}.npy"
         np.save(path, z.astype(np.float16))
         meta["files"][cname] = {
@@ -120,7 +121,7 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def pca(x: Any, fit: list[int], dim: int) -> Any:
+def pca(x: Any, fit: list[int], dim: int, whiten: bool = True) -> Any:
     """Standardise (training-row statistics), then project on the top ``dim`` components.
 
     Runs on the GPU when torch sees one (all 31 SmolLM2 states are 35,712 columns), else numpy.
@@ -146,7 +147,7 @@ def pca(x: Any, fit: list[int], dim: int) -> Any:
         _, s, vt = np.linalg.svd(xs, full_matrices=False)
         comps = vt[:dim]
     z = ((x.astype(np.float64) - mean) / std) @ comps.T
-    return z / np.sqrt(s[:dim] ** 2 / max(1, len(fit) - 1))  # whitened
+    return z / np.sqrt(s[:dim] ** 2 / max(1, len(fit) - 1)) if whiten else z
 
 
 if __name__ == "__main__":

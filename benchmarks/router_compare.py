@@ -56,7 +56,26 @@ def load_rows(path: Path) -> list[dict[str, Any]]:
     return rows
 
 
-def score_slice(scores: Any, s: Any, w: Any) -> dict[str, Any]:
+def bootstrap_sd(scores: Any, s: Any, w: Any, rounds: int, seed: int = 0) -> float:
+    """Standard deviation of APGR over ``rounds`` resamples of the slice's items (with
+    replacement): how much the number moves with which prompts happen to be in the slice."""
+    import numpy as np
+
+    from switchyard.eval.metrics import evaluate_scores
+
+    rng = np.random.default_rng(seed)
+    n = len(s)
+    values = []
+    for _ in range(rounds):
+        pick = rng.integers(0, n, n)
+        r = evaluate_scores(
+            [float(v) for v in scores[pick]], s[pick], w[pick], strong_cost=[COST[0]] * n, weak_cost=[COST[1]] * n
+        )
+        values.append(r.apgr)
+    return float(np.std(values))
+
+
+def score_slice(scores: Any, s: Any, w: Any, bootstrap: int = 0) -> dict[str, Any]:
     from switchyard.eval.metrics import evaluate_scores
 
     n = len(s)
@@ -69,6 +88,7 @@ def score_slice(scores: Any, s: Any, w: Any) -> dict[str, Any]:
         "cpt80": r.cpt80,
         "usd_saved_at_95": saved,
         "share_at_95": None if r.at95 is None else r.at95.share,
+        "apgr_sd": bootstrap_sd(scores, s, w, bootstrap) if bootstrap else None,
     }
 
 
@@ -162,6 +182,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--features", action="append", required=True, help="a .npy from extract_features.py")
     ap.add_argument("--dims", default="64", help="leading PCA components used (comma-separated to compare)")
     ap.add_argument("--only", help="comma-separated router names")
+    ap.add_argument("--bootstrap", type=int, default=0, metavar="N", help="APGR's SD over N resamples")
     ap.add_argument("--json")
     args = ap.parse_args(argv)
     rows = load_rows(Path(args.data))
@@ -205,11 +226,12 @@ def main(argv: list[str] | None = None) -> int:
                     key = tr.tobytes()
                     if key not in fitted:
                         fitted[key] = make().fit(x[tr], s[tr], w[tr])
-                    res = score_slice(fitted[key].score(x[te]), s[te], w[te])
+                    res = score_slice(fitted[key].score(x[te]), s[te], w[te], args.bootstrap)
                     results.append({"features": label, "router": rname, "slice": sname, **res})
                     print(
                         f"{label:28} {rname:10} {sname:12} APGR {res['apgr']:.3f}  CPT50 {res['cpt50']:.3f}  "
-                        f"CPT80 {res['cpt80']:.3f}  saved@95 {res['usd_saved_at_95'] or 0:.3f}",
+                        f"CPT80 {res['cpt80']:.3f}  saved@95 {res['usd_saved_at_95'] or 0:.3f}"
+                        + (f"  (APGR SD {res['apgr_sd']:.3f})" if res["apgr_sd"] is not None else ""),
                         file=sys.stderr,
                         flush=True,
                     )

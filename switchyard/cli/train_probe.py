@@ -26,9 +26,13 @@ Examples:
   switchyard train-probe --dataset outcomes.jsonl --map efficient=lightning --map capable=opus \\
       --features features.yaml --out examples/probe/lightning
 
-  # SmolLM2-135M-Instruct's prefill states -> scikit-learn linear heads (the documented default)
+  # SmolLM2-135M-Instruct's prefill states -> one scikit-learn logistic regression over the two
+  # models' joint outcome (the documented default; --link independent: one per model)
   switchyard train-probe ... --features examples/probe/smollm2-features.yaml --router linear \
       --pca-dim 32 --out examples/probe/smollm2
+
+  # RouteLLM-style matrix factorisation on which model did better (judge scores work too)
+  switchyard train-probe ... --router mf --out examples/probe/mf
 
   # the kNN baseline as the served router (k and weighting tuned on a validation split)
   switchyard train-probe ... --router knn --out examples/probe/knn

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from switchyard.protocol.features import FeatureRecipe
-from switchyard.routers.learned.checkpoint import Checkpoint, Member
+from switchyard.routers.learned.checkpoint import Checkpoint
 
 
 @dataclass(slots=True)
@@ -117,7 +117,7 @@ def train_mf(
     """
     import numpy as np
 
-    from switchyard.probe.sk_train import fit_whitened_pca
+    from switchyard.probe.sk_train import fit_whitened_pca, linear_checkpoint
 
     prm = params or MFParams()
     if len(names) != 2:
@@ -135,14 +135,6 @@ def train_mf(
     z = transform.apply(np.asarray(x, dtype=np.float32)).astype(np.float64)
     mf = MatrixFactorisation(prm).fit(z[differ], second_better)
     weight, bias = mf.folded()
-    member = Member(hidden=[], output=(weight[None, :].astype(np.float32), np.array([bias], dtype=np.float32)))
-    cp = Checkpoint(
-        kind="prefill_probe",
-        output_names=list(names),
-        recipe=recipe,
-        transform=transform,
-        members=[member],
-        link="pairwise_sigmoid",
-    )
+    cp = linear_checkpoint(names, recipe, transform, weight[None, :], [bias], "pairwise_sigmoid")
     facts = {"comparisons": float(len(second_better)), f"{names[1]}_better": float(wins), "rank": float(prm.rank)}
     return cp, facts

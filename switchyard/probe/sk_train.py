@@ -141,11 +141,25 @@ def train_linear(
         weights[j] = slope * w
         biases[j] = slope * b + offset
         chosen[name] = {"C": c, "platt_slope": slope, "platt_offset": offset, "n": float(len(yj))}
-    member = Member(hidden=[], output=(weights.astype(np.float32), biases.astype(np.float32)))
-    cp = Checkpoint(
-        kind="prefill_probe", output_names=list(names), recipe=recipe, transform=transform, members=[member]
-    )
+    cp = linear_checkpoint(names, recipe, transform, weights, biases, "independent_sigmoid")
     return LinearResult(cp, chosen, note)
+
+
+def linear_checkpoint(
+    names: Sequence[str], recipe: FeatureRecipe, transform: Transform, weight: Any, bias: Any, link: str
+) -> Checkpoint:
+    """A ``prefill_probe`` checkpoint whose one member is a linear output layer (no hidden layers)."""
+    import numpy as np
+
+    output = (np.asarray(weight, dtype=np.float32), np.asarray(bias, dtype=np.float32))
+    return Checkpoint(
+        kind="prefill_probe",
+        output_names=list(names),
+        recipe=recipe,
+        transform=transform,
+        members=[Member(hidden=[], output=output)],
+        link=link,
+    )
 
 
 def _rare_joint_outcome(y: Any, names: Sequence[str], folds: int) -> str | None:
@@ -206,15 +220,7 @@ def train_joint(x: Any, y: Any, names: Sequence[str], recipe: FeatureRecipe, par
     if params.calibrate:
         oof = cross_val_predict(_logreg(c), z, classes, cv=folds, method="decision_function")
         temperature = _temperature(oof, classes)
-    member = Member(hidden=[], output=((w / temperature).astype(np.float32), (b / temperature).astype(np.float32)))
-    cp = Checkpoint(
-        kind="prefill_probe",
-        output_names=list(names),
-        recipe=recipe,
-        transform=transform,
-        members=[member],
-        link="joint_softmax",
-    )
+    cp = linear_checkpoint(names, recipe, transform, w / temperature, b / temperature, "joint_softmax")
     chosen = {"joint": {"C": c, "temperature": temperature, "n": float(len(classes))}}
     chosen["joint"].update({f"class_{k}": float(v) for k, v in enumerate(counts)})
     return LinearResult(cp, chosen)
