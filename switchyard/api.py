@@ -352,6 +352,14 @@ class Switchyard:
         if sub == "/models" and method == "GET":
             # An inbound key limited to some routes sees only those (and their aliases).
             routes = [r for r in describe_routes(self.engine) if may_use(r.get("alias_of") or r["id"])]
+            if any(k.lower() == "anthropic-version" for k in headers):
+                from switchyard.config.model_list import anthropic_page
+
+                try:
+                    page = anthropic_page(routes, query)
+                except ValueError as exc:
+                    return _error(WireFormat.ANTHROPIC_MESSAGES, 400, str(exc), "invalid_request_error")
+                return Reply(200, {"content-type": "application/json"}, body=dumps(page))
             data = {"object": "list", "data": routes}
             return Reply(200, {"content-type": "application/json"}, body=dumps(data))
         if sub.startswith("/models/") and method in ("GET", "HEAD"):

@@ -202,7 +202,11 @@ def document() -> dict[str, Any]:
                 "Anthropic token count", _messages_request(count=True), count_answer, _ANTHROPIC_ERROR
             ),
             "/v1/responses": _post("OpenAI Responses", _responses_request(), responses_answer, _OPENAI_ERROR),
-            "/v1/models": _get("The routes, as models", models),
+            "/v1/models": _get(
+                "The routes, as models (Anthropic's paginated List Models page when the request sends "
+                "anthropic-version)",
+                models,
+            ),
             "/v1/stats": _get("Reliability counters", {"type": "object", "required": ["reliability"]}),
             "/health": _get("Liveness and backend health (always 200 while running)", health),
             OPENAPI_PATH: _get("This document", _OBJECT),

@@ -211,6 +211,23 @@ def test_model_lookup(oai: openai.OpenAI, claude: anthropic.Anthropic) -> None:
         claude.models.retrieve("no-such-model")
 
 
+def test_model_list_in_the_callers_shape(oai: openai.OpenAI, claude: anthropic.Anthropic) -> None:
+    # Anthropic's List Models: ModelInfo entries, first_id/last_id/has_more, limit/after_id/
+    # before_id (platform.claude.com/docs/en/api/models-list); the SDK pages with after_id.
+    openai_ids = [m.id for m in oai.models.list()]
+    assert len(openai_ids) >= 3
+    assert [m.id for m in claude.models.list(limit=1)] == openai_ids  # auto-paging, one per page
+    first = claude.models.list(limit=2)
+    assert [m.id for m in first.data] == openai_ids[:2] and first.has_more is True
+    assert first.data[0].type == "model" and first.data[0].display_name
+    before = claude.models.list(limit=1, before_id=openai_ids[2])
+    assert [m.id for m in before.data] == [openai_ids[1]] and before.has_more is True
+    with pytest.raises(anthropic.BadRequestError, match="limit"):
+        claude.models.list(limit=0)
+    with pytest.raises(anthropic.BadRequestError, match="after_id"):
+        claude.models.list(after_id="no-such-model")
+
+
 # -- output limits (Hermes Agent asks for 65,536-128,000 tokens) ------------------------------------
 
 
