@@ -394,6 +394,9 @@ def _cross_check(
             if tname not in targets:
                 parts = ("routes", rname, *nested.split(sub))
                 issues.append(ConfigIssue(format_path(parts), _unknown("target", tname, targets), lines.line(parts)))
+    # Names are checked on the raw sections, so a typo is reported in the same run as a schema
+    # error elsewhere (say in `server:`) instead of only after that one is fixed.
+    _check_route_names(data, issues, lines)
     if config is None:
         return
     for cname, cfg in config.llm_clients.items():
@@ -407,38 +410,41 @@ def _cross_check(
                     "warning",
                 )
             )
-    if config.default_route is not None and config.default_route not in config.routes:
-        issues.append(
-            ConfigIssue(
-                "default_route", _unknown("route", config.default_route, config.routes), lines.line(("default_route",))
-            )
-        )
     if config.state.backend == "redis" and not config.state.url:
         issues.append(ConfigIssue("state.url", "required when state.backend is 'redis'", lines.line(("state",))))
     elif config.state.backend == "redis" and not str(config.state.url).startswith(("redis://", "rediss://", "unix://")):
         issues.append(
             ConfigIssue("state.url", "must start with redis://, rediss:// or unix://", lines.line(("state", "url")))
         )
-    _check_route_names(config, issues, lines)
     if not config.routes:
         warnings.append(ConfigIssue("routes", "no routes are configured; every request will get 404", None, "warning"))
 
 
-def _check_route_names(config: SwitchyardConfig, issues: list[ConfigIssue], lines: _Lines) -> None:
-    """Route (and target) names in the ``accounting`` and ``server`` sections."""
-    for route, target in config.accounting.baseline.items():
+def _check_route_names(data: dict[str, Any], issues: list[ConfigIssue], lines: _Lines) -> None:
+    """Route (and target) names in ``default_route``, ``accounting`` and ``server``, read from
+    the raw sections (entries of the wrong type are the schema's to report)."""
+    routes, targets = _names(data, "routes"), _names(data, "targets")
+    default = data.get("default_route")
+    if isinstance(default, str) and default not in routes:
+        issues.append(ConfigIssue("default_route", _unknown("route", default, routes), lines.line(("default_route",))))
+    accounting = data.get("accounting")
+    baseline = accounting.get("baseline") if isinstance(accounting, dict) else None
+    for route, target in (baseline or {}).items() if isinstance(baseline, dict) else ():
         path: PathT = ("accounting", "baseline", route)
-        if route not in config.routes:
-            issues.append(ConfigIssue(format_path(path), _unknown("route", route, config.routes), lines.line(path)))
-        elif target not in config.targets:
-            issues.append(ConfigIssue(format_path(path), _unknown("target", target, config.targets), lines.line(path)))
-    for i, key in enumerate(config.server.api_keys):
+        if route not in routes:
+            issues.append(ConfigIssue(format_path(path), _unknown("route", route, routes), lines.line(path)))
+        elif isinstance(target, str) and target not in targets:
+            issues.append(ConfigIssue(format_path(path), _unknown("target", target, targets), lines.line(path)))
+    server = data.get("server")
+    keys = server.get("api_keys") if isinstance(server, dict) else None
+    for i, key in enumerate(keys if isinstance(keys, list) else ()):
+        allowed = key.get("routes") if isinstance(key, dict) else None
         # The proxy compares a key's routes with the resolved route name: a typo (or an alias)
         # would answer every request of that key with 403.
-        for j, route in enumerate(key.routes):
+        for j, route in enumerate(allowed if isinstance(allowed, list) else ()):
             path = ("server", "api_keys", i, "routes", j)
-            if route != "*" and route not in config.routes:
-                issues.append(ConfigIssue(format_path(path), _unknown("route", route, config.routes), lines.line(path)))
+            if isinstance(route, str) and route != "*" and route not in routes:
+                issues.append(ConfigIssue(format_path(path), _unknown("route", route, routes), lines.line(path)))
 
 
 def _unknown(kind: str, name: str, known: Mapping[str, Any]) -> str:

@@ -256,6 +256,21 @@ def test_other_sections(tmp_path: Path, extra: str, expected: str) -> None:
     assert len(found) == 1 and found[0].startswith(expected), found
 
 
+def test_name_checks_run_when_another_section_fails_the_schema(tmp_path: Path) -> None:
+    # One run names every problem: the schema error in `server:` and the misspelled route names
+    # in three other sections (before, the names were checked only once the schema passed).
+    extra = (
+        "default_route: fsat\n"
+        "accounting: {baseline: {mxi: capable}}\n"
+        f"server: {{port: nope, api_keys: [{{name: k, hash: 'sha256:{'0' * 64}', routes: [fsat]}}]}}\n"
+    )
+    found = problems(tmp_path, GOOD + extra)
+    assert any("server.port" in f for f in found), found
+    assert any("default_route: unknown route 'fsat' (did you mean 'fast'?)" in f for f in found), found
+    assert any("accounting.baseline.mxi: unknown route 'mxi' (did you mean 'mix'?)" in f for f in found), found
+    assert any("server.api_keys[0].routes[0]: unknown route 'fsat'" in f for f in found), found
+
+
 @pytest.mark.parametrize(
     ("client", "expected"),
     [
