@@ -352,7 +352,7 @@ class Switchyard:
         if sub == "/models" and method == "GET":
             # An inbound key limited to some routes sees only those (and their aliases).
             routes = [r for r in describe_routes(self.engine) if may_use(r.get("alias_of") or r["id"])]
-            if any(k.lower() == "anthropic-version" for k in headers):
+            if _anthropic_client(headers):
                 from switchyard.config.model_list import anthropic_page
 
                 try:
@@ -384,7 +384,7 @@ class Switchyard:
         from switchyard.config.model_list import anthropic_shape, describe_model
 
         model_id = unquote(model_id)
-        anthropic = any(k.lower() == "anthropic-version" for k in headers)
+        anthropic = _anthropic_client(headers)
         entry = describe_model(self.engine, model_id)
         if entry is not None and not may_use(entry.get("alias_of") or entry["id"]):
             entry = None  # an inbound key limited to some routes sees only those
@@ -447,6 +447,11 @@ def _deep(query: str) -> bool:
         if key == "deep":
             return value.lower() not in ("0", "false", "no")
     return False
+
+
+def _anthropic_client(headers: Mapping[str, str]) -> bool:
+    """Whether the caller speaks Anthropic's API (its SDK and Claude Code send ``anthropic-version``)."""
+    return any(k.lower() == "anthropic-version" for k in headers)
 
 
 def _error(fmt: WireFormat, status: int, message: str, kind: str) -> Reply:

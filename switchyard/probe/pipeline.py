@@ -285,8 +285,6 @@ def run(plan: Plan, log: Callable[[str], None] = print) -> Outcome:
     if plan.router == "mf":
         from switchyard.probe.mf_train import MFParams, train_mf
 
-        if len(names) != 2:
-            raise TrainError(f"--router mf compares two models; got {len(names)} --map targets")
         # the logit reads "the second name does better": put the capable target second
         pair = [efficient, capable]
         order = [names.index(t) for t in pair]

@@ -104,7 +104,8 @@ def train_linear(
         params: Settings.
 
     Raises:
-        ValueError: A head has fewer than ``2 * folds`` known outcomes or only one class.
+        ValueError: A head has fewer than ``2 * folds`` known outcomes or only one class, or
+            the joint link meets graded outcomes.
     """
     import numpy as np
     from sklearn.model_selection import StratifiedKFold, cross_val_predict, cross_val_score
@@ -112,10 +113,11 @@ def train_linear(
     p = params or LinearParams()
     note = None
     if p.link == "joint" and len(names) == 2:
-        rare = _rare_joint_outcome(y, names, p.folds)
-        if rare is None:
-            return train_joint(x, y, names, recipe, p)
-        note = f"{rare}: trained one regression per target instead (link independent)"
+        known, classes = _joint_classes(y)
+        note = _rare_joint_outcome(classes, names, p.folds)
+        if note is None:
+            return _train_joint(x, known, classes, names, recipe, p)
+        note += ": trained one regression per target instead (link independent)"
     transform = fit_whitened_pca(x, p.pca_dim, p.seed)
     z = transform.apply(np.asarray(x, dtype=np.float32)).astype(np.float64)
     y = np.asarray(y, dtype=np.float64)
@@ -162,17 +164,29 @@ def linear_checkpoint(
     )
 
 
-def _rare_joint_outcome(y: Any, names: Sequence[str], folds: int) -> str | None:
-    """Why the joint link cannot be fitted on ``y`` (a joint outcome seen fewer than ``folds``
-    times: cross-validation needs it in every fold), or ``None``. Graded outcomes are left to
-    :func:`train_joint`, which refuses them."""
+def _joint_classes(y: Any) -> tuple[Any, Any]:
+    """Rows with both outcomes known and their joint class ``y_first + 2 * y_second``: 0 neither
+    succeeds, 1 only the first, 2 only the second, 3 both.
+
+    Raises:
+        ValueError: An outcome that is not 0/1 (graded outcomes have no joint class).
+    """
     import numpy as np
 
     y = np.asarray(y, dtype=np.float64)
-    yk = y[~np.isnan(y).any(axis=1)]
+    known = ~np.isnan(y).any(axis=1)
+    yk = y[known]
     if not np.isin(yk, (0.0, 1.0)).all():
-        return None
-    counts = np.bincount((yk[:, 0] + 2 * yk[:, 1]).astype(int), minlength=4)
+        raise ValueError("the joint link needs 0/1 outcomes; graded outcomes need --link independent")
+    return known, (yk[:, 0] + 2 * yk[:, 1]).astype(int)
+
+
+def _rare_joint_outcome(classes: Any, names: Sequence[str], folds: int) -> str | None:
+    """Why the joint link cannot be fitted (a joint outcome seen fewer than ``folds`` times:
+    cross-validation needs it in every fold), or ``None``."""
+    import numpy as np
+
+    counts = np.bincount(classes, minlength=4)
     if (counts >= folds).all():
         return None
     labels = ("neither", f"only {names[0]}", f"only {names[1]}", "both")
@@ -180,33 +194,16 @@ def _rare_joint_outcome(y: Any, names: Sequence[str], folds: int) -> str | None:
     return f"the joint link needs each joint outcome at least {folds} times ({seen})"
 
 
-def train_joint(x: Any, y: Any, names: Sequence[str], recipe: FeatureRecipe, params: LinearParams) -> LinearResult:
-    """Fits the transform and one multinomial regression over the joint outcome of two heads.
-
-    Class ``k = y_first + 2 * y_second``: 0 neither succeeds, 1 only the first, 2 only the
-    second, 3 both. Rows missing either outcome are left out. ``C`` is chosen by
+def _train_joint(
+    x: Any, known: Any, classes: Any, names: Sequence[str], recipe: FeatureRecipe, params: LinearParams
+) -> LinearResult:
+    """Fits the transform and one multinomial regression over the joint classes of two heads
+    (:func:`_joint_classes`; rows with a missing outcome are left out). ``C`` is chosen by
     cross-validated log-loss; calibration is a temperature on out-of-fold logits (one scalar,
-    folded into the weights), the multinomial counterpart of Platt scaling.
-
-    Raises:
-        ValueError: Outcomes that are not 0/1, fewer than ``2 * folds`` rows with both outcomes,
-            or a joint outcome that never occurs.
-    """
+    folded into the weights), the multinomial counterpart of Platt scaling."""
     import numpy as np
     from sklearn.model_selection import StratifiedKFold, cross_val_predict, cross_val_score
 
-    y = np.asarray(y, dtype=np.float64)
-    known = ~np.isnan(y).any(axis=1)
-    yk = y[known]
-    if not np.isin(yk, (0.0, 1.0)).all():
-        raise ValueError("the joint link needs 0/1 outcomes; graded outcomes need --link independent")
-    classes = (yk[:, 0] + 2 * yk[:, 1]).astype(int)
-    counts = np.bincount(classes, minlength=4)
-    if len(classes) < 2 * params.folds or (counts < params.folds).any():
-        raise ValueError(
-            f"the joint link needs every joint outcome at least {params.folds} times (neither, only "
-            f"{names[0]}, only {names[1]}, both: {counts.tolist()}); use --link independent"
-        )
     transform = fit_whitened_pca(x, params.pca_dim, params.seed)
     z = transform.apply(np.asarray(x, dtype=np.float32)).astype(np.float64)[known]
     folds = StratifiedKFold(params.folds, shuffle=True, random_state=params.seed)
@@ -222,7 +219,7 @@ def train_joint(x: Any, y: Any, names: Sequence[str], recipe: FeatureRecipe, par
         temperature = _temperature(oof, classes)
     cp = linear_checkpoint(names, recipe, transform, w / temperature, b / temperature, "joint_softmax")
     chosen = {"joint": {"C": c, "temperature": temperature, "n": float(len(classes))}}
-    chosen["joint"].update({f"class_{k}": float(v) for k, v in enumerate(counts)})
+    chosen["joint"].update({f"class_{k}": float(v) for k, v in enumerate(np.bincount(classes, minlength=4))})
     return LinearResult(cp, chosen)
 
 
