@@ -67,27 +67,10 @@ class LinearResult:
 
 
 def fit_whitened_pca(x: Any, dim: int, seed: int) -> Transform:
-    """Standardise → PCA → whiten, as a :class:`Transform` (the whitening folds into the components)."""
-    import numpy as np
-    from sklearn.decomposition import PCA
-    from sklearn.preprocessing import StandardScaler
+    """Standardise → PCA → whiten, as a :class:`Transform` (the probe's own PCA, whitened)."""
+    from switchyard.probe.train import fit_transform
 
-    x64 = np.asarray(x, dtype=np.float64)
-    scaler = StandardScaler().fit(x64)
-    scale = np.where(scaler.scale_ < 1e-6, 1.0, scaler.scale_)
-    z = (x64 - scaler.mean_) / scale
-    k = int(min(dim, z.shape[0] - 1, z.shape[1]))
-    pca = PCA(n_components=k, svd_solver="randomized" if z.shape[1] > 4096 else "full", random_state=seed).fit(z)
-    comps = pca.components_ / np.sqrt(np.maximum(pca.explained_variance_, 1e-12))[:, None]
-    # sign convention: largest absolute loading positive, so results do not depend on the solver
-    signs = np.sign(comps[np.arange(k), np.abs(comps).argmax(axis=1)])
-    comps = comps * np.where(signs == 0, 1.0, signs)[:, None]
-    return Transform(
-        scaler.mean_.astype(np.float32),
-        scale.astype(np.float32),
-        pca.mean_.astype(np.float32),
-        comps.astype(np.float32),
-    )
+    return fit_transform(x, dim, seed, whiten=True)
 
 
 def train_linear(

@@ -91,11 +91,12 @@ def split_rows(n: int, val_fraction: float, seed: int, strata: Sequence[str] | N
     return np.array(sorted(train), dtype=np.int64), np.array(sorted(val), dtype=np.int64)
 
 
-def fit_transform(x: Any, pca_dim: int, seed: int = 0) -> Transform:
+def fit_transform(x: Any, pca_dim: int, seed: int = 0, *, whiten: bool = False) -> Transform:
     """Fits standardisation and PCA on ``x`` ``[n, D]``.
 
     Components are sign-fixed (largest absolute loading positive) so results do not depend on the
-    solver's sign convention.
+    solver's sign convention. ``whiten`` divides each component by its standard deviation on
+    ``x`` (sample SD, as scikit-learn's ``PCA(whiten=True)``), so every output has unit variance.
     """
     import numpy as np
 
@@ -115,6 +116,9 @@ def fit_transform(x: Any, pca_dim: int, seed: int = 0) -> Transform:
         comps = _randomized_components(z, k, seed)
     signs = np.sign(comps[np.arange(k), np.abs(comps).argmax(axis=1)])
     comps = comps * np.where(signs == 0, 1.0, signs)[:, None]
+    if whiten:
+        sd = (z @ comps.T).std(axis=0, ddof=1) if z.shape[0] > 1 else np.ones(k)
+        comps = comps / np.maximum(sd, 1e-6)[:, None]
     return Transform(
         mean.astype(np.float32), scale.astype(np.float32), pca_mean.astype(np.float32), comps.astype(np.float32)
     )
