@@ -28,7 +28,7 @@ Examples:
 
   # SmolLM2-135M-Instruct's prefill states -> one scikit-learn logistic regression over the two
   # models' joint outcome (the documented default; --link independent: one per model)
-  switchyard train-probe ... --features examples/probe/smollm2-features.yaml --router linear \
+  switchyard train-probe ... --features examples/probe/smollm2-features.yaml --router linear \\
       --pca-dim 32 --out examples/probe/smollm2
 
   # RouteLLM-style matrix factorisation on which model did better (judge scores work too)

@@ -429,7 +429,7 @@ def _check_route_names(data: dict[str, Any], issues: list[ConfigIssue], lines: _
         issues.append(ConfigIssue("default_route", _unknown("route", default, routes), lines.line(("default_route",))))
     accounting = data.get("accounting")
     baseline = accounting.get("baseline") if isinstance(accounting, dict) else None
-    for route, target in (baseline or {}).items() if isinstance(baseline, dict) else ():
+    for route, target in baseline.items() if isinstance(baseline, dict) else ():
         path: PathT = ("accounting", "baseline", route)
         if route not in routes:
             issues.append(ConfigIssue(format_path(path), _unknown("route", route, routes), lines.line(path)))

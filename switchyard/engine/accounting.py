@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -156,12 +156,6 @@ class UsdLedger:
                 else:
                     self.sessions.move_to_end(key)
                 found.add(record)
-
-    def add_all(self, records: Iterable[DecisionRecord]) -> UsdLedger:
-        """Counts many records (``switchyard stats`` over a log); returns ``self``."""
-        for record in records:
-            self(record)
-        return self
 
     def snapshot(self, *, sessions: int = 100) -> dict[str, Any]:
         """Totals, per route and for the ``sessions`` most recently active sessions."""

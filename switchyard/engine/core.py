@@ -32,7 +32,6 @@ from switchyard.engine.replies import (
     HEADER_ROUTE,
     HEADER_SELECTED,
     HEADER_SOURCE,
-    error_info,
     error_reply,
     forwarded,
     lower,
@@ -82,7 +81,6 @@ __all__ = [
     "EventStream",
     "Route",
     "Target",
-    "error_info",
 ]
 
 logger = logging.getLogger("switchyard.engine")
@@ -488,13 +486,11 @@ class Engine:
         self._emit(record)
         return failure
 
-    def _cancelled(
-        self, record: DecisionRecord, t0: float, runner: Fallback, exc: asyncio.CancelledError | None = None
-    ) -> None:
+    def _cancelled(self, record: DecisionRecord, t0: float, runner: Fallback, exc: asyncio.CancelledError) -> None:
         """The request was cancelled (the caller went away, or the server is shutting down:
         ``task.cancel(SHUTDOWN_CANCEL)``): record it, then let it unwind."""
         record.fallbacks_tried = max(0, len(runner.tried) - 1)
-        if exc is not None and exc.args and exc.args[0] == SHUTDOWN_CANCEL:
+        if exc.args and exc.args[0] == SHUTDOWN_CANCEL:
             record.status = 503
             record.error = "ended by the server's shutdown before the answer"
             record.details["interrupted"] = SHUTDOWN_CANCEL

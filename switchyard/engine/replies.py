@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from switchyard.engine.records import DecisionRecord
 from switchyard.engine.reply import Reply
 from switchyard.engine.target import Target
-from switchyard.protocol.errors import ErrorInfo, SwitchyardError, UpstreamError, UpstreamStatusError
+from switchyard.protocol.errors import SwitchyardError, UpstreamError, UpstreamStatusError
 from switchyard.wire import codec as get_codec
 from switchyard.wire.base import WireFormat
 from switchyard.wire.json import dumps
@@ -76,10 +76,3 @@ def lower(headers: Mapping[str, str] | None) -> dict[str, str]:
     if not headers:
         return {}
     return {k.lower(): v for k, v in headers.items()}
-
-
-def error_info(exc: BaseException) -> ErrorInfo:
-    """An :class:`ErrorInfo` for any exception (typed errors keep their fields)."""
-    if isinstance(exc, SwitchyardError):
-        return exc.info()
-    return ErrorInfo(status=500, type="api_error", message=f"{type(exc).__name__}: {exc}")

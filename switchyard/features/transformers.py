@@ -114,6 +114,7 @@ class TransformersExtractor:
             quantize=config.quantize,
         )
         self._frame = self._template_frame()
+        self._marker: list[int] | None = None
         self._lock = threading.Lock()
         self._pending: list[tuple[list[str], asyncio.Future[Any]]] = []
         self._running = False
@@ -218,7 +219,9 @@ class TransformersExtractor:
         return out
 
     def _head_tail(self, ids: list[int], budget: int) -> list[int]:
-        marker = list(self._tokenizer(" [...] ", add_special_tokens=False)["input_ids"])
+        if self._marker is None:  # tokenized once, on the first cut
+            self._marker = list(self._tokenizer(" [...] ", add_special_tokens=False)["input_ids"])
+        marker = self._marker
         head = self.config.head_tokens or budget // 4
         head = max(0, min(head, budget - len(marker) - 1))
         rest = budget - head - len(marker)

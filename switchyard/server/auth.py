@@ -139,8 +139,8 @@ class Budgets:
         self._writes: set[asyncio.Task[None]] = set()
 
     @staticmethod
-    def _key(name: str, day: str | None = None) -> str:
-        return f"switchyard:budget:{name}:{day or _day()}"
+    def _key(name: str) -> str:
+        return f"switchyard:budget:{name}:{_day()}"
 
     async def spent(self, name: str) -> float:
         """USD this key spent today (UTC)."""

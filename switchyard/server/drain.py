@@ -47,11 +47,6 @@ class Drain:
         if not signal.done():
             signal.cancel()
 
-    @property
-    def open(self) -> int:
-        """Requests in flight."""
-        return len(self._open)
-
     def end_all(self) -> int:
         """Tells every open request to end now; returns how many were told."""
         told = 0

@@ -39,17 +39,17 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-def _uvicorn_config(app: Any, log_level: str, access_log: bool, settings: ServerConfig | None = None) -> Any:
+def _uvicorn_config(app: Any, log_level: str) -> Any:
     try:
         import uvicorn
     except ImportError as exc:  # pragma: no cover - exercised only without the extra
         raise RuntimeError("the proxy needs the server extra: pip install 'switchyard-router[server]'") from exc
-    settings = settings or getattr(app, "settings", None) or ServerConfig()
+    settings = getattr(app, "settings", None) or ServerConfig()
     limits = settings.client_timeouts
     return uvicorn.Config(
         app,
         log_level=log_level,
-        access_log=access_log,
+        access_log=False,  # uvicorn's own line stays off; serve(access_log=True) wraps AccessLog
         loop="auto",
         # uvicorn's own protocol plus a header deadline and a connection cap (connections.py).
         http=guarded_protocol(limits.header_s, limits.max_connections),
@@ -97,7 +97,7 @@ def serve(
         from switchyard.server.access_log import AccessLog
 
         app = AccessLog(app)  # our line (route, model, overhead) replaces uvicorn's
-    server = _server(_uvicorn_config(app, log_level, False))
+    server = _server(_uvicorn_config(app, log_level))
     server.run(sockets=[sock])
 
 
@@ -113,7 +113,7 @@ class AppThread:
         self.app = app
         self.sock = bind(host, port)
         self.host, self.port = self.sock.getsockname()[:2]
-        self.server = _server(_uvicorn_config(app, log_level, False))
+        self.server = _server(_uvicorn_config(app, log_level))
         self._thread = threading.Thread(target=self._run, name="switchyard-proxy", daemon=True)
 
     @property
