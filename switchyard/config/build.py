@@ -22,7 +22,7 @@ from switchyard.protocol.call import ModelBackend
 from switchyard.protocol.features import FeatureError, FeatureExtractor
 from switchyard.protocol.session import StateStore
 from switchyard.protocol.targets import TargetInfo
-from switchyard.routers.base import BuildContext, Router, RouterSpec
+from switchyard.routers.base import BuildContext, Router
 from switchyard.routers.subagent import build_router
 from switchyard.wire import available_formats
 
@@ -142,17 +142,12 @@ def build_routes(loaded: LoadedConfig, infos: Mapping[str, TargetInfo]) -> dict[
             aliases=tuple(spec.aliases),
             description=spec.description,
             context_window=spec.context_window,
-            stateful=spec.keeps_state() or _subagents_keep_state(spec),
+            stateful=spec.uses_session_state(),
             hash_session_fallback=spec.hashes_first_message(),
             fallback_on_auth_error=spec.fallback_on_auth_error,
             reply_model=spec.reply_model,
         )
     return routes
-
-
-def _subagents_keep_state(spec: RouterSpec) -> bool:
-    sub = spec.subagent_spec()
-    return sub is not None and sub.keeps_state()
 
 
 def build_pricing(loaded: LoadedConfig) -> Pricing:

@@ -239,8 +239,15 @@ class RouterSpec(BaseModel):
         return []
 
     def keeps_state(self) -> bool:
-        """Whether this route, as configured, keeps per-session state (default: ``stateful``)."""
+        """Whether this route's own router, as configured, keeps per-session state (default:
+        ``stateful``). Router types override it; callers ask :meth:`uses_session_state`."""
         return self.stateful
+
+    def uses_session_state(self) -> bool:
+        """Whether serving this route keeps per-session state: its router's, or its
+        ``subagents`` policy's (delegated calls are decided by that policy)."""
+        sub = self.subagent_spec()
+        return self.keeps_state() or (sub is not None and sub.uses_session_state())
 
     def hashes_first_message(self) -> bool:
         """Whether requests without a session id are keyed by a hash of their first user message."""

@@ -188,7 +188,7 @@ class CascadeSpec(RouterSpec):
         ]
 
     def keeps_state(self) -> bool:
-        return any(self.stage_spec(i).keeps_state() for i in range(len(self.stages)))
+        return any(self.stage_spec(i).uses_session_state() for i in range(len(self.stages)))
 
     def hashes_first_message(self) -> bool:
         return any(self.stage_spec(i).hashes_first_message() for i in range(len(self.stages)))

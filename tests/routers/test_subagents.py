@@ -161,3 +161,20 @@ def test_subagents_config_errors(sub: dict[str, Any], message: str) -> None:
     with pytest.raises(ConfigError) as err:
         load_config({**BASE, "routes": {"r": {"type": "passthrough", "target": "capable", "subagents": sub}}})
     assert message in str(err.value)
+
+
+def test_a_cascade_stage_naming_a_route_with_a_stateful_subagents_policy_keeps_state() -> None:
+    # The stage's own router (passthrough) keeps no state, its subagents policy does: the route,
+    # and a cascade whose stage names it, must both count as stateful (session ids are derived
+    # and state is kept for them).
+    sub = {"type": "llm_classifier", "mode": "capability", "classifier_target": "judge",
+           "strong_target": "capable", "weak_target": "efficient", "base_threshold": 0.5,
+           "classify_trigger": "new_session"}  # fmt: skip
+    engine = _engine(
+        {
+            "coding": {"type": "passthrough", "target": "capable", "subagents": sub},
+            "front": {"type": "cascade", "stages": ["coding"], "default": "efficient"},
+        }
+    )
+    assert engine.routes["coding"].stateful is True
+    assert engine.routes["front"].stateful is True
