@@ -24,6 +24,7 @@ from typing import Any
 from switchyard.protocol.request import ChatRequest
 from switchyard.protocol.targets import TargetInfo
 from switchyard.wire import diagnostics
+from switchyard.wire.anthropic_messages.thinking import fit_budget
 from switchyard.wire.tokens import estimate_input_tokens
 
 OUTPUT_KEYS = ("max_tokens", "max_completion_tokens", "max_output_tokens")
@@ -108,11 +109,9 @@ def _fit_thinking(body: dict[str, Any], cap: int) -> None:
     thinking = body.get("thinking")
     if not isinstance(thinking, dict):
         return
-    budget = thinking.get("budget_tokens")
-    if not isinstance(budget, int) or budget < cap:
-        return
-    if cap - 1 >= 1024:  # Anthropic's minimum budget
-        body["thinking"] = {**thinking, "budget_tokens": cap - 1}
+    fitted = fit_budget(thinking, cap)
+    if fitted is not None:
+        body["thinking"] = fitted
     else:
         del body["thinking"]
         diagnostics.report("output_limit.thinking_dropped", "the clamped max_tokens leaves no room for thinking")

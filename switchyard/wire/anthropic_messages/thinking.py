@@ -30,6 +30,18 @@ EFFORT_BUDGET: dict[str, int] = {
 MIN_BUDGET = 1024
 
 
+def fit_budget(thinking: dict[str, Any], max_tokens: int) -> dict[str, Any] | None:
+    """``thinking`` with its budget below ``max_tokens``, as Anthropic requires
+    (``budget_tokens < max_tokens``): unchanged when it fits, else cut to ``max_tokens - 1``,
+    or ``None`` when that would go under the 1,024-token minimum."""
+    budget = thinking.get("budget_tokens")
+    if not isinstance(budget, int) or budget < max_tokens:
+        return thinking
+    if max_tokens - 1 >= MIN_BUDGET:
+        return {**thinking, "budget_tokens": max_tokens - 1}
+    return None
+
+
 def _thinking_config(request: ChatRequest, extra: dict[str, Any]) -> dict[str, Any] | None:
     config = request.reasoning
     raw = extra.get("thinking")
@@ -95,17 +107,17 @@ def apply_thinking(
         return
     if thinking.get("type") == "enabled":
         budget = int(thinking.get("budget_tokens") or MIN_BUDGET)
-        if body["max_tokens"] <= budget:
-            if request.max_tokens is None:
-                body["max_tokens"] = budget + default_max_tokens
-            elif body["max_tokens"] > MIN_BUDGET:
-                thinking = {**thinking, "budget_tokens": body["max_tokens"] - 1}
-            else:
+        if body["max_tokens"] <= budget and request.max_tokens is None:
+            body["max_tokens"] = budget + default_max_tokens
+        elif body["max_tokens"] <= budget:
+            fitted = fit_budget({**thinking, "budget_tokens": budget}, body["max_tokens"])
+            if fitted is None:
                 diagnostics.report(
                     "anthropic_messages.thinking_disabled_small_max_tokens",
                     f"thinking disabled: max_tokens leaves no room for Anthropic's {MIN_BUDGET}-token minimum budget",
                 )
                 return
+            thinking = fitted
     body["thinking"] = thinking
     # Anthropic rejects sampling overrides while thinking.
     for key in ("temperature", "top_k"):
