@@ -62,8 +62,8 @@ class Pricing:
                 record.tier = "capable"
             elif record.selected == tiers.efficient:
                 record.tier = "efficient"
-        feature_ms = record.details.get("feature_ms")
-        if isinstance(feature_ms, int | float) and not isinstance(feature_ms, bool):
+        feature_ms = record.feature_ms
+        if feature_ms is not None:
             record.feature_cost_usd = self.feature_usd_per_call + self.feature_usd_per_second * feature_ms / 1000
         capable = self.prices.get(tiers.capable) if tiers is not None and tiers.capable else None
         if capable is not None and record.status < 400:

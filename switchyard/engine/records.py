@@ -139,6 +139,17 @@ class DecisionRecord:
         self.reasoning_tokens = usage.reasoning_tokens
 
     @property
+    def feature_ms(self) -> float | None:
+        """Milliseconds a learned router spent extracting this request's features (``None``
+        when it extracted none). The one reading of ``details["feature_ms"]`` that pricing,
+        metrics and traces share; the probe's own numpy inference (``probe_ms``) is not part
+        of it."""
+        value = self.details.get("feature_ms")
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return float(value)
+        return None
+
+    @property
     def total_cost_usd(self) -> float:
         """Answer cost plus routing cost (the router's model calls and its feature extraction)."""
         return self.cost_usd + self.router_cost.cost_usd + self.feature_cost_usd

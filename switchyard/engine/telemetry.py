@@ -127,8 +127,8 @@ class SpanSink:
         )
         ctx = self._trace.set_span_in_context(span)
         at = start
-        feature_ms = record.details.get("feature_ms")
-        if isinstance(feature_ms, int | float) and not isinstance(feature_ms, bool):
+        feature_ms = record.feature_ms
+        if feature_ms is not None:
             child = self._tracer.start_span(
                 f"embeddings {record.route}",
                 context=ctx,
@@ -136,11 +136,11 @@ class SpanSink:
                 start_time=at,
                 attributes={
                     "gen_ai.operation.name": "embeddings",
-                    "switchyard.feature_ms": float(feature_ms),
+                    "switchyard.feature_ms": feature_ms,
                     "switchyard.feature_cost_usd": record.feature_cost_usd,
                 },
             )
-            at += _ns_ms(float(feature_ms))
+            at += _ns_ms(feature_ms)
             child.end(end_time=at)
         for attempt in record.router_attempts:
             at = self._attempt(attempt, ctx, at + _ns_ms(attempt.waited_ms), answer=False)

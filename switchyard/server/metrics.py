@@ -181,12 +181,10 @@ class Metrics:
             self.router_usd.labels(route, "judge").inc(rc.cost_usd)
             if rc.failures:
                 self.router_failures.labels(route).inc(rc.failures)
-        feature_ms = record.details.get("feature_ms")
-        if isinstance(feature_ms, int | float) and not isinstance(feature_ms, bool):
-            probe_ms = record.details.get("probe_ms")
-            extra = probe_ms if isinstance(probe_ms, int | float) else 0.0
+        feature_ms = record.feature_ms
+        if feature_ms is not None:
             self.router_calls.labels(route, "features").inc()
-            self.router_seconds.labels(route, "features").observe((feature_ms + extra) / 1000)
+            self.router_seconds.labels(route, "features").observe(feature_ms / 1000)
             self.router_usd.labels(route, "features").inc(record.feature_cost_usd)
         self._attempts(record)
         if record.details.get("mid_stream_failure"):
