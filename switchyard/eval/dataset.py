@@ -300,6 +300,28 @@ class Dataset:
         detail = " after --where/--ids filters" if self.filters or self.ids is not None else ""
         raise DatasetError(f"{self.name}: no items{detail}")
 
+    def first_with_models(self, scan: int = 2000) -> EvalItem:
+        """The first item, carrying the union of the model ids of the first ``scan`` items.
+
+        Mapping checks read the dataset's models from it: with gaps in the logs the very first
+        item may lack a model that the rest of the file has.
+
+        Raises:
+            DatasetError: The dataset (after filters) is empty.
+        """
+        first: EvalItem | None = None
+        models: dict[str, Any] = {}
+        for n, item in enumerate(self):
+            if first is None:
+                first = item
+            for name, raw in item.models.items():
+                models.setdefault(name, raw)
+            if n + 1 >= scan:
+                break
+        if first is None:
+            return self.first()  # raises the "no items" error
+        return EvalItem(first.id, first.line, first.messages, models, first.fields)
+
     def _parse(self, raw: bytes, number: int) -> EvalItem:
         where = f"{self.name}:{number}"
         try:

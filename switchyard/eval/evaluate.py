@@ -289,7 +289,7 @@ async def run_eval(
     if tiers is not None:
         needed += [t for t in (tiers.capable, tiers.efficient) if t not in needed]
     needed += [t for t in (mapping or {}) if t not in needed]
-    first = _first_with_models(dataset)
+    first = dataset.first_with_models()
     resolved = resolve_mapping(loaded, needed, mapping or {}, first, dataset.name)
     per_call = dict(cost_per_call or {})
     for t in per_call:
@@ -346,26 +346,6 @@ async def run_eval(
     result = _score(loaded, route, spec, dataset.name, resolved, tiers, items, notes, require_scores)
     result.group_key = group_key
     return result
-
-
-def _first_with_models(dataset: Dataset, scan: int = 2000) -> EvalItem:
-    """The first item, carrying the union of the model ids of the first ``scan`` items.
-
-    Mapping checks read the dataset's models from it: with gaps in the logs the very first
-    item may lack a model that the rest of the file has.
-    """
-    first: EvalItem | None = None
-    models: dict[str, Any] = {}
-    for n, item in enumerate(dataset):
-        if first is None:
-            first = item
-        for name, raw in item.models.items():
-            models.setdefault(name, raw)
-        if n + 1 >= scan:
-            break
-    if first is None:
-        return dataset.first()  # raises the "no items" error
-    return EvalItem(first.id, first.line, first.messages, models, first.fields)
 
 
 def _score(

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from switchyard.config.load import LoadedConfig
-from switchyard.eval.dataset import Dataset, DatasetError, EvalItem, outcome
+from switchyard.eval.dataset import Dataset, DatasetError, EvalItem, MissingOutcome, outcome
 from switchyard.eval.decision_log import LogStats, read_decision_log
 from switchyard.eval.evaluate import EvalError, TierChoice, item_cost, resolve_mapping
 from switchyard.eval.groups import GROUP_KEY, group_of
@@ -66,7 +66,7 @@ async def scores_from_dataset(
         if tiers is None:
             raise EvalError("--budget-usd needs the capable/efficient tiers: give --capable and --efficient")
         resolved = resolve_mapping(
-            loaded, [tiers.capable, tiers.efficient], mapping or {}, dataset.first(), dataset.name
+            loaded, [tiers.capable, tiers.efficient], mapping or {}, dataset.first_with_models(), dataset.name
         )
     out = ScoreSet(capable_cost=[] if with_costs else None, efficient_cost=[] if with_costs else None)
     show = progress is not False
@@ -76,8 +76,14 @@ async def scores_from_dataset(
 
     async def work(item: EvalItem) -> None:
         costs: dict[str, float] = {}
-        for role, target in resolved.items():
-            cost = item_cost(loaded, role, outcome(item, target, source=dataset.name, target=role), per_call)
+        try:
+            outs = {role: outcome(item, target, source=dataset.name, target=role) for role, target in resolved.items()}
+        except MissingOutcome as exc:  # a gap in the logs: left out and counted, as `eval` does
+            out.skip(exc.reason)
+            bar.update()
+            return
+        for role, found in outs.items():
+            cost = item_cost(loaded, role, found, per_call)
             if cost is None:
                 raise EvalError(
                     f"{dataset.name}:{item.line}: no cost for target {role!r} (no cost_usd or tokens); "

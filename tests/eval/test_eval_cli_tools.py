@@ -174,6 +174,24 @@ def test_calibrate_budget_json(tmp_path: Path, capsys: pytest.CaptureFixture[str
     assert "no cost for target" in capsys.readouterr().err
 
 
+def test_calibrate_budget_reads_gappy_logs_like_eval(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # The first row lacks the efficient model and a later one has no outcome for it: the mapping
+    # is checked against the models of the first rows together, and the gaps are skipped and
+    # counted (before: "has no outcomes" from the first row, or a stop at the gap).
+    cfg = tmp_path / "router.yaml"
+    cfg.write_text(config_text(SCORED))
+    data = score_data(tmp_path)
+    rows = [json.loads(line) for line in data.read_text().splitlines()]
+    del rows[0]["models"]["weak-m"]
+    rows[7]["models"]["weak-m"] = {"cost_usd": 0.001}
+    write_jsonl(data, rows)
+    argv = ["calibrate", "-c", str(cfg), "--route", "scored", "--dataset", str(data), "--no-progress", "--json"]
+    costs = ["--cost-per-call", "capable=1.0", "--cost-per-call", "efficient=0.1"]
+    assert main([*argv, "--budget-usd", "5", *costs]) == 0
+    res = json.loads(capsys.readouterr().out)
+    assert res["skipped"] == 2 and res["n"] == 18
+
+
 def test_calibrate_refuses_routes_without_threshold(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     cfg = tmp_path / "router.yaml"
     cfg.write_text(config_text(SCORED))
