@@ -149,21 +149,21 @@ def operating_points(
 
 
 def curve_lines(sc: Scored, steps: int = 10) -> list[str]:
-    """``capable share → quality ratio, PGR`` at ``1/steps`` intervals (scores sorted high first)."""
+    """``capable share → quality ratio, PGR`` at ``1/steps`` intervals of the wanted share.
+
+    Each row's threshold is :func:`threshold_for`'s (ties kept together), and its share and
+    quality are what that threshold really gives, so a row can be copied into a route as is.
+    """
     import numpy as np
 
     keep = ~(np.isnan(sc.strong) | np.isnan(sc.weak))
     s, strong, weak = np.asarray(sc.scores)[keep], sc.strong[keep], sc.weak[keep]
     if not len(s):
         return []
-    order = np.argsort(-s, kind="mergesort")
     lines = [f"  {'capable':>8} {'threshold':>10} {'quality':>9} {'PGR':>7}"]
     for i in range(steps + 1):
-        k = round(len(s) * i / steps)
-        picks = np.zeros(len(s), dtype=bool)
-        picks[order[:k]] = True
-        c = _check("", "", picks, strong, weak)
-        t = float(s[order[k - 1]]) if k else float("inf")
+        t = threshold_for(s, i / steps) if i else float("inf")
+        c = _check("", "", s >= t, strong, weak)
         lines.append(
             f"  {c.share:>8.0%} {t:>10.3f} {c.quality_ratio or 0:>9.3f} {'-' if c.pgr is None else f'{c.pgr:.3f}':>7}"
         )

@@ -26,3 +26,20 @@ def test_tied_scores_stay_together_at_the_nearest_share() -> None:
 
 def test_no_scores_sends_nothing_to_capable() -> None:
     assert threshold_for([], 0.3) == 1.0
+
+
+def test_curve_rows_keep_ties_together_and_print_the_share_their_threshold_gives() -> None:
+    import numpy as np
+
+    from switchyard.probe.operating import Scored, curve_lines
+
+    # kNN-like scores: few distinct values, many ties
+    scores = np.array([0.9] * 6 + [0.5] * 8 + [0.1] * 6)
+    strong = np.ones(20)
+    weak = np.array([0.0] * 6 + [1.0] * 14)
+    rows = curve_lines(Scored(scores, ["b"] * 20, strong, weak))[1:]
+    assert len(rows) == 11
+    for row in rows:
+        share, threshold = float(row.split()[0].rstrip("%")) / 100, float(row.split()[1])
+        assert share == (scores >= threshold).mean()  # never splits a tie
+        assert share in (0.0, 0.3, 0.7, 1.0)
