@@ -207,7 +207,7 @@ def tune_knn(
 
 def _operating(
     cp: ckpt.Checkpoint,
-    x: Any,
+    train_probs: Any,
     train: Rows,
     slices: dict[str, tuple[Any, Rows]],
     names: list[str],
@@ -215,17 +215,17 @@ def _operating(
     efficient: str,
 ) -> tuple[list[OperatingPoint], str]:
     """Thresholds picked on the training rows and the share they give on every slice, plus
-    the curve of the first slice."""
+    the curve of the first slice; from the checkpoint's predictions (``slices``: name →
+    ``(probs, rows)``)."""
+    heads = [cp.output_names.index(t) for t in names]
 
-    def scored(xs: Any, rows: Rows) -> Scored:
-        heads = [cp.output_names.index(t) for t in names]
-        probs = cp.predict(xs)
+    def scored(probs: Any, rows: Rows) -> Scored:
         score = score_of(probs, heads, names.index(capable), names.index(efficient))
         groups = [str(f.get("benchmark", "-")) for f in rows.fields]
         return Scored(score, groups, rows.quality[capable], rows.quality[efficient])
 
-    held = {k: scored(xs, rows) for k, (xs, rows) in slices.items() if len(rows)}
-    points = operating_points(scored(x, train), held)
+    held = {k: scored(probs, rows) for k, (probs, rows) in slices.items() if len(rows)}
+    points = operating_points(scored(train_probs, train), held)
     lines = ["operating points (thresholds picked on the training rows):", *render_points(points)]
     if held:
         first = next(iter(held))
@@ -312,21 +312,19 @@ def run(plan: Plan, log: Callable[[str], None] = print) -> Outcome:
         )
         meta["knn"] = {"k": k, "weighting": w, "val_apgr": val_apgr}
     report: dict[str, list[SliceReport]] = {}
+    main_router = routers[plan.router]
+    held: dict[str, tuple[Any, Rows]] = {}  # the main router's predictions per slice, made once
     for name, rows in slices.items():
         xs = x_all[[pos[t] for t in rows.texts]]
-        report[name] = [evaluate_router(r, cp, xs, rows, names, capable, efficient) for r, cp in routers.items()]
+        report[name] = []
+        for r, cp in routers.items():
+            probs = cp.predict(xs) if len(rows) else None
+            if cp is main_router:
+                held[name] = (probs, rows)
+            report[name].append(evaluate_router(r, cp, xs, rows, names, capable, efficient, probs=probs))
         report[name] += baselines(rows, capable, efficient)
     text = render(report, names)
-    main_router = routers[plan.router]
-    points, point_text = _operating(
-        main_router,
-        x,
-        train,
-        {k: (x_all[[pos[t] for t in r.texts]], r) for k, r in slices.items()},
-        names,
-        capable,
-        efficient,
-    )
+    points, point_text = _operating(main_router, main_router.predict(x), train, held, names, capable, efficient)
     text += "\n" + point_text
     meta["operating_points"] = [p.to_dict() for p in points]
     meta["report"] = {k: [r.to_dict() for r in v] for k, v in report.items()}

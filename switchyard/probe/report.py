@@ -90,11 +90,15 @@ def evaluate_router(
     targets: Sequence[str],
     capable: str,
     efficient: str,
+    *,
+    probs: Any = None,
 ) -> SliceReport:
-    """Scores ``checkpoint`` on ``rows`` (features ``x``) for the capable/efficient pair."""
+    """Scores ``checkpoint`` on ``rows`` (features ``x``) for the capable/efficient pair;
+    ``probs`` are its predictions for ``x`` when the caller already has them."""
     import numpy as np
 
-    probs = checkpoint.predict(x) if len(rows) else np.zeros((0, len(targets)))
+    if probs is None:
+        probs = checkpoint.predict(x) if len(rows) else np.zeros((0, len(targets)))
     heads = [checkpoint.output_names.index(t) for t in targets]
     report = SliceReport(name, len(rows))
     for i, t in enumerate(targets):
