@@ -11,6 +11,8 @@ Usage:
     python benchmarks/proxy_overhead.py --quick              # a smoke run
     python benchmarks/proxy_overhead.py --pin                # pin processes to separate cores
     python benchmarks/proxy_overhead.py --profile out.prof   # also cProfile the proxy (slower)
+    python benchmarks/proxy_overhead.py --api anthropic      # Anthropic client and upstream, as
+                                                             # Claude Code (anthropic-version/-beta)
     git archive BASE_REV switchyard | tar -x -C /tmp/base && \
     python benchmarks/proxy_overhead.py --baseline-src /tmp/base # A/B against an older commit
 
@@ -86,6 +88,44 @@ BODY: dict[str, Any] = {
     "max_tokens": 1024,
 }
 
+# The same conversation in Anthropic Messages form, sent the way Claude Code and the Anthropic
+# SDKs send it: with ``anthropic-version`` (every request) and ``anthropic-beta``.
+ANTHROPIC_BODY: dict[str, Any] = {
+    "model": ROUTE,
+    "system": _SYSTEM,
+    "messages": [
+        {"role": "user", "content": BODY["messages"][1]["content"]},
+        {
+            "role": "assistant",
+            "content": [
+                {
+                    "type": "tool_use",
+                    "id": "toolu_1",
+                    "name": "run_shell",
+                    "input": {"cmd": "pytest -x tests/test_dates.py"},
+                }
+            ],
+        },
+        {
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": BODY["messages"][3]["content"]}],
+        },
+        {"role": "assistant", "content": BODY["messages"][4]["content"]},
+        {"role": "user", "content": "Go ahead."},
+    ],
+    "tools": [
+        {
+            "name": t["function"]["name"],
+            "description": t["function"]["description"],
+            "input_schema": t["function"]["parameters"],
+        }
+        for t in BODY["tools"]
+    ],
+    "temperature": 0.2,
+    "max_tokens": 1024,
+}
+ANTHROPIC_HEADERS = {"anthropic-version": "2023-06-01", "anthropic-beta": "interleaved-thinking-2025-05-14"}
+
 
 # -- child processes ---------------------------------------------------------------------------------
 
@@ -109,7 +149,7 @@ def role_upstream(args: argparse.Namespace) -> None:
     _fast_loop()
 
     async def main() -> None:
-        server = await rawhttp.serve_upstream("127.0.0.1", 0, args.sse_events)
+        server = await rawhttp.serve_upstream("127.0.0.1", 0, args.sse_events, args.api)
         print(f"PORT {server.sockets[0].getsockname()[1]}", flush=True)
         await server.serve_forever()
 
@@ -134,8 +174,9 @@ def role_proxy(args: argparse.Namespace) -> None:
     from switchyard.server.runner import bind
 
     logging.basicConfig(level=logging.WARNING)
+    fmt = "anthropic_messages" if args.api == "anthropic" else "openai_chat"
     config = {
-        "llm_clients": {"up": {"format": "openai_chat", "base_url": f"http://127.0.0.1:{args.upstream_port}/v1"}},
+        "llm_clients": {"up": {"format": fmt, "base_url": f"http://127.0.0.1:{args.upstream_port}/v1"}},
         "targets": {"t": {"client": "up", "model": ROUTE, "price": {"input_per_mtok": 0.1, "output_per_mtok": 0.4}}},
         "routes": {ROUTE: {"type": "passthrough", "target": "t"}},
     }
@@ -205,14 +246,23 @@ def _stats(run: rawhttp.Run) -> dict[str, float]:
     }
 
 
-async def _scenario(port: int, body: bytes, concurrency: int, requests: int) -> rawhttp.Run:
+async def _scenario(port: int, body: bytes, concurrency: int, requests: int, api: str = "openai") -> rawhttp.Run:
+    anthropic = api == "anthropic"
     return await rawhttp.load(
-        "127.0.0.1", port, "/v1/chat/completions", body, concurrency=concurrency, requests=requests, warmup=0
+        "127.0.0.1",
+        port,
+        "/v1/messages" if anthropic else "/v1/chat/completions",
+        body,
+        concurrency=concurrency,
+        requests=requests,
+        warmup=0,
+        headers=ANTHROPIC_HEADERS if anthropic else None,
     )
 
 
 def _spawn_proxies(args: argparse.Namespace, up_port: int, pin: bool) -> dict[str, tuple[subprocess.Popen[str], int]]:
-    proxy_args = ["--upstream-port", str(up_port), "--http-lib", args.http_lib, *(["--cpus", "1"] if pin else [])]
+    proxy_args = ["--upstream-port", str(up_port), "--http-lib", args.http_lib, "--api", args.api]
+    proxy_args += ["--cpus", "1"] if pin else []
     if args.profile:
         proxy_args += ["--profile", args.profile]
     proxies = {"proxy": _spawn("proxy", *proxy_args)}
@@ -228,7 +278,9 @@ def _spawn_proxies(args: argparse.Namespace, up_port: int, pin: bool) -> dict[st
 def measure(args: argparse.Namespace) -> dict[str, Any]:
     cpus = os.cpu_count() or 1
     pin = args.pin and cpus >= 4
-    upstream, up_port = _spawn("upstream", "--sse-events", str(args.sse_events), *(["--cpus", "2"] if pin else []))
+    upstream, up_port = _spawn(
+        "upstream", "--sse-events", str(args.sse_events), "--api", args.api, *(["--cpus", "2"] if pin else [])
+    )
     procs: list[subprocess.Popen[str]] = [upstream]
     results: list[dict[str, Any]] = []
     try:
@@ -239,12 +291,13 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         _fast_loop()
         ports = {"direct": up_port, **{name: port for name, (_, port) in proxies.items()}}
         for mode in args.modes:
-            body = json.dumps({**BODY, "stream": mode == "sse"}).encode()
+            base = ANTHROPIC_BODY if args.api == "anthropic" else BODY
+            body = json.dumps({**base, "stream": mode == "sse"}).encode()
             for concurrency in args.concurrency:
                 n = args.requests if concurrency == 1 else args.requests * 2
                 per_round = max(concurrency, n // args.rounds)
                 for port in ports.values():  # warm up connections, pools and caches
-                    asyncio.run(_scenario(port, body, concurrency, max(concurrency, per_round // 5)))
+                    asyncio.run(_scenario(port, body, concurrency, max(concurrency, per_round // 5), args.api))
                 runs = {who: rawhttp.Run() for who in ports}
                 cpu: dict[str, list[float]] = {who: [] for who in proxies}
                 for _ in range(args.rounds):
@@ -252,7 +305,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
                     for who, port in ports.items():
                         pid = proxies[who][0].pid if who in proxies else None
                         cpu0 = None if pid is None else _cpu_seconds(pid)
-                        run = asyncio.run(_scenario(port, body, concurrency, per_round))
+                        run = asyncio.run(_scenario(port, body, concurrency, per_round, args.api))
                         cpu1 = None if pid is None else _cpu_seconds(pid)
                         runs[who].samples += run.samples
                         runs[who].wall_s += run.wall_s
@@ -283,7 +336,11 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
                 proc.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 proc.kill()
-    return {"machine": _machine(pin), "settings": _settings(args, len(json.dumps(BODY))), "results": results}
+    return {
+        "machine": _machine(pin),
+        "settings": _settings(args, len(json.dumps(ANTHROPIC_BODY if args.api == "anthropic" else BODY))),
+        "results": results,
+    }
 
 
 def _machine(pinned: bool) -> dict[str, Any]:
@@ -326,6 +383,7 @@ def _settings(args: argparse.Namespace, body_bytes: int) -> dict[str, Any]:
         "sse_events": args.sse_events,
         "rounds": args.rounds,
         "proxy_http_lib": args.http_lib,
+        "api": args.api,
         "request_body_bytes": body_bytes,
         "command": " ".join(["python", "benchmarks/proxy_overhead.py", *sys.argv[1:]]),
     }
@@ -360,6 +418,13 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 32])
     parser.add_argument("--modes", nargs="+", default=["json", "sse"], choices=["json", "sse"])
     parser.add_argument("--sse-events", type=int, default=20, help="content events per streamed answer")
+    parser.add_argument(
+        "--api",
+        choices=["openai", "anthropic"],
+        default="openai",
+        help="client and upstream API: OpenAI Chat Completions, or Anthropic Messages with anthropic-version"
+        " and anthropic-beta on every request (as Claude Code sends them)",
+    )
     parser.add_argument("--pin", action="store_true", help="pin proxy, upstream and client to separate cores (≥4)")
     parser.add_argument("--profile", metavar="FILE", help="cProfile the proxy into FILE")
     parser.add_argument("--rounds", type=int, default=4, help="interleaved rounds per scenario")

@@ -75,6 +75,44 @@ def sse_events(n: int) -> list[bytes]:
     return events
 
 
+def anthropic_message_body() -> bytes:
+    """An Anthropic Messages answer with the same text and usage as :func:`completion_body`."""
+    return orjson.dumps(
+        {
+            "id": "msg_bench",
+            "type": "message",
+            "role": "assistant",
+            "model": "bench",
+            "content": [{"type": "text", "text": _TEXT}],
+            "stop_reason": "end_turn",
+            "stop_sequence": None,
+            "usage": {"input_tokens": 1500, "output_tokens": 75},
+        }
+    )
+
+
+def anthropic_sse_events(n: int) -> list[bytes]:
+    """A streamed Anthropic answer: message_start, one text block of ``n`` deltas, message_delta
+    with usage, message_stop."""
+
+    def event(name: str, data: dict[str, object]) -> bytes:
+        return b"event: " + name.encode() + b"\ndata: " + orjson.dumps({"type": name, **data}) + b"\n\n"
+
+    start = {"id": "msg_bench", "type": "message", "role": "assistant", "model": "bench", "content": []}
+    start |= {"stop_reason": None, "usage": {"input_tokens": 1500, "output_tokens": 1}}
+    words = _TEXT.split(" ")
+    events = [event("message_start", {"message": start})]
+    events.append(event("content_block_start", {"index": 0, "content_block": {"type": "text", "text": ""}}))
+    events += [
+        event("content_block_delta", {"index": 0, "delta": {"type": "text_delta", "text": words[i % len(words)] + " "}})
+        for i in range(n)
+    ]
+    events.append(event("content_block_stop", {"index": 0}))
+    events.append(event("message_delta", {"delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": n}}))
+    events.append(event("message_stop", {}))
+    return events
+
+
 # -- upstream server -------------------------------------------------------------------------------
 
 
@@ -112,16 +150,21 @@ class UpstreamProtocol(asyncio.Protocol):
             self._transport.write(self._sse if streamed else self._json)
 
 
-def upstream_responses(sse_n: int) -> tuple[bytes, bytes]:
-    """The raw HTTP responses: JSON (content-length) and SSE (chunked, one chunk per event)."""
-    body = completion_body()
+def upstream_responses(sse_n: int, api: str = "openai") -> tuple[bytes, bytes]:
+    """The raw HTTP responses: JSON (content-length) and SSE (chunked, one chunk per event), as
+    an OpenAI Chat Completions upstream answers (``api="openai"``) or an Anthropic one."""
+    anthropic = api == "anthropic"
+    body = anthropic_message_body() if anthropic else completion_body()
     json_resp = (
         b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: "
         + str(len(body)).encode()
         + b"\r\n\r\n"
         + body
     )
-    chunks = b"".join(f"{len(e):x}".encode() + b"\r\n" + e + b"\r\n" for e in sse_events(sse_n))
+    chunks = b"".join(
+        f"{len(e):x}".encode() + b"\r\n" + e + b"\r\n"
+        for e in (anthropic_sse_events if anthropic else sse_events)(sse_n)
+    )
     sse_resp = (
         b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\n"
         b"transfer-encoding: chunked\r\n\r\n" + chunks + b"0\r\n\r\n"
@@ -129,9 +172,9 @@ def upstream_responses(sse_n: int) -> tuple[bytes, bytes]:
     return json_resp, sse_resp
 
 
-async def serve_upstream(host: str, port: int, sse_n: int) -> asyncio.AbstractServer:
-    """Starts the lean upstream; returns the server."""
-    json_resp, sse_resp = upstream_responses(sse_n)
+async def serve_upstream(host: str, port: int, sse_n: int, api: str = "openai") -> asyncio.AbstractServer:
+    """Starts the lean upstream (answers in ``api``'s format, see :func:`upstream_responses`)."""
+    json_resp, sse_resp = upstream_responses(sse_n, api)
     loop = asyncio.get_running_loop()
     return await loop.create_server(lambda: UpstreamProtocol(json_resp, sse_resp), host, port, backlog=1024)
 
@@ -157,11 +200,12 @@ class Run:
     errors: int = 0
 
 
-def request_bytes(host: str, port: int, path: str, body: bytes) -> bytes:
-    """A complete keep-alive POST."""
+def request_bytes(host: str, port: int, path: str, body: bytes, headers: dict[str, str] | None = None) -> bytes:
+    """A complete keep-alive POST (with ``headers`` added, e.g. ``anthropic-version``)."""
+    extra = "".join(f"{k}: {v}\r\n" for k, v in (headers or {}).items())
     return (
         f"POST {path} HTTP/1.1\r\nhost: {host}:{port}\r\ncontent-type: application/json\r\n"
-        f"accept: */*\r\ncontent-length: {len(body)}\r\n\r\n"
+        f"accept: */*\r\n{extra}content-length: {len(body)}\r\n\r\n"
     ).encode() + body
 
 
@@ -190,9 +234,19 @@ async def _one(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, req: 
     return Sample(first, time.perf_counter() - start, status)
 
 
-async def load(host: str, port: int, path: str, body: bytes, *, concurrency: int, requests: int, warmup: int) -> Run:
+async def load(
+    host: str,
+    port: int,
+    path: str,
+    body: bytes,
+    *,
+    concurrency: int,
+    requests: int,
+    warmup: int,
+    headers: dict[str, str] | None = None,
+) -> Run:
     """Sends ``warmup`` then ``requests`` POSTs over ``concurrency`` keep-alive connections."""
-    req = request_bytes(host, port, path, body)
+    req = request_bytes(host, port, path, body, headers)
     conns = [await asyncio.open_connection(host, port) for _ in range(concurrency)]
     run = Run()
 

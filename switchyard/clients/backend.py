@@ -48,6 +48,8 @@ if TYPE_CHECKING:
 _LARGE_MESSAGES = 2000
 
 _HOP_BY_HOP = frozenset({"host", "content-length", "connection", "transfer-encoding", "accept-encoding"})
+_CALLER_DEFAULTS = frozenset({"anthropic-version", "anthropic-beta"})
+"""Backend headers a caller's request usually replaces: the lean pool's defaults."""
 
 
 class HttpBackend:
@@ -133,7 +135,12 @@ class HttpBackend:
             from switchyard.clients.h1 import H1Pool
         except ImportError:  # httptools comes with the ``server`` extra
             return None
-        return H1Pool(self.url, {**DEFAULT_HEADERS, **self._headers}, max_connections=max_connections)
+        headers = {**DEFAULT_HEADERS, **self._headers}
+        # Headers callers forward (``anthropic-version``, ``anthropic-beta``) are the pool's
+        # defaults, not part of its fixed prefix: Anthropic SDKs send anthropic-version on every
+        # request, and replacing it must stay as cheap as not sending it.
+        defaults = {k: headers.pop(k) for k in list(headers) if k.lower() in _CALLER_DEFAULTS}
+        return H1Pool(self.url, headers, defaults=defaults, max_connections=max_connections)
 
     @staticmethod
     def _url(base: str, path: str) -> str:
@@ -273,16 +280,9 @@ class HttpBackend:
             return await self._send(self._request(content, options, timeouts, deadline=deadline), stream=stream)
         extra = None
         if options.headers:
-            extra = {}
-            fixed = self._pool.base_headers
-            for key, value in options.headers.items():
-                lowered = key.lower()
-                if self._forwards(lowered):
-                    if lowered in fixed:  # a caller's value replaces a fixed header: httpx does that
-                        return await self._send(
-                            self._request(content, options, timeouts, deadline=deadline), stream=stream
-                        )
-                    extra[lowered] = value
+            # A caller's value replaces the backend's header of the same name (the pool does
+            # that, as httpx's header merge does).
+            extra = {k.lower(): v for k, v in options.headers.items() if self._forwards(k.lower())}
         return await self._pool.post(
             content,
             extra_headers=extra,

@@ -45,6 +45,9 @@ buffer can exceed it by one socket read)."""
 _ILLEGAL = re.compile(r"[\r\n\x00]")
 """Characters no header name or value may carry (RFC 9110 §5.5)."""
 
+_OWN = frozenset({"host", "content-length"})
+"""Headers the pool writes itself (the origin it connects to, the body it sends)."""
+
 
 class TransportError(Exception):
     """The request failed below HTTP (connection, timeout, malformed or undecodable answer)."""
@@ -373,7 +376,11 @@ class H1Pool:
 
     Args:
         url: The URL every request goes to (``http`` or ``https``).
-        headers: Headers sent on every request (``Host`` and ``content-length`` are added).
+        headers: Headers sent on every request (``Host`` and ``content-length`` are added),
+            encoded once into the request prefix.
+        defaults: Headers sent on every request unless the request gives its own value (names
+            compared case-insensitively), such as ``anthropic-version``, which callers usually
+            send themselves. Kept out of the prefix, so replacing one costs nothing extra.
         max_connections: Open connections at most; further requests wait for one.
         ssl_context: TLS settings for ``https`` (httpx's defaults when ``None``).
     """
@@ -383,6 +390,7 @@ class H1Pool:
         url: str,
         headers: Mapping[str, str],
         *,
+        defaults: Mapping[str, str] | None = None,
         max_connections: int = 256,
         ssl_context: ssl.SSLContext | None = None,
     ) -> None:
@@ -397,12 +405,14 @@ class H1Pool:
         host = f"[{self.host}]" if ":" in self.host else self.host
         authority = host if default_port else f"{host}:{self.port}"
         target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-        lines = [f"POST {target} HTTP/1.1", f"host: {authority}"]
-        lines += [f"{k}: {v}" for k, v in headers.items() if k.lower() not in ("host", "content-length")]
-        # The request line and fixed headers are encoded once; a request adds its own headers
-        # and content-length.
-        self._prefix = ("\r\n".join(lines) + "\r\n").encode("latin-1")
-        self.base_headers = {k.lower() for k in headers}
+        self.defaults = {k.lower(): v for k, v in (defaults or {}).items() if k.lower() not in _OWN}
+        self._start = f"POST {target} HTTP/1.1\r\nhost: {authority}\r\n"
+        skip = _OWN | self.defaults.keys()  # a default is sent once, as a default
+        self._fixed = {k.lower(): f"{k}: {v}\r\n" for k, v in headers.items() if k.lower() not in skip}
+        # The request line and fixed headers are encoded once; a request adds the defaults it
+        # does not replace, its own headers and content-length.
+        self._prefix = (self._start + "".join(self._fixed.values())).encode("latin-1")
+        self._default_lines = "".join(f"{k}: {v}\r\n" for k, v in self.defaults.items()).encode("latin-1")
         self.max_connections = max_connections
         self.errors = TransportError
         self._idle: list[_Connection] = []
@@ -478,15 +488,27 @@ class H1Pool:
         return conn
 
     def _head(self, extra: Mapping[str, str] | None, length: int) -> bytes:
+        tail = b"content-length: " + str(length).encode() + b"\r\n\r\n"
         if not extra:
-            return self._prefix + b"content-length: " + str(length).encode() + b"\r\n\r\n"
+            return self._prefix + self._default_lines + tail
+        own: dict[str, str] = {}
         for k, v in extra.items():
             if _ILLEGAL.search(k) or _ILLEGAL.search(v):
                 # A CR or LF would start a header (or a request) of its own upstream; httpx
                 # (h11) refuses such a value with a transport error, and so does this pool.
                 raise TransportError(f"illegal character in header {k!r}")
-        lines = "".join(f"{k}: {v}\r\n" for k, v in extra.items())
-        return self._prefix + lines.encode("latin-1") + b"content-length: " + str(length).encode() + b"\r\n\r\n"
+            lowered = k.lower()
+            if lowered not in _OWN:  # the pool's own framing headers are never replaced
+                own[lowered] = v
+        prefix = self._prefix
+        if not own.keys().isdisjoint(self._fixed):
+            # A request's value replaces a fixed header (as in httpx's header merge): the prefix
+            # is rebuilt without it. Rare; the backend passes headers callers forward as defaults.
+            prefix = (self._start + "".join(line for k, line in self._fixed.items() if k not in own)).encode("latin-1")
+        defaults = self.defaults
+        lines = "".join(f"{k}: {v}\r\n" for k, v in defaults.items() if k not in own) if defaults else ""
+        lines += "".join(f"{k}: {v}\r\n" for k, v in own.items())
+        return prefix + lines.encode("latin-1") + tail
 
     async def post(
         self,
@@ -501,8 +523,8 @@ class H1Pool:
         """POSTs ``body``; returns once the response headers are in (and, unless ``stream``,
         the whole body, in ``content``).
 
-        ``extra_headers`` replace none of the fixed ones: the backend passes only headers that
-        are not already among them (see :meth:`HttpBackend._post`).
+        ``extra_headers`` (names case-insensitive) replace a default or fixed header of the
+        same name; ``Host`` and ``content-length`` stay the pool's own.
         """
         # The head first: a header that cannot be sent must not cost a pooled connection.
         head = self._head(extra_headers, len(body))

@@ -310,3 +310,86 @@ async def test_a_header_that_cannot_be_sent_fails_without_costing_a_connection(u
     assert len(Upstream.requests) == 1
     assert b"x-injected" not in Upstream.requests[0][0]
     await pool.aclose()
+
+
+_MESSAGE = orjson.dumps(
+    {
+        "id": "msg_1",
+        "type": "message",
+        "role": "assistant",
+        "model": "m",
+        "content": [{"type": "text", "text": "hi"}],
+        "stop_reason": "end_turn",
+        "usage": {"input_tokens": 1, "output_tokens": 1},
+    }
+)
+
+
+def _header_values(head: bytes, name: str) -> list[str]:
+    lines = head.decode().split("\r\n")[1:]
+    return [v.strip() for k, v in (line.split(":", 1) for line in lines) if k.lower() == name]
+
+
+def _anthropic_backend(port: int) -> HttpBackend:
+    be = HttpBackend("claude", f"http://127.0.0.1:{port}", "anthropic_messages", api_key="sk-ant")
+    assert be._pool is not None
+
+    async def no_httpx(*args: object, **kwargs: object) -> None:
+        raise AssertionError("an answer call went through httpx instead of the lean pool")
+
+    be._send = no_httpx  # type: ignore[method-assign]
+    return be
+
+
+async def test_anthropic_callers_version_and_beta_go_through_the_pool_once(upstream: int) -> None:
+    # Claude Code and the Anthropic SDKs send anthropic-version on every request; the engine
+    # forwards it. The caller's value replaces the backend's default, through the pool.
+    Upstream.answer = staticmethod(lambda head, body: json_response(_MESSAGE))
+    be = _anthropic_backend(upstream)
+    options = CallOptions(headers={"Anthropic-Version": "2024-01-01", "anthropic-beta": "tools-2024"})
+    for _ in range(2):
+        response = await be.complete(REQUEST, TARGET, options)
+        assert response.content[0].text == "hi"  # type: ignore[union-attr]
+    assert be._http is None, "the httpx client was never built"
+    assert Upstream.connections == 1  # both requests on one pooled connection
+    for head, _ in Upstream.requests:
+        assert head.startswith(b"POST /v1/messages HTTP/1.1\r\n")
+        assert _header_values(head, "anthropic-version") == ["2024-01-01"]
+        assert _header_values(head, "anthropic-beta") == ["tools-2024"]
+        assert _header_values(head, "x-api-key") == ["sk-ant"]
+    await be.aclose()
+
+
+async def test_anthropic_default_version_is_sent_when_the_caller_sends_none(upstream: int) -> None:
+    Upstream.answer = staticmethod(lambda head, body: json_response(_MESSAGE))
+    be = _anthropic_backend(upstream)
+    await be.complete(REQUEST, TARGET, CallOptions())
+    await be.complete(REQUEST, TARGET, CallOptions(headers={"anthropic-beta": "b1"}))
+    await be.aclose()
+    assert be._http is None
+    (plain, _), (beta, _) = Upstream.requests
+    assert _header_values(plain, "anthropic-version") == ["2023-06-01"]
+    assert _header_values(plain, "anthropic-beta") == []
+    assert _header_values(beta, "anthropic-version") == ["2023-06-01"]
+    assert _header_values(beta, "anthropic-beta") == ["b1"]
+
+
+async def test_pool_request_headers_replace_defaults_and_fixed_headers_case_insensitively(upstream: int) -> None:
+    pool = H1Pool(
+        f"http://127.0.0.1:{upstream}/v1/messages",
+        {"User-Agent": "switchyard/x", "accept": "*/*"},
+        defaults={"Anthropic-Version": "2023-06-01"},
+    )
+    await pool.post(b"{}")
+    await pool.post(b"{}", extra_headers={"ANTHROPIC-VERSION": "v2", "user-agent": "mine", "Host": "evil"})
+    await pool.post(b"{}", extra_headers={"x-other": "1"})  # the prefix is intact afterwards
+    await pool.aclose()
+    first, second, third = (head for head, _ in Upstream.requests)
+    assert _header_values(first, "anthropic-version") == ["2023-06-01"]
+    assert _header_values(second, "anthropic-version") == ["v2"]
+    assert _header_values(second, "user-agent") == ["mine"]
+    assert _header_values(second, "accept") == ["*/*"]
+    assert _header_values(second, "host") == [f"127.0.0.1:{upstream}"]  # the pool's own, kept
+    assert _header_values(third, "user-agent") == ["switchyard/x"]
+    assert _header_values(third, "anthropic-version") == ["2023-06-01"]
+    assert _header_values(third, "x-other") == ["1"]
