@@ -6,6 +6,11 @@ operations an escalation turn makes (one ``get`` and one atomic ``update``) agai
 on 127.0.0.1, sequentially and with many sessions at once, plus the cost of turning one decision
 record into Prometheus samples and into the USD totals.
 
+It also compares the two ways a request that changes nothing (a kept affinity assignment, a
+latched escalation turn) can keep its session alive after reading it: ``update`` with an
+identity function (what those paths did before) and ``touch``, with the Redis commands each
+sends per request (``INFO commandstats`` of the benchmark's own server).
+
 Run:  PYTHONPATH=$PWD python benchmarks/state_backend.py [--turns 5000]
 Numbers in docs/deployment.md (sizing) came from this command.
 """
@@ -61,6 +66,54 @@ async def _concurrent(store: StateStore, turns: int, width: int) -> float:
     for start in range(0, turns, width):
         await asyncio.gather(*(_turn(store, f"agent:c{n}:escalation") for n in range(start, start + width)))
     return turns / (time.perf_counter() - t0)
+
+
+def _keep(current: dict[str, Any] | None) -> dict[str, Any] | None:
+    return current
+
+
+async def _kept_by_update(store: StateStore, key: str) -> None:
+    await store.get(key)
+    await store.update(key, _keep)
+
+
+async def _kept_by_touch(store: StateStore, key: str) -> None:
+    await store.get(key)
+    await store.touch(key)
+
+
+async def _refresh(url: str, turns: int) -> None:
+    """A kept turn's state cost: ``get`` + identity ``update`` against ``get`` + ``touch``."""
+    import redis
+
+    counter = redis.Redis.from_url(url, decode_responses=True)
+    ways = (("get+update", _kept_by_update), ("get+touch", _kept_by_touch))
+    for name, store in (("memory", MemoryStore()), ("redis (127.0.0.1)", RedisStore(url, timeout_s=1.0))):
+        for n in range(100):
+            await store.set(f"agent:k{n}:affinity", {"target": "efficient", "source": "llm-classifier", "turn": 0})
+        for label, kept in ways:
+            for n in range(200):  # warm-up
+                await kept(store, f"agent:k{n % 100}:affinity")
+            counter.config_resetstat()
+            samples = []
+            for n in range(turns):
+                t0 = time.perf_counter()
+                await kept(store, f"agent:k{n % 100}:affinity")
+                samples.append((time.perf_counter() - t0) * 1e6)
+            print(_row(f"kept: {label}, {name}", samples))
+            if isinstance(store, RedisStore):
+                stats = counter.info("commandstats")
+                calls = {
+                    k.removeprefix("cmdstat_"): int(v["calls"])
+                    for k, v in stats.items()
+                    if k not in ("cmdstat_info", "cmdstat_config|resetstat")
+                }
+                per_turn = ", ".join(f"{k.upper()} {v / turns:g}" for k, v in sorted(calls.items()))
+                print(f"{'':34} Redis commands per turn: {sum(calls.values()) / turns:g} ({per_turn})")
+        closer = getattr(store, "aclose", None)
+        if closer is not None:
+            await closer()
+    counter.close()
 
 
 def _row(name: str, samples: list[float]) -> str:
@@ -131,6 +184,7 @@ def main() -> None:
                     time.sleep(0.05)
             print(f"redis-server {subprocess.check_output([binary, '--version'], text=True).split()[2]}")
             asyncio.run(_stores(f"redis://127.0.0.1:{port}/0", args.turns))
+            asyncio.run(_refresh(f"redis://127.0.0.1:{port}/0", args.turns))
             _metrics(args.turns)
         finally:
             proc.terminate()

@@ -93,6 +93,23 @@ class StateStore(Protocol):
         """
         ...
 
+    async def touch(self, key: str, *, ttl_s: float | None = None) -> bool:
+        """Restarts ``key``'s idle expiry, leaving its value alone.
+
+        For a request that only needs its session's state to stay alive: unlike ``update`` it
+        neither reads nor writes the value, so a shared store spends one round trip (Redis:
+        ``PEXPIRE``) instead of a locked transaction, and a value another request wrote in the
+        meantime is kept as it is.
+
+        Args:
+            key: The state key.
+            ttl_s: The new idle lifetime, counted from now (``None``: the store's default).
+
+        Returns:
+            Whether the key existed; a missing or expired key stays missing.
+        """
+        ...
+
 
 class NamespacedStore:
     """A view of a store with every key prefixed: one namespace per route, or per cascade stage.
@@ -120,3 +137,6 @@ class NamespacedStore:
 
     async def update(self, key: str, fn: Updater, *, ttl_s: float | None = None) -> dict[str, Any] | None:
         return await self._inner.update(self._prefix + key, fn, ttl_s=ttl_s)
+
+    async def touch(self, key: str, *, ttl_s: float | None = None) -> bool:
+        return await self._inner.touch(self._prefix + key, ttl_s=ttl_s)

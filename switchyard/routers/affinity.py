@@ -63,9 +63,10 @@ class Affinity:
         provisional = bool(state.get("provisional"))
         if is_user_turn(request) and (self.trigger == "user_turn" or provisional):
             return None
-        # Re-writing refreshes the idle TTL, so an active session keeps its assignment; as an
-        # update of what is stored now, so a judge verdict another turn stored meanwhile stays.
-        await ctx.store.update(STATE_KEY, lambda current: current, ttl_s=self.ttl_s)
+        # Restarting the idle TTL keeps an active session's assignment; ``touch`` changes no
+        # value, so a judge verdict another turn stored meanwhile stays (and it is one round
+        # trip on Redis, not a locked read-modify-write per request).
+        await ctx.store.touch(STATE_KEY, ttl_s=self.ttl_s)
         score = state.get("score")
         return Decision(
             candidates=(state["target"],),

@@ -155,7 +155,7 @@ class EscalationRouter:
         notes: dict[str, Any] = {}
         if state.latched:
             if self.hand_back is None or not self.recovery_confirmations or state.recoveries >= self.max_recoveries:
-                await self._touch(ctx)  # refreshes the idle TTL of an active latched session
+                await self._refresh(ctx)  # an active latched session stays latched
                 return self._latched(state, "session is latched")
             recovered = await self._consider_recovery(request, ctx, call, state)
             if recovered is not None:
@@ -164,7 +164,7 @@ class EscalationRouter:
         try:
             answer = await call(self.weak, request)
         except UpstreamError as exc:
-            await self._touch(ctx)
+            await self._refresh(ctx)
             kind = "context window exceeded" if isinstance(exc, ContextWindowExceededError) else type(exc).__name__
             return Decision(
                 candidates=(self.strong, self.weak),
@@ -187,7 +187,7 @@ class EscalationRouter:
         try:
             verdict = await self.judge.ask(call, self.transcript(request, review))
         except JudgeFailure as failure:
-            state = await self._touch(ctx)
+            state = await self._reread(ctx)
             return Decision(
                 response=answer,
                 answered_by=self.weak,
@@ -243,7 +243,7 @@ class EscalationRouter:
         try:
             verdict = await self.hand_back.ask(call, self.transcript(request, None))
         except JudgeFailure as failure:
-            state = await self._touch(ctx)
+            state = await self._reread(ctx)
             decision = self._latched(state, f"hand-back judge gave no verdict ({failure.reason})")
             decision.details["judge_failure"] = failure.reason
             return decision
@@ -289,10 +289,15 @@ class EscalationRouter:
 
         return EscalationState.from_dict(await ctx.store.update(STATE_KEY, fn, ttl_s=self.ttl_s))
 
-    async def _touch(self, ctx: RouteContext) -> EscalationState:
-        """Re-writes the stored state unchanged (refreshing its idle TTL); the state.
+    async def _refresh(self, ctx: RouteContext) -> None:
+        """Restarts the stored state's idle TTL without reading or writing it (one ``PEXPIRE``
+        on Redis), for turns that change nothing and already hold the state they need."""
+        await ctx.store.touch(STATE_KEY, ttl_s=self.ttl_s)
 
-        Never writes back a copy read earlier in the request: another turn may have changed the
-        session while this one waited for a model.
+    async def _reread(self, ctx: RouteContext) -> EscalationState:
+        """Re-writes the stored state unchanged (refreshing its idle TTL); the state as stored now.
+
+        For turns that report the state after waiting for a model: never a copy read earlier in
+        the request, since another turn may have changed the session meanwhile.
         """
         return await self._apply(ctx, lambda _: None)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import copy
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import Any
 
 from switchyard.protocol.session import Updater
@@ -22,12 +23,20 @@ class MemoryStore:
     Args:
         max_entries: Upper bound on stored sessions.
         default_ttl_s: Idle lifetime of an entry when ``set`` gives none (``None``: forever).
+        clock: Monotonic seconds that expiries are measured in (tests pass a fake one).
     """
 
-    def __init__(self, max_entries: int = 100_000, default_ttl_s: float | None = 3600.0) -> None:
+    def __init__(
+        self,
+        max_entries: int = 100_000,
+        default_ttl_s: float | None = 3600.0,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self._data: OrderedDict[str, tuple[float | None, dict[str, Any]]] = OrderedDict()
         self._max = max_entries
         self._ttl = default_ttl_s
+        self._clock = clock
 
     def __len__(self) -> int:
         return len(self._data)
@@ -37,22 +46,32 @@ class MemoryStore:
         if item is None:
             return None
         expires, value = item
-        if expires is not None and expires < time.monotonic():
+        if expires is not None and expires < self._clock():
             del self._data[key]
             return None
         self._data.move_to_end(key)
         return _copy(value)
 
     async def set(self, key: str, value: dict[str, Any], *, ttl_s: float | None = None) -> None:
-        ttl = ttl_s if ttl_s is not None else self._ttl
-        expires = None if ttl is None else time.monotonic() + ttl
-        self._data[key] = (expires, _copy(value))
+        self._data[key] = (self._expiry(ttl_s), _copy(value))
         self._data.move_to_end(key)
         while len(self._data) > self._max:
             self._data.popitem(last=False)
 
     async def delete(self, key: str) -> None:
         self._data.pop(key, None)
+
+    async def touch(self, key: str, *, ttl_s: float | None = None) -> bool:
+        item = self._data.get(key)
+        if item is None:
+            return False
+        expires, value = item
+        if expires is not None and expires < self._clock():
+            del self._data[key]
+            return False
+        self._data[key] = (self._expiry(ttl_s), value)  # the stored copy itself: no copy needed
+        self._data.move_to_end(key)
+        return True
 
     async def update(self, key: str, fn: Updater, *, ttl_s: float | None = None) -> dict[str, Any] | None:
         # No await between the read and the write: on one event loop nothing can interleave.
@@ -62,6 +81,10 @@ class MemoryStore:
         else:
             await self.set(key, new, ttl_s=ttl_s)
         return new
+
+    def _expiry(self, ttl_s: float | None) -> float | None:
+        ttl = ttl_s if ttl_s is not None else self._ttl
+        return None if ttl is None else self._clock() + ttl
 
     def keys(self) -> list[str]:
         """Keys currently held (expired ones included until they are next read)."""

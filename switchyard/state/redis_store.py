@@ -7,7 +7,8 @@ client, the ``redis`` extra) is imported when the store is built, never by ``imp
 ``switchyard:agent:3f2a…:escalation`` (``prefix`` from ``state.prefix``; the slot is the router's
 own key: ``escalation``, ``affinity``, ``stage``, ``stage_judge`` …). Each write sets the key's
 expiry to the TTL (``state.ttl_s`` unless the router gives its own), so an idle session vanishes
-from Redis by itself.
+from Redis by itself. A request that only keeps its session alive calls :meth:`RedisStore.touch`:
+one ``PEXPIRE``, no transaction.
 
 **Races.** :meth:`RedisStore.update` is a read-modify-write under ``WATCH``/``MULTI``: when
 another replica changed the key between the read and the write, the transaction aborts and is
@@ -181,6 +182,25 @@ class RedisStore:
             await self._mark_dirty(key)
             return await self.local.update(key, fn, ttl_s=ttl_s)
 
+    async def touch(self, key: str, *, ttl_s: float | None = None) -> bool:
+        client = self._client()
+        if client is not None:
+            try:
+                existed = await asyncio.wait_for(self._expire(client, key, ttl_s), self.timeout_s)
+            except Exception as exc:
+                self._degrade(exc)
+            else:
+                # Keep the per-process copy in step with Redis, as ``get`` does.
+                if existed:
+                    await self.local.touch(key, ttl_s=ttl_s)
+                else:
+                    await self.local.delete(key)
+                return existed
+        # Degraded: like ``update``, a touched session is written back when Redis returns (Redis
+        # may have expired it meanwhile, since nothing refreshed it there).
+        await self._mark_dirty(key)
+        return await self.local.touch(key, ttl_s=ttl_s)
+
     async def aclose(self) -> None:
         """Closes the current loop's client (and stops a reconnect task of this loop)."""
         loop = asyncio.get_running_loop()
@@ -218,6 +238,19 @@ class RedisStore:
                     self.conflicts += 1
                     await asyncio.sleep(random.uniform(0, 0.002 * min(attempt + 1, 10)))
         raise RuntimeError(f"{self.max_update_attempts} conflicting writes to {name!r} in a row")
+
+    async def _expire(self, client: Redis, key: str, ttl_s: float | None) -> bool:
+        name = self.prefix + key
+        px = self._px(ttl_s)
+        if px is not None:
+            return bool(await client.pexpire(name, px))
+        # No TTL: like ``SET`` without ``PX``, the key then lives until deleted. ``PERSIST`` answers
+        # 0 for a key that has no expiry too, so ``EXISTS`` rides along (one round trip still).
+        async with client.pipeline(transaction=False) as pipe:
+            pipe.persist(name)
+            pipe.exists(name)
+            _, exists = await pipe.execute()
+        return bool(exists)
 
     def _px(self, ttl_s: float | None) -> int | None:
         ttl = ttl_s if ttl_s is not None else self.default_ttl_s

@@ -84,6 +84,60 @@ async def test_memory_store_update_matches(server: RedisServer) -> None:
     assert await memory.get("k") == {"n": 50}
 
 
+_STATS_CLIENT = {"info", "config|resetstat", "hello", "client|setinfo"}  # the counting client's own
+
+
+def store_commands(server: RedisServer) -> dict[str, int]:
+    """Calls per command since the last ``CONFIG RESETSTAT`` (``INFO commandstats``), less the
+    ones of the client that asks."""
+    with raw(server) as direct:
+        stats = direct.info("commandstats")
+    calls = {name.removeprefix("cmdstat_"): int(v["calls"]) for name, v in stats.items()}
+    return {name: n for name, n in calls.items() if name not in _STATS_CLIENT}
+
+
+async def test_touch_restarts_the_expiry_with_one_command(server: RedisServer) -> None:
+    store = RedisStore(server.url, prefix="sy:", default_ttl_s=60)
+    await store.set("k", {"n": 1}, ttl_s=5)
+    direct = raw(server)
+    assert 0 < direct.pttl("sy:k") <= 5_000
+    direct.config_resetstat()
+    assert await store.touch("k") is True  # the store's default TTL
+    assert store_commands(server) == {"pexpire": 1}  # no WATCH/GET/MULTI/SET/EXEC
+    assert 55_000 < direct.pttl("sy:k") <= 60_000
+    assert await store.touch("k", ttl_s=120) is True
+    assert 115_000 < direct.pttl("sy:k") <= 120_000
+    assert direct.get("sy:k") == '{"n":1}'  # the value is not rewritten
+    assert await store.touch("missing") is False
+    assert direct.exists("sy:missing") == 0  # a touch never creates a key
+    await store.aclose()
+
+
+async def test_touch_without_a_ttl_makes_the_key_permanent_like_set(server: RedisServer) -> None:
+    store = RedisStore(server.url, default_ttl_s=None)
+    await store.set("k", {"n": 1}, ttl_s=5)
+    assert await store.touch("k") is True
+    assert raw(server).pttl("switchyard:k") == -1
+    assert await store.touch("k") is True  # already permanent: still reported as existing
+    assert await store.touch("missing") is False
+    await store.aclose()
+
+
+async def test_touch_while_degraded_keeps_the_session_for_the_write_back(server: RedisServer) -> None:
+    store = RedisStore(server.url, timeout_s=0.3, retry_interval_s=0.1)
+    await store.set("k", {"n": 1})
+    server.kill()
+    assert await store.touch("k") is True  # answered from this process's copy
+    assert store.degraded
+    server.start()  # same port, empty data: Redis lost the session
+    deadline = time.monotonic() + 5
+    while store.degraded and time.monotonic() < deadline:
+        await asyncio.sleep(0.05)
+    assert not store.degraded
+    assert raw(server).get("switchyard:k") == '{"n":1}'
+    await store.aclose()
+
+
 async def test_outage_degrades_within_the_bounded_wait_and_resumes(server: RedisServer) -> None:
     store = RedisStore(server.url, timeout_s=0.3, retry_interval_s=0.1)
     await store.set("k", {"n": 1})
