@@ -33,12 +33,13 @@ from pydantic.json_schema import models_json_schema
 from switchyard.config.presets import PRESETS
 from switchyard.config.schema import SwitchyardConfig
 from switchyard.routers.base import RouterSpec
+from switchyard.routers.llm_classifier import MODES as LLM_CLASSIFIER_MODES
 from switchyard.routers.registry import router_types, spec_for
 
 SCHEMA_ID = "urn:switchyard-router:config"
 """The ``$id`` of the exported schema (a name, not a location)."""
 
-_MODED = {"llm_classifier": ("capability", "custom", "escalation")}
+_MODED = {"llm_classifier": LLM_CLASSIFIER_MODES}
 """Route types whose keys depend on ``mode``, with their modes (the first is the default)."""
 
 _INLINE_LISTS = {"cascade": "stages"}

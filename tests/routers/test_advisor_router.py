@@ -230,3 +230,12 @@ async def test_parallel_turns_cannot_overspend_the_review_budget() -> None:
     assert sorted(d.source for d in decisions) == ["advisor:approve", "advisor:unreviewed"]
     assert inner.targets_called().count("strong") == 1
     assert await store.get("advisor") == {"reviews": 1, "failed": 0, "stall_fired": False}
+
+
+def test_stored_review_state_is_read_with_exact_types() -> None:
+    from switchyard.routers.advisor.gate import ReviewState
+
+    # bool is an int subclass: a stored true is no review count, and a count no stall flag
+    state = ReviewState.from_dict({"reviews": True, "failed": 2, "stall_fired": 1, "other": "x"})
+    assert (state.reviews, state.failed, state.stall_fired) == (0, 2, False)
+    assert ReviewState.from_dict({"reviews": 3, "stall_fired": True}).reviews == 3

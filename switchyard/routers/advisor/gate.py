@@ -110,7 +110,8 @@ class ReviewState:
         state = cls()
         for f in fields(cls):
             value = (raw or {}).get(f.name)
-            if isinstance(value, type(getattr(state, f.name))):
+            # exact types: a stored ``true`` is no review count (bool is an int subclass)
+            if type(value) is type(getattr(state, f.name)):
                 setattr(state, f.name, value)
         return state
 
