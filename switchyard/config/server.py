@@ -32,6 +32,9 @@ class ApiKeyConfig(_Strict):
         routes: Routes (``model`` names) this key may use; ``["*"]`` (the default) means all.
         budget_usd_per_day: Spend allowed per UTC day, summed from the decision records'
             ``cost_usd``; further requests get 429 until midnight UTC. ``null``: no budget.
+        admin: The key may read the operator's views: route, target and upstream details of
+            ``/health``, deep health checks, every key's and route's figures in ``/v1/stats`` and
+            ``/metrics``, and the dashboard. Other keys see only what concerns them.
     """
 
     name: str = Field(min_length=1)
@@ -39,6 +42,7 @@ class ApiKeyConfig(_Strict):
     key_env: str | None = None
     routes: list[str] = Field(default_factory=lambda: ["*"])
     budget_usd_per_day: float | None = Field(default=None, ge=0.0)
+    admin: bool = False
 
     @field_validator("hash")
     @classmethod

@@ -56,11 +56,13 @@ class ApiKey:
         name: Its label (in decision records as ``details.api_key``).
         routes: Routes it may use; ``None``: all.
         budget_usd_per_day: Spend allowed per UTC day, or ``None``.
+        admin: May read the operator's views (see ``ApiKeyConfig.admin``).
     """
 
     name: str
     routes: frozenset[str] | None
     budget_usd_per_day: float | None
+    admin: bool = False
 
 
 def presented_key(headers: Mapping[str, str]) -> str | None:
@@ -97,7 +99,7 @@ class KeyRing:
                 digest = hash_key(secret)
             assert digest is not None  # the config model requires hash or key_env
             routes = None if "*" in cfg.routes else frozenset(cfg.routes)
-            self._by_hash[digest] = ApiKey(cfg.name, routes, cfg.budget_usd_per_day)
+            self._by_hash[digest] = ApiKey(cfg.name, routes, cfg.budget_usd_per_day, cfg.admin)
 
     def __bool__(self) -> bool:
         return bool(self._by_hash)
