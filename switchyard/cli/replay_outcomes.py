@@ -139,8 +139,10 @@ def run_outcomes(args: argparse.Namespace, loaded: LoadedConfig) -> int:
                     return await score_replay(cfg, args.route, args.trajectories, setup, progress=False, **kw)
 
                 points = asyncio.run(sweep(loaded, args.route, swept[0], swept[1], one)) if swept else []
-    except (PairedError, EvalError, DatasetError, CounterfactualError, ConfigError, KeyError, ValueError) as exc:
+    except KeyError as exc:  # str() of a KeyError quotes its message
         return fail(str(exc).strip("'\""))
+    except (PairedError, EvalError, DatasetError, CounterfactualError, ConfigError, ValueError) as exc:
+        return fail(str(exc))
     finally:
         if fh is not None:
             fh.close()
