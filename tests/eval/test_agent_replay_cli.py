@@ -247,3 +247,51 @@ def test_judge_calls_are_made_and_their_cost_added(
     assert route["router_cost_usd"] > 0
     assert route["cost_usd"] == pytest.approx((4 + 1 + 2) / 3 + route["router_cost_usd"])
     assert route["resolve"] == pytest.approx((0.8 + 0.5 + 1.0) / 3)
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"strong-m": {"score": 0.8}}, "tasks.jsonl:1: models.strong-m.cost_usd (mean USD per trial) is required"),
+        (
+            {"strong-m": {"score": 4, "cost_usd": 1}},
+            "tasks.jsonl:1: models.strong-m.score must be a resolve rate in [0, 1]",
+        ),
+        (
+            {"strong-m": {"score": "high", "cost_usd": 1}},
+            "tasks.jsonl:1: models.strong-m.score must be a finite number",
+        ),
+    ],
+)
+def test_bad_outcome_rows_are_named(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], change: dict[str, Any], message: str
+) -> None:
+    cfg, runs, tasks = files(tmp_path)
+    rows = [json.loads(x) for x in tasks.read_text().splitlines()]
+    rows[0]["models"].update(change)
+    write_jsonl(tasks, rows)
+    argv = ["replay", "-c", str(cfg), "--route", "scored", "--trajectories", str(runs), "--outcomes", str(tasks)]
+    assert main([*argv, "--out", str(tmp_path / "o.jsonl"), "--no-progress"]) == 1
+    assert message in capsys.readouterr().err
+    rows[0]["models"] = rows[1]["models"]
+    rows[1]["task_id"] = rows[0]["task_id"]
+    write_jsonl(tasks, rows)
+    assert main([*argv, "--out", str(tmp_path / "o.jsonl"), "--no-progress"]) == 1
+    assert "tasks.jsonl:2: task 'A' appears twice" in capsys.readouterr().err
+
+
+def test_sweep_setting_is_a_dotted_path_into_the_route() -> None:
+    from switchyard.config.load import ConfigError, load_config
+    from switchyard.eval.agent_replay import with_setting
+    from switchyard.eval.paired import PairedError
+
+    example = Path(__file__).resolve().parents[2] / "examples" / "stage-router.yaml"
+    loaded = load_config(example)
+    changed = with_setting(loaded, "agent", "hold_turns.capable", 5)
+    assert changed.raw["routes"]["agent"]["hold_turns"] == {"capable": 5}
+    assert loaded.raw["routes"]["agent"]["hold_turns"] == {"capable": 2}  # the original is untouched
+    assert changed.base_dir == loaded.base_dir and changed.source == loaded.source
+    with pytest.raises(PairedError, match=r"routes\.agent\.nothing is not in the config"):
+        with_setting(loaded, "agent", "nothing.capable", 1)
+    with pytest.raises(ConfigError, match=r"routes\.agent\.confidence_threshold"):
+        with_setting(loaded, "agent", "confidence_threshold", "high")
