@@ -32,7 +32,9 @@ REPO = Path(__file__).resolve().parents[1]
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("data", nargs="?", default=os.environ.get("SWITCHYARD_DATA_DIR", str(REPO.parent / "shared/data")))
+    parser.add_argument(
+        "data", nargs="?", default=os.environ.get("SWITCHYARD_DATA_DIR", str(REPO.parent / "shared/data"))
+    )
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
     root = Path(args.data)
