@@ -235,6 +235,15 @@ class _Step:
     tier: str | None = None
 
 
+def _tier_of(step: _Step, tiers: TierMap, run_id: str) -> str:
+    mapped = tiers.tier(step.selected) if step.selected is not None else None
+    if mapped is not None:
+        return mapped
+    if step.tier is not None:
+        return step.tier
+    return tiers.require(step.selected or "", f"run {run_id!r}")
+
+
 def _collect(groups: Iterable[tuple[str, str, list[_Step]]], tiers: TierMap, tasks: Mapping[str, TaskOutcome]) -> Runs:
     out = Runs()
     for run_id, task, steps in groups:
@@ -245,7 +254,9 @@ def _collect(groups: Iterable[tuple[str, str, list[_Step]]], tiers: TierMap, tas
         if bad is not None:
             out.skip(f"a decision was skipped: {bad}", run_id)
             continue
-        picked = [s.tier or tiers.require(s.selected or "", f"run {run_id!r}") for s in steps]
+        # The tier map (route tiers and flags) first; a logged record's own ``tier`` covers
+        # targets the map does not know.
+        picked = [_tier_of(s, tiers, run_id) for s in steps]
         out.runs.append(
             Run(
                 run_id,
