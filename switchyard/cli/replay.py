@@ -10,6 +10,7 @@ from typing import IO, Any
 
 from switchyard.cli._common import HelpFormatter, add_config_arg, fail, load_or_exit
 from switchyard.cli.eval import add_run_args, log_level
+from switchyard.cli.replay_outcomes import add_outcome_args, run_outcomes
 
 _EPILOG = """\
 Examples:
@@ -18,11 +19,33 @@ Examples:
       --out decisions.jsonl
   switchyard replay -c router.yaml --route agent --trajectories runs.jsonl --limit 5 --json
 
+  # the counterfactual: what the route would have saved and lost, from paired outcomes
+  switchyard replay -c examples/stage-router.yaml --route agent \
+      --trajectories ../shared/data/terminal-bench-trajectories/terminal_bench_trajectories_dev.jsonl \
+      --outcomes ../shared/data/terminal-bench-paired/terminal_bench_paired_tasks.jsonl \
+      --efficient-model qwen-3-coder-480B --capable-model claude-4-sonnet \
+      --sweep confidence_threshold=0.3,0.5,0.7
+  # task-level routing: the tasks file itself as runs of one message
+  switchyard replay -c router.yaml --route agent --task-level \
+      --trajectories tasks.jsonl --outcomes tasks.jsonl
+  # a proxy's own decisions (one run per session id) scored the same way
+  switchyard replay -c router.yaml --route agent --decision-log decisions.jsonl \
+      --outcomes tasks.jsonl --sessions sessions.jsonl
+
 A trajectory is a JSON line with an "id" and OpenAI Chat "messages" (tool calls and results
 included; optional "tools", "reward", "success"). For each assistant message the route decides
 the conversation before it, with the trajectory id as session id, so stateful routers see one
 session turn by turn. No answer call is made. Each output line holds the turn, the selected
 target, decision source, score, reason, the router's own cost and what the recorded turn did.
+
+With --outcomes (one line per task: models.<model>.score = resolve rate, models.<model>.cost_usd
+= mean USD per trial) every run (a trajectory with its "task_id") is scored by a counterfactual:
+after the route's first switch to the capable tier the task is the capable model's own trial.
+Printed for the base case and the optimistic/pessimistic bounds: resolve rate, USD per task,
+cost saved and points lost against always-capable, shares sent to capable and the first
+switch, beside always-efficient, always-capable, a random latch with the route's share and
+timing (the null model) and the per-task oracle, with task-bootstrap 95% intervals. See
+docs/evaluation.md, "Counterfactual agent replay".
 """
 
 
@@ -36,14 +59,27 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     add_config_arg(p)
     p.add_argument("--route", required=True, help="route to replay through")
-    p.add_argument("--trajectories", required=True, metavar="FILE", help="trajectories JSONL")
+    p.add_argument("--trajectories", metavar="FILE", help="trajectories JSONL (lines with 'messages' or a 'prompt')")
     p.add_argument("--out", metavar="FILE.jsonl", help="per-turn decisions (default: replay-<route>.jsonl)")
     p.add_argument("--limit", type=int, metavar="N", help="only the first N trajectories")
-    p.add_argument("--capable", metavar="TARGET", help="the capable tier, with --efficient (for the summary)")
-    p.add_argument("--efficient", metavar="TARGET", help="the efficient tier, with --capable")
+    p.add_argument(
+        "--capable-target",
+        "--capable",
+        dest="capable",
+        metavar="TARGET",
+        help="the capable tier's target (default: the route's)",
+    )
+    p.add_argument(
+        "--efficient-target",
+        "--efficient",
+        dest="efficient",
+        metavar="TARGET",
+        help="the efficient tier's target, with --capable-target",
+    )
     p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
     p.add_argument("--concurrency", type=int, default=1, help="trajectories replayed at once")
     add_run_args(p)
+    add_outcome_args(p)
     p.set_defaults(func=run)
 
 
@@ -55,6 +91,15 @@ def run(args: argparse.Namespace) -> int:
         return fail(f"config has no route {args.route!r}; routes: {', '.join(loaded.routes) or '(none)'}")
     if args.limit is not None and args.limit < 1:
         return fail("--limit must be >= 1")
+    if args.outcomes:
+        return run_outcomes(args, loaded)
+    if args.trajectories is None:
+        return fail("--trajectories FILE is required (or --decision-log FILE with --outcomes)")
+    scoring = [
+        f for f in ("sweep", "decision_log", "runs_out", "sweep_out", "sessions", "session_task") if getattr(args, f)
+    ]
+    if scoring:
+        return fail(f"--{scoring[0].replace('_', '-')} needs --outcomes TASKS.jsonl")
     import orjson
 
     from switchyard.config.load import ConfigError
@@ -85,6 +130,7 @@ def run(args: argparse.Namespace) -> int:
                     concurrency=args.concurrency,
                     progress=False if args.no_progress else None,
                     on_turn=write,
+                    first_only=args.task_level,
                 )
             )
     except (DatasetError, ConfigError, KeyError, ValueError) as exc:

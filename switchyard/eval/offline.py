@@ -152,6 +152,8 @@ class Decided:
         candidates: Full candidate order (choice first).
         router_cost_usd: Cost of the model calls the router made while deciding.
         router_calls: Number of those calls.
+        router_input_tokens: Prompt tokens of those calls.
+        router_output_tokens: Generated tokens of those calls.
         answered: Whether the router produced the answer itself (``selected`` answered it).
         skipped: Why no decision was made (an error message), else ``None``.
     """
@@ -164,6 +166,8 @@ class Decided:
     candidates: list[str] = field(default_factory=list)
     router_cost_usd: float = 0.0
     router_calls: int = 0
+    router_input_tokens: int = 0
+    router_output_tokens: int = 0
     answered: bool = False
     skipped: str | None = None
 
@@ -185,6 +189,8 @@ class Decided:
             candidates=list(record.candidates),
             router_cost_usd=record.router_cost.cost_usd,
             router_calls=record.router_cost.calls,
+            router_input_tokens=rc.input_tokens,
+            router_output_tokens=rc.output_tokens,
             answered=bool(record.details.get("answered")),
             skipped=skipped,
         )
@@ -200,6 +206,8 @@ class Decided:
             "candidates": self.candidates,
             "router_cost_usd": self.router_cost_usd,
             "router_calls": self.router_calls,
+            "router_input_tokens": self.router_input_tokens,
+            "router_output_tokens": self.router_output_tokens,
             "answered": self.answered,
             "skipped": self.skipped,
         }

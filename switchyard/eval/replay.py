@@ -3,10 +3,13 @@
 Layer: ``eval``.
 
 A trajectory is one JSON object per line with an ``id`` and ``messages`` (OpenAI Chat messages,
-tool calls and tool results included), as in ``tau-bench-trajectories``. For the assistant
-message at index ``i`` the route decides ``messages[:i]`` — exactly what the agent had sent when
-that turn was generated — under a session id equal to the trajectory id, so stateful routers see
-one session per trajectory, turn by turn. Nothing is answered: the recorded turn follows.
+tool calls and tool results included), as in ``tau-bench-trajectories``; a line with a
+``prompt`` instead is one user message (a task file such as ``terminal_bench_paired_tasks``).
+For the assistant message at index ``i`` the route decides ``messages[:i]`` — exactly what the
+agent had sent when that turn was generated — under a session id equal to the trajectory id, so
+stateful routers see one session per trajectory, turn by turn. A trajectory without assistant
+messages has one decision, on all its messages (the turn the agent would ask for next). Nothing
+is answered: the recorded turn follows.
 """
 
 from __future__ import annotations
@@ -60,10 +63,13 @@ class Trajectory:
     messages: list[dict[str, Any]]
     tools: list[dict[str, Any]] | None
     outcome: dict[str, Any]
+    task: str | None = None
+    """The line's ``task_id`` (several runs of one task share it), when it has one."""
 
     def assistant_turns(self) -> list[int]:
-        """Indexes of the assistant messages."""
-        return [i for i, m in enumerate(self.messages) if m.get("role") == "assistant"]
+        """Indexes of the assistant messages; ``[len(messages)]`` when there is none."""
+        turns = [i for i, m in enumerate(self.messages) if m.get("role") == "assistant"]
+        return turns or [len(self.messages)]
 
 
 @dataclass(slots=True)
@@ -76,12 +82,14 @@ class TurnDecision:
     decided: Decided
     recorded: dict[str, Any]
     outcome: dict[str, Any]
+    task: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """One line of the replay JSONL."""
         return {
             "trajectory": self.trajectory,
             "session_id": self.trajectory,
+            **({"task_id": self.task} if self.task is not None else {}),
             "turn": self.turn,
             "message_index": self.message_index,
             **self.decided.to_dict(),
@@ -114,16 +122,25 @@ def read_trajectories(path: str | Path, *, limit: int | None = None) -> Iterator
             if not isinstance(obj, dict) or not isinstance(obj.get("id"), str) or not obj["id"]:
                 raise DatasetError(f"{where}: each line must be an object with a string 'id'")
             messages = obj.get("messages")
+            if messages is None and isinstance(obj.get("prompt"), str):
+                messages = [{"role": "user", "content": obj["prompt"]}]
             if not isinstance(messages, list) or not all(isinstance(m, dict) for m in messages):
-                raise DatasetError(f"{where}: 'messages' must be a list of chat message objects")
+                raise DatasetError(f"{where}: 'messages' must be a list of chat message objects (or give a 'prompt')")
+            task = obj.get("task_id")
+            if task is not None and (not isinstance(task, str | int) or isinstance(task, bool)):
+                raise DatasetError(f"{where}: 'task_id' must be a string, got {task!r}")
             tools = obj.get("tools")
             if tools is not None and not isinstance(tools, list):
                 raise DatasetError(f"{where}: 'tools' must be a list of tool definitions")
             count += 1
-            yield Trajectory(obj["id"], number, messages, tools, {k: obj[k] for k in OUTCOME_FIELDS if k in obj})
+            outcome = {k: obj[k] for k in OUTCOME_FIELDS if k in obj}
+            yield Trajectory(obj["id"], number, messages, tools, outcome, None if task is None else str(task))
 
 
-def _recorded(message: dict[str, Any]) -> dict[str, Any]:
+def _recorded(messages: list[dict[str, Any]], index: int) -> dict[str, Any]:
+    if index >= len(messages):
+        return {}  # the decision on a conversation's next, unrecorded turn
+    message = messages[index]
     calls = message.get("tool_calls") or []
     names = [c.get("function", {}).get("name") for c in calls if isinstance(c, dict)]
     content = message.get("content")
@@ -203,6 +220,7 @@ async def replay(
     concurrency: int = 1,
     progress: bool | None = None,
     on_turn: Callable[[TurnDecision], None] | None = None,
+    first_only: bool = False,
 ) -> ReplaySummary:
     """Decides every assistant turn of every trajectory in ``path`` with route ``route``.
 
@@ -217,6 +235,8 @@ async def replay(
             and as a plain line every 10 s elsewhere (:class:`~switchyard.eval.progress.Progress`).
         on_turn: Called for every turn's decision (e.g. to write the JSONL), in turn order
             within a trajectory.
+        first_only: Decide only each trajectory's first turn (task-level routing: the first
+            decision holds for the task).
 
     Raises:
         KeyError: No such route.
@@ -231,7 +251,8 @@ async def replay(
 
     async def work(traj: Trajectory) -> list[TurnDecision]:
         turns: list[TurnDecision] = []
-        for ordinal, index in enumerate(traj.assistant_turns()):
+        points = traj.assistant_turns()
+        for ordinal, index in enumerate(points[:1] if first_only else points):
             history = traj.messages[:index]
             try:
                 request = chat_request(route, history, tools=traj.tools)
@@ -239,7 +260,8 @@ async def replay(
                 decided = Decided(selected=None, skipped=f"history does not decode: {exc.message}")
             else:
                 decided = await decide(offline.engine, request, traj.id)
-            turn = TurnDecision(traj.id, ordinal, index, decided, _recorded(traj.messages[index]), traj.outcome)
+            recorded = _recorded(traj.messages, index)
+            turn = TurnDecision(traj.id, ordinal, index, decided, recorded, traj.outcome, traj.task)
             turns.append(turn)
             if on_turn is not None:
                 on_turn(turn)
