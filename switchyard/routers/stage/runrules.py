@@ -10,8 +10,9 @@ whole run instead and are off unless a route turns them on:
 * **persistent errors** — the same error class (``nonzero_exit``, ``traceback``,
   ``import_error``, …, as :mod:`switchyard.routers.stage.text` names them) has now come back in
   ``repeats`` tool results of the run; the classes in ``ignore`` (by default timeouts and
-  missing commands) never count. A first failure is never enough on its own: it takes the
-  class coming back.
+  missing commands) never count, nor does the bare non-zero exit that comes with one of them
+  (``bash: rg: command not found`` exits 127). A first failure is never enough on its own: it
+  takes the class coming back.
 * **turn budget** — the run has ``turn_budget`` assistant turns behind it and is still going.
 
 Both only grow within a run, so once one fires it keeps firing: the run stays on the capable
@@ -35,6 +36,8 @@ DEFAULT_IGNORED = ("timeout", "command_not_found")
 command (``vim``, a server left in the foreground) and a program that is not installed."""
 
 FLAGGED = "tool_error_flag"
+_GENERIC = frozenset(("nonzero_exit", "tool_error", FLAGGED))
+"""Classes that only say "it failed": they follow the failure they come with."""
 """The class of a result the tool itself flagged as an error with no recognised pattern."""
 
 
@@ -129,4 +132,7 @@ def _classes(result: ToolResultPart, ignore: frozenset[str], profile: Profile) -
     names = set(info.names) if info.level > 0 else set()
     if result.is_error and not names:
         names.add(FLAGGED)
+    if names & ignore:
+        # The exit status of a timed-out or missing command is that same event, not a second one.
+        names -= _GENERIC
     return names - ignore

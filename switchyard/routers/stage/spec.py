@@ -98,7 +98,9 @@ class PersistentErrorsSpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     repeats: int = Field(default=2, ge=2, le=1000)
-    ignore: list[str] = Field(default_factory=lambda: list(DEFAULT_IGNORED))
+    ignore: list[str] = Field(
+        default=list(DEFAULT_IGNORED), json_schema_extra={"items": {"type": "string", "enum": list(ERROR_CLASSES)}}
+    )
 
     @field_validator("ignore")
     @classmethod
