@@ -113,24 +113,26 @@ def null_by_task(
     return out
 
 
-def oracle_choice(tasks: Sequence[str], outcomes: dict[str, TaskOutcome], budget_points: float) -> set[str]:
+def oracle_choice(
+    tasks: Sequence[str], always_e: dict[str, tuple[float, float]], always_c: dict[str, tuple[float, float]], budget: float
+) -> set[str]:
     """Tasks the per-task oracle sends to the capable model (at k = 1).
 
-    Start from always-capable; drop the task with the best cost saved per point lost (tasks the
-    capable model does not help at all go first: they cost points nothing) while the points lost
-    stay within the budget. Greedy, as the spec allows.
+    Start from always-capable; drop tasks to the efficient model in order of points lost per
+    dollar saved (tasks where the capable model does not help go first: dropping them costs no
+    points), skipping any that would take the points lost over ``budget``. A greedy, as the
+    spec allows.
     """
     n = len(tasks)
     chosen = set(tasks)
-    lost = 0.0
     order = []
     for t in tasks:
-        o = outcomes[t]
-        gain = 100.0 * (o.p_c - o.p_e) / n  # points lost by dropping t
-        save = o.c_c - o.c_e
+        gain = 100.0 * (always_c[t][0] - always_e[t][0]) / n  # points lost by dropping t
+        save = always_c[t][1] - always_e[t][1]
         order.append((gain / save if save > 0 else float("inf"), gain, t))
+    lost = 0.0
     for _, gain, t in sorted(order):
-        if lost + gain <= budget_points + 1e-9:
+        if lost + gain <= budget + 1e-9:
             chosen.discard(t)
             lost += gain
     return chosen
@@ -155,7 +157,13 @@ def summarise(values: dict[str, tuple[float, float]], cap: dict[str, tuple[float
 def evaluate(
     runs: list[Run], outcomes: dict[str, TaskOutcome], *, budget: float, resamples: int, seed: int
 ) -> dict[str, Any]:
-    """Every row of the table, in all three cases, with task-bootstrap intervals."""
+    """Every row of the table, in all three cases, with task-bootstrap intervals.
+
+    Always-capable is "switch at k = 1" (f = 0) under each case, so under the optimistic bound
+    it resolves max(p_e, p_c); points lost and cost saved are against it, case by case. In a
+    bootstrap resample the null model takes the share and the f values of the resampled runs
+    (the policy's own, in that resample), so policy − null measures which runs were picked.
+    """
     by_task: dict[str, list[Run]] = {}
     for r in runs:
         by_task.setdefault(r.task, []).append(r)
@@ -163,9 +171,7 @@ def evaluate(
     fs = [r.f for r in runs if r.f is not None]
     s = len(fs) / len(runs)
     always_e = {t: (outcomes[t].p_e, outcomes[t].c_e) for t in tasks}
-    always_c = {t: (outcomes[t].p_c, outcomes[t].c_c) for t in tasks}
-    oracle_set = oracle_choice(tasks, outcomes, budget)
-    oracle = {t: always_c[t] if t in oracle_set else always_e[t] for t in tasks}
+    task_fs = {t: [r.f for r in rs if r.f is not None] for t, rs in by_task.items()}
     result: dict[str, Any] = {
         "tasks": len(tasks),
         "runs": len(runs),
@@ -174,29 +180,27 @@ def evaluate(
         "share_calls_capable": sum(r.capable_calls for r in runs) / sum(r.n for r in runs),
         "first_switch_turn_median": statistics.median([r.k for r in runs if r.k is not None]) if fs else None,
         "first_switch_f_median": statistics.median(fs) if fs else None,
-        "oracle_capable_tasks": sorted(oracle_set),
+        "first_switch_f_mean": statistics.fmean(fs) if fs else None,
         "cases": {},
     }
     rng = random.Random(seed)
     samples = [[rng.choice(tasks) for _ in tasks] for _ in range(resamples)]
     for case in CASES:
+        always_c = {t: switched(outcomes[t], 0.0, case) for t in tasks}
+        oracle_set = oracle_choice(tasks, always_e, always_c, budget)
+        oracle = {t: always_c[t] if t in oracle_set else always_e[t] for t in tasks}
         pol = policy_by_task(by_task, outcomes, case)
         null = null_by_task(tasks, outcomes, s, fs, case)
-        rows = {"policy": pol, "null": null, "always_efficient": always_e, "always_capable": always_c}
-        rows["oracle"] = oracle
-        table = {name: summarise(vals, always_c) for name, vals in rows.items()}
+        rows = {"policy": pol, "null": null, "always_efficient": always_e, "always_capable": always_c, "oracle": oracle}
+        table: dict[str, Any] = {name: summarise(vals, always_c) for name, vals in rows.items()}
+        table["oracle_capable_tasks"] = sorted(oracle_set)
         boot: dict[str, list[float]] = {k: [] for k in ("pl", "cs", "null_pl", "null_cs", "d_pl", "d_cs")}
         for sample in samples:
-            # Resampled tasks keep all their runs; a task drawn twice counts twice.
-            def agg(vals: dict[str, tuple[float, float]], sample: list[str] = sample) -> tuple[float, float]:
-                n = len(sample)
-                res = sum(vals[t][0] for t in sample) / n
-                cap_res = sum(always_c[t][0] for t in sample) / n
-                cap_cost = sum(always_c[t][1] for t in sample)
-                return 100.0 * (cap_res - res), 1.0 - sum(vals[t][1] for t in sample) / cap_cost
-
-            pl, cs = agg(pol)
-            npl, ncs = agg(null)
+            sample_fs = [f for t in sample for f in task_fs[t]]
+            sample_s = len(sample_fs) / sum(len(by_task[t]) for t in sample)
+            sample_null = null_by_task(sorted(set(sample)), outcomes, sample_s, sample_fs, case)
+            pl, cs = _aggregate(pol, always_c, sample)
+            npl, ncs = _aggregate(sample_null, always_c, sample)
             for key, v in zip(boot, (pl, cs, npl, ncs, pl - npl, cs - ncs), strict=True):
                 boot[key].append(v)
         table["intervals"] = {k: _interval(v) for k, v in boot.items()}
@@ -214,6 +218,17 @@ def evaluate(
         for t in tasks
     }
     return result
+
+
+def _aggregate(
+    vals: dict[str, tuple[float, float]], cap: dict[str, tuple[float, float]], sample: list[str]
+) -> tuple[float, float]:
+    """(points lost, cost saved) over a resample of tasks (a task drawn twice counts twice)."""
+    n = len(sample)
+    resolve = sum(vals[t][0] for t in sample) / n
+    cap_resolve = sum(cap[t][0] for t in sample) / n
+    cap_cost = sum(cap[t][1] for t in sample)
+    return 100.0 * (cap_resolve - resolve), 1.0 - sum(vals[t][1] for t in sample) / cap_cost
 
 
 def _interval(values: list[float]) -> tuple[float, float]:
@@ -247,13 +262,37 @@ def runs_from_turns(turns: list[dict[str, Any]], capable: str, task_of: dict[str
     return runs
 
 
-def replay_turns(config: str, route: str, trajectories: Path) -> tuple[list[dict[str, Any]], str]:
-    """Per-turn decisions through the route's real decision path, and the capable target."""
+def load_route(config: str, route: str, settings: Sequence[str] = ()) -> Any:
+    """The config, with ``KEY=VALUE`` settings (dotted keys under the route, YAML values) applied."""
+    import yaml
+
     from switchyard.config.load import load_config
+
+    if not settings:
+        return load_config(config)
+    data = yaml.safe_load(Path(config).read_text())
+    for setting in settings:
+        key, _, value = setting.partition("=")
+        node = data["routes"][route]
+        *parents, last = key.split(".")
+        for part in parents:
+            node = node.setdefault(part, {})
+        parsed = yaml.safe_load(value)
+        if parsed is None:
+            node.pop(last, None)
+        else:
+            node[last] = parsed
+    return load_config(data)
+
+
+def replay_turns(
+    config: str, route: str, trajectories: Path, settings: Sequence[str] = ()
+) -> tuple[list[dict[str, Any]], str]:
+    """Per-turn decisions through the route's real decision path, and the capable target."""
     from switchyard.eval.evaluate import resolve_tiers
     from switchyard.eval.replay import replay
 
-    loaded = load_config(config)
+    loaded = load_route(config, route, settings)
     tiers = resolve_tiers(loaded, route)
     if tiers is None:
         sys.exit(f"route {route!r} has no capable/efficient tiers")
@@ -346,6 +385,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--resamples", type=int, default=2000)
     p.add_argument("--seed", type=int, default=20260)
     p.add_argument("--json", type=Path, help="write every number here")
+    p.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="change a key of the route first (dotted, YAML value; `null` removes it), e.g. persistent_errors.repeats=3",
+    )
     args = p.parse_args(argv)
 
     trajectories: Path = args.trajectories
@@ -360,15 +406,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         turns = read_jsonl(args.decisions)
         capable = args.capable_target
         if capable is None:
-            from switchyard.config.load import load_config
             from switchyard.eval.evaluate import resolve_tiers
 
-            tiers = resolve_tiers(load_config(args.config), args.route)
+            tiers = resolve_tiers(load_route(args.config, args.route, args.set), args.route)
             if tiers is None:
                 sys.exit("give --capable-target")
             capable = tiers.capable
     else:
-        turns, capable = replay_turns(args.config, args.route, trajectories)
+        turns, capable = replay_turns(args.config, args.route, trajectories, args.set)
     runs = runs_from_turns(turns, capable, task_of)
     if tmp is not None:
         tmp.cleanup()
