@@ -114,7 +114,10 @@ def null_by_task(
 
 
 def oracle_choice(
-    tasks: Sequence[str], always_e: dict[str, tuple[float, float]], always_c: dict[str, tuple[float, float]], budget: float
+    tasks: Sequence[str],
+    always_e: dict[str, tuple[float, float]],
+    always_c: dict[str, tuple[float, float]],
+    budget: float,
 ) -> set[str]:
     """Tasks the per-task oracle sends to the capable model (at k = 1).
 
@@ -162,7 +165,7 @@ def evaluate(
     Always-capable is "switch at k = 1" (f = 0) under each case, so under the optimistic bound
     it resolves max(p_e, p_c); points lost and cost saved are against it, case by case. In a
     bootstrap resample the null model takes the share and the f values of the resampled runs
-    (the policy's own, in that resample), so policy − null measures which runs were picked.
+    (the policy's own, in that resample), so policy - null measures which runs were picked.
     """
     by_task: dict[str, list[Run]] = {}
     for r in runs:
@@ -234,7 +237,7 @@ def _aggregate(
 def _interval(values: list[float]) -> tuple[float, float]:
     ordered = sorted(values)
     lo = ordered[int(0.025 * (len(ordered) - 1))]
-    hi = ordered[int(round(0.975 * (len(ordered) - 1)))]
+    hi = ordered[round(0.975 * (len(ordered) - 1))]
     return lo, hi
 
 
@@ -297,7 +300,9 @@ def replay_turns(
     if tiers is None:
         sys.exit(f"route {route!r} has no capable/efficient tiers")
     lines: list[dict[str, Any]] = []
-    asyncio.run(replay(loaded, route, trajectories, tiers=tiers, progress=False, on_turn=lambda t: lines.append(t.to_dict())))
+    asyncio.run(
+        replay(loaded, route, trajectories, tiers=tiers, progress=False, on_turn=lambda t: lines.append(t.to_dict()))
+    )
     return lines, tiers.capable
 
 
@@ -348,7 +353,7 @@ def print_report(res: dict[str, Any]) -> None:
         print(
             f"         95% task bootstrap: policy points lost {_fmt_iv(iv['pl'], False)}, cost saved "
             f"{_fmt_iv(iv['cs'], True)}; null points lost {_fmt_iv(iv['null_pl'], False)}, cost saved "
-            f"{_fmt_iv(iv['null_cs'], True)}; policy − null: points lost {_fmt_iv(iv['d_pl'], False)}, "
+            f"{_fmt_iv(iv['null_cs'], True)}; policy - null: points lost {_fmt_iv(iv['d_pl'], False)}, "
             f"cost saved {_fmt_iv(iv['d_cs'], True)}"
         )
 
@@ -357,10 +362,14 @@ def print_untargeted(runs: list[Run]) -> None:
     """Runs without outcomes: share escalated and where."""
     ks = [r.k for r in runs if r.k is not None]
     fs = [r.f for r in runs if r.f is not None]
-    print(f"{len(runs)} runs, {sum(r.n for r in runs)} decision points; runs escalated {len(ks)}/{len(runs)} ({len(ks) / len(runs):.1%})")
+    share = len(ks) / len(runs)
+    points = sum(r.n for r in runs)
+    print(f"{len(runs)} runs, {points} decision points; runs escalated {len(ks)}/{len(runs)} ({share:.1%})")
     if ks:
-        print(f"first-switch turn: min {min(ks)}, median {statistics.median(ks)}, max {max(ks)}; "
-              f"median f {statistics.median(fs):.2f}")
+        print(
+            f"first-switch turn: min {min(ks)}, median {statistics.median(ks)}, max {max(ks)}; "
+            f"median f {statistics.median(fs):.2f}"
+        )
         sources: dict[str, int] = {}
         for r in runs:
             if r.first_source:
@@ -390,7 +399,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         action="append",
         default=[],
         metavar="KEY=VALUE",
-        help="change a key of the route first (dotted, YAML value; `null` removes it), e.g. persistent_errors.repeats=3",
+        help="change a key of the route first (dotted, YAML value; null removes it): persistent_errors.repeats=3",
     )
     args = p.parse_args(argv)
 

@@ -34,8 +34,8 @@ Known = dict[int, int]
 
 
 class Covering(Protocol):
-    """Counts over the first ``covered`` messages of a conversation (:class:`~switchyard.routers.stage.signals.Aggregates`, or the
-    run-level tally of :mod:`switchyard.routers.stage.runrules`)."""
+    """Counts over the first ``covered`` messages of a conversation: the signals' ``Aggregates``,
+    or the run-level tally of :mod:`switchyard.routers.stage.runrules`."""
 
     @property
     def covered(self) -> int:
@@ -146,9 +146,7 @@ class PrefixCache(Generic[A]):
             return None
         return aggregates
 
-    def store(
-        self, key: Hashable, messages: Sequence[Message], aggregates: A, known: Known | None = None
-    ) -> None:
+    def store(self, key: Hashable, messages: Sequence[Message], aggregates: A, known: Known | None = None) -> None:
         """Remembers ``aggregates`` (which cover all of ``messages``) for ``key``.
 
         Args:

@@ -27,8 +27,8 @@ from switchyard.routers.stage.scorer import Picker, Tier, Verdict, pick
 from switchyard.routers.stage.signals import (
     DEFAULT_PROFILE,
     NVIDIA_PROFILE,
-    Profile,
     Aggregates,
+    Profile,
     Readings,
     Signals,
     details_of,
