@@ -225,3 +225,23 @@ def test_the_json_schema_knows_the_keys() -> None:
     errors = defs["PersistentErrorsSpec"]["properties"]
     assert errors["repeats"]["minimum"] == 2 and errors["ignore"]["default"] == ["timeout", "command_not_found"]
     assert "import_error" in errors["ignore"]["items"]["enum"]
+
+
+async def test_the_escalation_note_goes_with_a_run_rule_switch() -> None:
+    from switchyard.routers.stage import HandoffNotes
+
+    r = router(threshold=1.0, run_rules=RULES, notes=HandoffNotes("[router] re-check first."))
+    store = MemoryStore()
+
+    async def at(turn: int, steps: list[Step]) -> Decision:
+        c = RouteContext(route="agent", session=SessionInfo(session_id="n", turn_index=turn), targets={}, store=store)
+        return await r.route(decode(steps), c, ScriptedCall({}))
+
+    first = await at(1, steps_of(EXIT1, OK))
+    assert first.request is None
+    switch = await at(2, steps_of(EXIT1, OK, EXIT2))
+    assert switch.source == "persistent_errors" and switch.request is not None
+    last = switch.request.messages[-1]
+    assert last.role == "user" and "[router] re-check first." in last.content[-1].text  # type: ignore[union-attr]
+    stay = await at(3, steps_of(EXIT1, OK, EXIT2, OK))
+    assert (stay.source, stay.request) == ("persistent_errors", None)  # no note once it stays
