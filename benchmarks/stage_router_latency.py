@@ -42,7 +42,8 @@ BUDGET_US = 100.0
 BUDGET_VARIANTS = ("default", "compat: nvidia")
 """The rows the budget applies to: a running agent loop (not the first sight of a conversation)
 with the router as shipped and in NVIDIA-compatible mode. The other rows (cold, 4 kB tool results,
-hold + notes + prompt) are printed for information; docs/stage-router.md discusses them."""
+hold + notes + prompt, the coding-agent profile's run-level rules) are printed for information;
+docs/stage-router.md discusses them."""
 
 VARIANTS: dict[str, dict[str, Any]] = {
     "default": {},
@@ -52,6 +53,7 @@ VARIANTS: dict[str, dict[str, Any]] = {
         "handoff_notes": {"escalation_note": "[router] escalated", "deescalation_note": "[router] back"},
         "capable_system_prompt": "Be careful.",
     },
+    "coding-agent profile": {"confidence_threshold": 1.0, "persistent_errors": {}},
 }
 
 
@@ -64,6 +66,7 @@ def _clear_caches(router: Any) -> None:
     shell._classify_arguments_cached.cache_clear()
     scorer._pick.cache_clear()
     router._prefixes = PrefixCache()
+    router._tallies = PrefixCache()
 
 
 def _with_new_result(request: ChatRequest, i: int) -> ChatRequest:

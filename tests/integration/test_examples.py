@@ -38,6 +38,7 @@ SERVED = [
     "llm-classifier.yaml",
     "reliability.yaml",
     "stage-router.yaml",
+    "coding-agent.yaml",
     "translation.yaml",
     "compose.yaml",
     "eval/routellm.yaml",
@@ -62,6 +63,9 @@ def _chat(route: str, text: str) -> dict[str, Any]:
 # The walkthrough's requests for examples whose routes decide in more than one way, with the
 # decision examples/README.md shows for each (request body, extra headers, expected decision).
 WALKTHROUGH: dict[str, list[tuple[dict[str, Any], dict[str, str], Expect]]] = {
+    "coding-agent.yaml": [
+        (_turn("repeating-errors.json"), {"x-switchyard-session-id": "run-1"}, ("persistent_errors", "capable")),
+    ],
     "compose.yaml": [
         (_chat("agent", "add a docstring to utils.py"), {}, ("cascade:2/llm_classifier", "efficient")),
         (_chat("agent", "debug the race condition in the scheduler"), {}, ("cascade:2/llm_classifier", "capable")),

@@ -24,13 +24,26 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Hashable, Sequence
+from typing import Generic, Protocol, TypeVar
 
 from switchyard.protocol.messages import ContentPart, Message, ReasoningPart, TextPart, ToolCallPart, ToolResultPart
 from switchyard.protocol.request import ChatRequest
-from switchyard.routers.stage.signals import Aggregates
 
 Known = dict[int, int]
 """Fingerprints already computed for one conversation, by message index."""
+
+
+class Covering(Protocol):
+    """Counts over the first ``covered`` messages of a conversation: the signals' ``Aggregates``,
+    or the run-level tally of :mod:`switchyard.routers.stage.runrules`."""
+
+    @property
+    def covered(self) -> int:
+        """Messages covered."""
+        ...
+
+
+A = TypeVar("A", bound=Covering)
 
 
 def conversation_key(request: ChatRequest, known: Known | None = None) -> int | None:
@@ -93,26 +106,23 @@ def _middle(n: int) -> int:
     return half if n < 32 else half & ~7
 
 
-_Entry = tuple[Aggregates, int, int, int]
-"""The aggregates and the fingerprints of the first, middle and last message they cover."""
-
-
-class PrefixCache:
-    """Per-session :class:`Aggregates`, validated against the conversation before reuse.
+class PrefixCache(Generic[A]):
+    """Per-session counts (the stage signals' ``Aggregates``, or a run tally), validated against the conversation
+    before reuse.
 
     Args:
         max_sessions: Sessions remembered at most.
     """
 
     def __init__(self, max_sessions: int = 4096) -> None:
-        self._entries: OrderedDict[Hashable, _Entry] = OrderedDict()
+        self._entries: OrderedDict[Hashable, tuple[A, int, int, int]] = OrderedDict()
         self._max = max_sessions
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
         return len(self._entries)
 
-    def lookup(self, key: Hashable, messages: Sequence[Message], known: Known | None = None) -> Aggregates | None:
+    def lookup(self, key: Hashable, messages: Sequence[Message], known: Known | None = None) -> A | None:
         """The cached aggregates of a prefix of ``messages``, or ``None``.
 
         Args:
@@ -136,9 +146,7 @@ class PrefixCache:
             return None
         return aggregates
 
-    def store(
-        self, key: Hashable, messages: Sequence[Message], aggregates: Aggregates, known: Known | None = None
-    ) -> None:
+    def store(self, key: Hashable, messages: Sequence[Message], aggregates: A, known: Known | None = None) -> None:
         """Remembers ``aggregates`` (which cover all of ``messages``) for ``key``.
 
         Args:

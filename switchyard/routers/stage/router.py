@@ -22,10 +22,12 @@ from switchyard.protocol.request import ChatRequest
 from switchyard.routers.base import Decision, RouteContext
 from switchyard.routers.stage.classifier import TierVerdict, TurnClassifier
 from switchyard.routers.stage.prefix import Known, PrefixCache, conversation_key
+from switchyard.routers.stage.runrules import Fired, RunRules, Tally, check, tally_from
 from switchyard.routers.stage.scorer import Picker, Tier, Verdict, pick
 from switchyard.routers.stage.signals import (
     DEFAULT_PROFILE,
     NVIDIA_PROFILE,
+    Aggregates,
     Profile,
     Readings,
     Signals,
@@ -37,8 +39,10 @@ from switchyard.routers.stage.tables import ToolKind
 logger = logging.getLogger("switchyard.routers.stage")
 
 STATE_KEY = "stage"
-HARD_SOURCES = frozenset(("override", "tests_passed"))
+HARD_SOURCES = frozenset(("override", "tests_passed", "persistent_errors", "turn_budget"))
 """Sources strong enough to end a hold early."""
+_SIGNAL_SOURCES = frozenset(("override", "dimensions", "persistent_errors", "turn_budget"))
+"""Escalations the signals made (a classifier's call is not one of them)."""
 
 
 @dataclass(slots=True, frozen=True)
@@ -76,6 +80,7 @@ class StageConfig:
         efficient_system_prompt: System message put first when the efficient tier serves.
         hold: Turns to keep a tier after switching to it, per tier.
         compat: ``nvidia`` reproduces nemo-switchyard 0.3.0's decisions.
+        run_rules: Run-level rules (persistent errors, a turn budget); ``None``: none.
     """
 
     capable: str
@@ -89,6 +94,7 @@ class StageConfig:
     efficient_system_prompt: str | None = None
     hold: Mapping[str, int] = field(default_factory=dict)
     compat: Literal["none", "nvidia"] = "none"
+    run_rules: RunRules | None = None
 
     @property
     def stateful(self) -> bool:
@@ -146,7 +152,10 @@ class StageRouter:
         self.classifier = classifier
         self.behaviour = behaviour or Behaviour.of(config.compat)
         self._semantics = dict(config.semantics)
-        self._prefixes = PrefixCache()
+        self._prefixes: PrefixCache[Aggregates] = PrefixCache()
+        rules = config.run_rules
+        self._rules = rules if rules is not None and rules.active else None
+        self._tallies: PrefixCache[Tally] = PrefixCache()
         self._targets = {"capable": config.capable, "efficient": config.efficient}
         self._default: Tier = "capable" if config.picker == "capable_first" else "efficient"
         self._stateful = config.stateful
@@ -177,6 +186,16 @@ class StageRouter:
             self._prefixes.store(key, messages, agg, known)
         return readings
 
+    def _run_rule(self, request: ChatRequest, key: Hashable | None, known: Known, rules: RunRules) -> Fired | None:
+        """The run-level rule that fires for ``request``, if any (counts continue per session)."""
+        messages = request.messages
+        cached = key is not None and key != ""
+        prefix = self._tallies.lookup(key, messages, known) if cached else None
+        tally = tally_from(messages, prefix, rules, self.behaviour.profile)
+        if cached:
+            self._tallies.store(key, messages, tally, known)
+        return check(tally, rules)
+
     def verdict(self, signals: Signals | Readings) -> Verdict:
         """What the signal cascade alone decides for ``signals``."""
         return pick(
@@ -190,8 +209,13 @@ class StageRouter:
 
     async def route(self, request: ChatRequest, ctx: RouteContext, call: ModelCall) -> Decision:
         known: Known = {}  # message fingerprints, shared by the cache key, check and store
-        readings = self._read(request, ctx.session.key or conversation_key(request, known), known)
+        key = ctx.session.key or conversation_key(request, known)
+        readings = self._read(request, key, known)
         verdict = self.verdict(readings)
+        if self._rules is not None and verdict.source != "override":
+            fired = self._run_rule(request, key, known, self._rules)
+            if fired is not None:
+                verdict = Verdict("capable", fired.source, verdict.score, 1.0, fired.reason)
         details: dict[str, Any] = {
             "signals": details_of(readings),
             "scorer_score": verdict.score,
@@ -323,7 +347,7 @@ class StageRouter:
         if notes.when == "switch" and ctx.session.key is not None and previous in (None, outcome.tier):
             return None
         if outcome.tier == "capable":
-            if notes.only_on_signal_escalation and outcome.source not in ("override", "dimensions"):
+            if notes.only_on_signal_escalation and outcome.source not in _SIGNAL_SOURCES:
                 return None
             return notes.escalation
         return notes.deescalation

@@ -31,6 +31,8 @@ from switchyard.routers.stage.signals import Readings, Signals
 Tier = Literal["capable", "efficient"]
 Picker = Literal["efficient_first", "capable_first"]
 
+ESCALATING_RULES = frozenset(("override", "persistent_errors", "turn_budget"))
+"""Sources that send a turn to the capable tier on a rule, not on the scorer's confidence."""
 STALL_DEPTH = 8
 """Below this many messages, not writing is normal exploration, not a stall."""
 GAIN = 5.0
@@ -74,7 +76,8 @@ class Verdict:
 
     Attributes:
         tier: The tier, or ``None`` when the signals are not conclusive (ambiguous).
-        source: ``override``, ``tests_passed``, ``dimensions`` or ``ambiguous``.
+        source: ``override``, ``tests_passed``, ``dimensions`` or ``ambiguous`` (or a run-level
+            rule of :mod:`switchyard.routers.stage.runrules`: ``persistent_errors``, ``turn_budget``).
         score: The scorer's signed score in (-1, 1): positive favours capable.
         confidence: What was compared with the threshold (1.0 for the two hard rules).
         reason: One line for the decision record.
@@ -88,9 +91,9 @@ class Verdict:
 
     @property
     def p_capable(self) -> float:
-        """The verdict as a probability that the capable tier is needed: 1 for an override,
-        0 for passing tests, otherwise the scorer's ``(score + 1) / 2``."""
-        if self.source == "override":
+        """The verdict as a probability that the capable tier is needed: 1 for an override (or a
+        run-level rule), 0 for passing tests, otherwise the scorer's ``(score + 1) / 2``."""
+        if self.source in ESCALATING_RULES:
             return 1.0
         if self.source == "tests_passed":
             return 0.0

@@ -241,7 +241,7 @@ def _tail(messages: Sequence[Message], window: int) -> tuple[list[ToolCallPart],
             continue
         content = msg.content
         if role == "user" and need_results and len(content) == 1:
-            observation = _observation(content[0])
+            observation = observation_of(content[0])
             if observation is not None:
                 results.append(observation)
                 need_results -= 1
@@ -376,7 +376,7 @@ def classify_call(
     return kind
 
 
-def _observation(part: object) -> ToolResultPart | None:
+def observation_of(part: object) -> ToolResultPart | None:
     """A text-protocol agent's command output, read as a tool result.
 
     mini-SWE-agent (and agents built like it) runs the shell command the model wrote in its

@@ -27,9 +27,21 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from switchyard.routers.base import BuildContext, Router, RouterSpec, Tiers
 from switchyard.routers.stage.judge import StageClassifierSpec
 from switchyard.routers.stage.router import HandoffNotes, StageConfig, StageRouter
-from switchyard.routers.stage.tables import ToolKind
+from switchyard.routers.stage.runrules import DEFAULT_IGNORED, FLAGGED, RunRules
+from switchyard.routers.stage.tables import SUBSTRING_ERRORS, ToolKind
 
 _KINDS = {kind.value: kind for kind in ToolKind}
+ERROR_CLASSES = (
+    *(name for name, _, _ in SUBSTRING_ERRORS),
+    "tool_error",
+    "failing_tests",
+    "compile_error",
+    "runtime_exception",
+    "runtime_panic",
+    "patch_error",
+    FLAGGED,
+)
+"""Every error class the stage router's result reader names (``persistent_errors.ignore``)."""
 
 
 class HandoffNotesSpec(BaseModel):
@@ -72,6 +84,33 @@ class HoldTurnsSpec(BaseModel):
     efficient: int = Field(default=0, ge=0, le=1000)
 
 
+class PersistentErrorsSpec(BaseModel):
+    """``persistent_errors`` — escalate when the same kind of error keeps coming back in the run.
+
+    Attributes:
+        repeats: Tool results of the run one error class must appear in (2: the first failure
+            of a kind is exploration, its return is trouble).
+        ignore: Error classes that never count; by default ``timeout`` (an interactive
+            command left running) and ``command_not_found`` (looking for a tool), which are
+            normal while a terminal agent explores. ``[]`` counts everything.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    repeats: int = Field(default=2, ge=2, le=1000)
+    ignore: list[str] = Field(
+        default=list(DEFAULT_IGNORED), json_schema_extra={"items": {"type": "string", "enum": list(ERROR_CLASSES)}}
+    )
+
+    @field_validator("ignore")
+    @classmethod
+    def _known(cls, value: list[str]) -> list[str]:
+        for name in value:
+            if name not in ERROR_CLASSES:
+                raise ValueError(f"unknown error class {name!r}; use some of {', '.join(ERROR_CLASSES)}")
+        return value
+
+
 class StageRouterSpec(RouterSpec):
     """``type: stage_router`` — picks the capable or efficient tier from the agent's tool activity.
 
@@ -95,6 +134,10 @@ class StageRouterSpec(RouterSpec):
             turns go to the picker's default tier.
         compat: ``none`` (default) or ``nvidia``: reproduce NVIDIA nemo-switchyard 0.3.0's
             decisions (no tests-passed rule, no capable_first fix, their turn depth and vocabulary).
+        persistent_errors: Escalate when one error class comes back across the run (see
+            :class:`PersistentErrorsSpec`); off by default.
+        turn_budget: Escalate a run that has this many assistant turns and is still going;
+            off by default.
     """
 
     kind = "stage_router"
@@ -111,6 +154,8 @@ class StageRouterSpec(RouterSpec):
     hold_turns: HoldTurnsSpec | None = None
     classifier: StageClassifierSpec | None = None
     compat: Literal["none", "nvidia"] = "none"
+    persistent_errors: PersistentErrorsSpec | None = None
+    turn_budget: int | None = Field(default=None, ge=1, le=100_000)
 
     @field_validator("tool_semantics")
     @classmethod
@@ -141,6 +186,9 @@ class StageRouterSpec(RouterSpec):
     def _distinct(self) -> StageRouterSpec:
         if self.capable == self.efficient:
             raise ValueError("capable and efficient must name different targets")
+        if self.compat == "nvidia" and (self.persistent_errors is not None or self.turn_budget is not None):
+            # NVIDIA's router has no run-level rules: with them the decisions would not be theirs.
+            raise ValueError("persistent_errors and turn_budget are not part of compat: nvidia")
         return self
 
     @property
@@ -186,6 +234,17 @@ class StageRouterSpec(RouterSpec):
             efficient_system_prompt=self.efficient_system_prompt,
             hold=hold,
             compat=self.compat,
+            run_rules=self._run_rules(),
+        )
+
+    def _run_rules(self) -> RunRules | None:
+        errors = self.persistent_errors
+        if errors is None and self.turn_budget is None:
+            return None
+        return RunRules(
+            repeats=None if errors is None else errors.repeats,
+            ignore=frozenset(DEFAULT_IGNORED if errors is None else errors.ignore),
+            turn_budget=self.turn_budget,
         )
 
     def build(self, ctx: BuildContext) -> Router:
