@@ -22,7 +22,7 @@ class Price(BaseModel):
         cache_write_per_mtok: Prompt tokens written to cache; defaults to ``input_per_mtok``.
     """
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     input_per_mtok: NonNegativeFloat = 0.0
     output_per_mtok: NonNegativeFloat = 0.0
@@ -57,7 +57,7 @@ class TargetInfo(BaseModel):
             larger requested caps are clamped (see ``switchyard.clients.limits``).
     """
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     name: str
     model: str

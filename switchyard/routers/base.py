@@ -149,7 +149,7 @@ class RouterSpec(BaseModel):
             docs/subagents.md); validated by ``config`` like a route block.
     """
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     kind: ClassVar[str] = ""
     stateful: ClassVar[bool] = False
