@@ -194,13 +194,17 @@
       throw new Error("unauthorized");
     }
     if (!res.ok) {
-      let message = "HTTP " + res.status;
+      let error = { message: "HTTP " + res.status, code: null };
       try {
-        message = (await res.json()).error.message;
+        error = (await res.json()).error;
       } catch (e) {
         /* keep the status */
       }
-      throw new Error(message);
+      if (error.code === "not_admin") {
+        showLogin(error.message);
+        throw new Error("unauthorized");
+      }
+      throw new Error(error.message);
     }
     return res.json();
   }
