@@ -90,10 +90,10 @@ class SwitchyardApp:
         path: str = scope["path"]
         if self.dashboard is not None and is_dashboard_path(path):
             # Its own checks (same-origin only, admin key or loopback) and no CORS headers.
-            reply = self.dashboard.handle(
+            page = self.dashboard.handle(
                 scope["method"], path, scope.get("query_string") or b"", headers, scope.get("client")
             )
-            await _write(send, reply)
+            await _write(send, page)
             return
         # Host, Origin, content type, API key and budget, on the headers alone (guard.py).
         admission = await self.gate.admit(scope["method"], path, headers)

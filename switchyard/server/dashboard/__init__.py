@@ -18,7 +18,7 @@ from switchyard.server.dashboard.views import Replica, Views
 
 
 class LiveTotals:
-    """"Since start" figures of a running router: its ledger and reliability counters."""
+    """ "Since start" figures of a running router: its ledger and reliability counters."""
 
     def __init__(self, sy: Switchyard) -> None:
         self.sy = sy

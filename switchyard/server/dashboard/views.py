@@ -130,9 +130,7 @@ class Views:
         # does not reach back to the window's start.
         window["window_s"] = span
         window["missed_records"] = agg.missed
-        window["covers_whole_window"] = agg.missed == 0 and (
-            self.replica.mode == "live" and self.replica.started <= now - span
-        )
+        window["covers_whole_window"] = agg.missed == 0 and self.replica.started <= now - span + 1e-6
         return {
             "replica": self.replica.to_dict(),
             "now": now,

@@ -236,7 +236,7 @@
     const w = win.total;
     const windowNote = win.covers_whole_window ? "" : " (partial: " + partialWhy(data) + ")";
     append(view, [
-      el("h2", {}, "Since start"),
+      el("h2", {}, data.replica.mode === "offline" ? "Whole log" : "Since start"),
       el(
         "div",
         { class: "figures", "data-block": "since" },
@@ -283,8 +283,10 @@
   }
 
   function windowLabel(s) {
-    if (s % 3600 === 0) return s / 3600 + " h";
-    if (s % 60 === 0) return s / 60 + " min";
+    const round = (v) => (Number.isInteger(v) ? String(v) : v.toFixed(1));
+    if (s >= 86400 * 2) return round(s / 86400) + " days";
+    if (s >= 3600) return round(s / 3600) + " h";
+    if (s >= 60) return round(s / 60) + " min";
     return Math.round(s) + " s";
   }
 
@@ -438,7 +440,11 @@
         state.pollS = data.poll_s || state.pollS;
         if (!state.windowS) {
           state.windowS = data.window.window_s;
-          $("window").value = String(state.windowS);
+          const select = $("window");
+          if (![...select.options].some((o) => o.value === String(state.windowS))) {
+            select.appendChild(el("option", { value: state.windowS }, windowLabel(state.windowS)));
+          }
+          select.value = String(state.windowS);
         }
         renderReplica(data);
         if (state.view === "overview") renderOverview(data);
