@@ -78,8 +78,12 @@ class SwitchyardApp:
                 # Builds this loop's engine now, which starts background health probes
                 # (health_check.interval_s) at boot rather than at the first request.
                 _ = self.switchyard.engine
+                if self.dashboard is not None and self.dashboard.fleet is not None:
+                    self.dashboard.fleet.start()  # shares this replica's totals (a Redis store)
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
+                if self.dashboard is not None and self.dashboard.fleet is not None:
+                    await self.dashboard.fleet.stop()
                 with contextlib.suppress(Exception):
                     await self.switchyard.aclose()
                 await send({"type": "lifespan.shutdown.complete"})

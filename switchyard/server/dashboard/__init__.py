@@ -12,6 +12,7 @@ from typing import Any
 from switchyard.api import Switchyard
 from switchyard.config.server import ServerConfig
 from switchyard.server.auth import KeyRing
+from switchyard.server.dashboard.fleet import Fleet
 from switchyard.server.dashboard.http import DashboardHttp, is_dashboard_path
 from switchyard.server.dashboard.ring import RecordRing
 from switchyard.server.dashboard.views import Replica, Views
@@ -43,8 +44,23 @@ def for_switchyard(sy: Switchyard, settings: ServerConfig, keys: KeyRing, host_a
     cfg = settings.dashboard
     ring = RecordRing(cfg.max_records)
     sy.on_decision(ring)
-    views = Views(ring, LiveTotals(sy), Replica.this(), window_s=cfg.window_s, poll_s=cfg.poll_s)
-    return DashboardHttp(views, keys, host_allowed)
+    totals, replica = LiveTotals(sy), Replica.this()
+    views = Views(ring, totals, replica, window_s=cfg.window_s, poll_s=cfg.poll_s)
+    http = DashboardHttp(views, keys, host_allowed)
+    if sy.state_status().get("backend", "memory") != "memory":
+        # A shared store (Redis): every replica publishes its totals there (fleet.py).
+        http.fleet = Fleet(sy.state_store, replica, totals, every_s=cfg.poll_s)
+        views.fleet = lambda: http.fleet.latest if http.fleet is not None else None
+    return http
 
 
-__all__ = ["DashboardHttp", "LiveTotals", "RecordRing", "Replica", "Views", "for_switchyard", "is_dashboard_path"]
+__all__ = [
+    "DashboardHttp",
+    "Fleet",
+    "LiveTotals",
+    "RecordRing",
+    "Replica",
+    "Views",
+    "for_switchyard",
+    "is_dashboard_path",
+]

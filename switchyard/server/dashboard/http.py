@@ -31,6 +31,7 @@ from urllib.parse import parse_qs
 
 from switchyard.engine.reply import Reply
 from switchyard.server.auth import KeyRing, presented_key
+from switchyard.server.dashboard.fleet import Fleet
 from switchyard.server.dashboard.views import Views
 from switchyard.wire.json import dumps
 
@@ -97,6 +98,8 @@ class DashboardHttp:
         self.views = views
         self.keys = keys
         self.host_allowed = host_allowed
+        self.fleet: Fleet | None = None
+        """Shares totals with the other replicas (a shared state store); started by the app."""
         self._assets = _load_assets()
 
     def handle(self, method: str, path: str, query: bytes, headers: Mapping[str, str], client: Any) -> Reply:

@@ -247,6 +247,7 @@
         figure("Capable share", since.capable_share, pct, "since.capable_share"),
         figure("Router + features", since.router_usd + since.feature_usd, usd, "since.router_usd")
       ),
+      data.fleet ? renderFleet(data.fleet) : null,
       el("h2", {}, "Last " + windowLabel(win.window_s) + windowNote),
       el(
         "div",
@@ -275,6 +276,24 @@
       el("h3", {}, "Per target — window"),
       table(TOTALS_HEAD, Object.entries(win.targets).map(([n, t]) => totalsRow(n, t, "window-target:" + n)), { "data-table": "window-targets" }),
     ]);
+  }
+
+  function renderFleet(fleet) {
+    const t = fleet.total;
+    return [
+      el("h2", {}, "All replicas (shared state store) — " + fleet.replicas.length + " heard from in the last " + Math.round(3 * fleet.every_s) + " s"),
+      el(
+        "div",
+        { class: "figures", "data-block": "fleet" },
+        figure("Requests", t.requests, int, "fleet.requests"),
+        figure("Spent", t.total_usd, usd, "fleet.total_usd"),
+        figure("Always-capable", t.always_capable_usd, usd, "fleet.always_capable_usd"),
+        figure("Saved", t.saved_usd, usd, "fleet.saved_usd"),
+        figure("Capable share", t.capable_share, pct, "fleet.capable_share")
+      ),
+      table(["replica", "since", "requests", "last heard"], fleet.replicas.map((r) =>
+        el("tr", {}, el("td", {}, r.id), el("td", {}, when(r.started)), el("td", { class: "num" }, int(r.requests)), el("td", {}, time(r.at))))),
+    ];
   }
 
   function partialWhy(data) {
