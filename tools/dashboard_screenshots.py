@@ -36,7 +36,7 @@ FLAGS = [
     "--no-first-run",
     "--disable-sync",
 ]
-TRACEBACK = "Traceback (most recent call last):\n  File \"/app/parse.py\", line 12\nValueError: bad date"
+TRACEBACK = 'Traceback (most recent call last):\n  File "/app/parse.py", line 12\nValueError: bad date'
 
 
 def config(port: int) -> dict[str, Any]:
@@ -44,13 +44,30 @@ def config(port: int) -> dict[str, Any]:
     return {
         "llm_clients": {"local": {"format": "openai_chat", "base_url": base, "retry": {"initial_delay_s": 0.01}}},
         "targets": {
-            "efficient": {"client": "local", "model": "fake-efficient", "price": {"input_per_mtok": 0.1, "output_per_mtok": 0.4}},
-            "capable": {"client": "local", "model": "fake-capable", "price": {"input_per_mtok": 15, "output_per_mtok": 75}},
-            "judge": {"client": "local", "model": "fake-judge", "price": {"input_per_mtok": 0.5, "output_per_mtok": 1.5}},
+            "efficient": {
+                "client": "local",
+                "model": "fake-efficient",
+                "price": {"input_per_mtok": 0.1, "output_per_mtok": 0.4},
+            },
+            "capable": {
+                "client": "local",
+                "model": "fake-capable",
+                "price": {"input_per_mtok": 15, "output_per_mtok": 75},
+            },
+            "judge": {
+                "client": "local",
+                "model": "fake-judge",
+                "price": {"input_per_mtok": 0.5, "output_per_mtok": 1.5},
+            },
             "flaky": {"client": "local", "model": "fail-500"},
         },
         "routes": {
-            "agent": {"type": "stage_router", "capable": "capable", "efficient": "efficient", "hold_turns": {"capable": 1}},
+            "agent": {
+                "type": "stage_router",
+                "capable": "capable",
+                "efficient": "efficient",
+                "hold_turns": {"capable": 1},
+            },
             "watched": {
                 "type": "llm_classifier",
                 "mode": "escalation",
@@ -71,7 +88,11 @@ def coding_turn(client: httpx.Client, session: str, turn: int, failing: bool) ->
         {"role": "user", "content": "Fix the date parser so that tests/test_dates.py passes."},
     ]
     for j in range(turn):
-        call = {"id": f"c{j}", "type": "function", "function": {"name": "Bash", "arguments": '{"command": "pytest -q"}'}}
+        call = {
+            "id": f"c{j}",
+            "type": "function",
+            "function": {"name": "Bash", "arguments": '{"command": "pytest -q"}'},
+        }
         messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
         result = TRACEBACK if failing or j < turn - 1 else "12 passed in 0.4s"
         messages.append({"role": "tool", "tool_call_id": f"c{j}", "content": result})
@@ -104,7 +125,9 @@ def traffic(client: httpx.Client, seconds: float) -> None:
                 watched_turn(client, f"review-{n:03d}", turn)
                 time.sleep(0.3)
         if n % 4 == 0:
-            client.post("/v1/chat/completions", json={"model": "resilient", "messages": [{"role": "user", "content": "hi"}]})
+            client.post(
+                "/v1/chat/completions", json={"model": "resilient", "messages": [{"role": "user", "content": "hi"}]}
+            )
     # One session whose prompt is hostile markup: the page shows it as text.
     hostile = {"role": "user", "content": 'Fix <img src=x onerror="alert(1)"> <script>alert(2)</script>'}
     client.post(
@@ -131,7 +154,10 @@ def main() -> int:
             traffic(client, args.seconds)
             with tempfile.TemporaryDirectory() as profile, sync_playwright() as pw:
                 context = pw.chromium.launch_persistent_context(
-                    profile, executable_path=args.chromium, headless=True, args=FLAGS,
+                    profile,
+                    executable_path=args.chromium,
+                    headless=True,
+                    args=FLAGS,
                     viewport={"width": 1280, "height": 860},
                 )
                 page = context.new_page()
@@ -154,7 +180,7 @@ def main() -> int:
     finally:
         sy.close()
         fake.stop()
-    print(f"wrote {out}/dashboard-*.png")
+    print(f"wrote {out}/dashboard-*.png")  # noqa: T201
     return 0
 
 

@@ -150,6 +150,7 @@ def test_the_page_shows_what_v1_stats_says_and_a_session_timeline(
         counters = stats["reliability"]["counters"]
         assert field(page, "window.fallbacks")[0] == str(counters["fallbacks"]) == "1"
         assert field(page, "window.retries")[0] == str(counters["retries"])
+        assert field(page, "window.attempts")[0] == str(counters["attempts"])
         page.screenshot(path=str(shots / "dashboard-reliability.png"), full_page=True)
 
         page.goto(f"{server.root_url}/dashboard/#sessions")

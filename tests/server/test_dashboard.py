@@ -110,13 +110,14 @@ def test_reliability_and_latency_come_from_the_attempts() -> None:
     failed = Attempt("broken", ok=False, elapsed_ms=1.0, error_class="server_error")
     retried = Attempt("broken", ok=False, elapsed_ms=1.0, error_class="rate_limited", retry=1)
     ok = Attempt("capable", ok=True, elapsed_ms=40.0)
-    agg.add(record(10.0, attempts=[failed, retried, ok], fallbacks_tried=1, overhead_ms=2.0))
+    agg.add(record(10.0, attempts=[failed, retried, ok], candidates=["broken", "capable"], selected="capable"))
+    agg.add(record(10.5, attempts=[ok], candidates=["capable"], selected="capable"))
     agg.add(record(11.0, status=502, error="upstream failed"))
     window = agg.window(0.0, 20.0)
     rel = window["reliability"]
-    assert rel["attempts"] == 3 and rel["retries"] == 1 and rel["fallbacks"] == 1 and rel["failed_requests"] == 1
+    assert rel["attempts"] == 4 and rel["retries"] == 1 and rel["fallbacks"] == 1 and rel["failed_requests"] == 1
     assert rel["errors"] == {"server_error": 1, "rate_limited": 1}
-    assert window["latency"]["upstream_ms"]["count"] == 1
+    assert window["latency"]["upstream_ms"]["count"] == 2
     assert 40.0 <= window["latency"]["upstream_ms"]["p50"] <= 44.0
 
 
@@ -221,10 +222,11 @@ def write_log(tmp_path: Path, records: list[DecisionRecord]) -> Path:
 
 async def test_offline_views_of_a_decision_log(tmp_path: Path) -> None:
     attempts = [Attempt("broken", ok=False, elapsed_ms=2.0, error_class="timeout"), Attempt("capable", True, 9.0)]
+    tried = {"attempts": attempts, "candidates": ["broken", "capable"], "selected": "capable"}
     rows = [
         record(100.0, selected="efficient", tier="efficient", cost_usd=0.001, baseline_cost_usd=0.01, turn_index=0),
         record(160.0, selected="capable", tier="capable", cost_usd=0.01, baseline_cost_usd=0.01, turn_index=1),
-        record(220.0, session="s2", attempts=attempts, fallbacks_tried=1, agent_id="<i>a</i>", reason="why"),
+        record(220.0, session="s2", fallbacks_tried=1, agent_id="<i>a</i>", reason="why", **tried),
     ]
     records, warnings = read_log(write_log(tmp_path, rows))
     assert len(records) == 3 and len(warnings) == 1 and "skipped" in warnings[0]

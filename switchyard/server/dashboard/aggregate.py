@@ -106,14 +106,19 @@ class Reliability:
     statuses: Counter[str] = field(default_factory=Counter)
 
     def add(self, record: DecisionRecord) -> None:
-        """Counts one record's attempts and outcome."""
-        self.attempts += len(record.attempts)
-        for attempt in record.attempts:
-            if attempt.retry:
-                self.retries += 1
-            if not attempt.ok:
-                self.errors[attempt.error_class or "error"] += 1
-        self.fallbacks += record.fallbacks_tried
+        """Counts one record's attempts and outcome, as the reliability counters of
+        ``GET /v1/stats`` count them: attempts and retries of the answer call and of the
+        router's own calls; a fallback is a request served by a later candidate than the
+        router's first choice (after a failure or a skipped open breaker)."""
+        for attempts in (record.attempts, record.router_attempts):
+            self.attempts += len(attempts)
+            for attempt in attempts:
+                if attempt.retry:
+                    self.retries += 1
+                if not attempt.ok:
+                    self.errors[attempt.error_class or "error"] += 1
+        if record.attempts and record.status < 400 and record.candidates and record.selected != record.candidates[0]:
+            self.fallbacks += 1
         self.router_calls += record.router_cost.calls
         self.router_failures += record.router_cost.failures
         if record.status >= 400:

@@ -19,7 +19,7 @@ import orjson
 from switchyard.engine.accounting import UsdLedger, record_from_log
 from switchyard.engine.records import Attempt, DecisionRecord
 from switchyard.server.auth import KeyRing
-from switchyard.server.dashboard.aggregate import BUCKET_S
+from switchyard.server.dashboard.aggregate import BUCKET_S, Reliability
 from switchyard.server.dashboard.http import DashboardHttp, is_dashboard_path
 from switchyard.server.dashboard.ring import RecordRing
 from switchyard.server.dashboard.views import Replica, Views
@@ -65,21 +65,27 @@ def record_from_json(obj: Mapping[str, Any]) -> DecisionRecord:
     record.router_cost.input_tokens = int(_get(router_cost, "input_tokens", int, 0))
     record.router_cost.output_tokens = int(_get(router_cost, "output_tokens", int, 0))
     record.router_cost.elapsed_ms = float(_get(router_cost, "elapsed_ms", number, 0.0))
-    for item in _get(obj, "attempts", list, []):
-        if isinstance(item, dict) and isinstance(item.get("target"), str):
-            record.attempts.append(
-                Attempt(
-                    target=item["target"],
-                    ok=bool(_get(item, "ok", bool, False)),
-                    elapsed_ms=float(_get(item, "elapsed_ms", number, 0.0)),
-                    error=_get(item, "error", str, None),
-                    status=_get(item, "status", int, None),
-                    error_class=_get(item, "error_class", str, None),
-                    retry=int(_get(item, "retry", int, 0)),
-                    waited_ms=float(_get(item, "waited_ms", number, 0.0)),
-                )
-            )
+    record.attempts = _attempts(_get(obj, "attempts", list, []))
+    record.router_attempts = _attempts(_get(obj, "router_attempts", list, []))
     return record
+
+
+def _attempts(items: list[Any]) -> list[Attempt]:
+    number = (int, float)
+    return [
+        Attempt(
+            target=item["target"],
+            ok=bool(_get(item, "ok", bool, False)),
+            elapsed_ms=float(_get(item, "elapsed_ms", number, 0.0)),
+            error=_get(item, "error", str, None),
+            status=_get(item, "status", int, None),
+            error_class=_get(item, "error_class", str, None),
+            retry=int(_get(item, "retry", int, 0)),
+            waited_ms=float(_get(item, "waited_ms", number, 0.0)),
+        )
+        for item in items
+        if isinstance(item, dict) and isinstance(item.get("target"), str)
+    ]
 
 
 def read_log(
@@ -121,15 +127,15 @@ class LogTotals:
 
     def __init__(self, records: list[DecisionRecord]) -> None:
         self.ledger = UsdLedger()
-        counters = {"attempts": 0, "retries": 0, "fallbacks": 0, "failed_requests": 0, "mid_stream_failures": 0}
+        counted = Reliability()
+        mid_stream = 0
         for record in records:
             self.ledger(record)
-            counters["attempts"] += len(record.attempts)
-            counters["retries"] += sum(1 for a in record.attempts if a.retry)
-            counters["fallbacks"] += record.fallbacks_tried
-            counters["failed_requests"] += record.status >= 400
-            counters["mid_stream_failures"] += bool(record.details.get("mid_stream_failure"))
-        self.counters = counters
+            counted.add(record)
+            mid_stream += bool(record.details.get("mid_stream_failure"))
+        figures = counted.to_dict()
+        self.counters = {name: figures[name] for name in ("attempts", "retries", "fallbacks", "failed_requests")}
+        self.counters["mid_stream_failures"] = mid_stream
 
     def usd(self) -> dict[str, Any]:
         """The log's USD totals (as ``switchyard stats LOG`` computes them)."""
