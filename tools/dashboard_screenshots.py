@@ -24,7 +24,7 @@ import httpx
 
 from switchyard.api import Switchyard
 from switchyard.server.runner import ServerThread
-from switchyard.testing import FakeModel, FakeUpstream, serve_fake
+from switchyard.testing import FakeModel, FakeUpstream, Turn, serve_fake
 from switchyard.testing.judges import escalation_brain, under_review
 
 FLAGS = [
@@ -59,6 +59,7 @@ def config(port: int) -> dict[str, Any]:
                 "model": "fake-judge",
                 "price": {"input_per_mtok": 0.5, "output_per_mtok": 1.5},
             },
+            "weak": {"client": "local", "model": "fake-weak", "price": {"input_per_mtok": 0.1, "output_per_mtok": 0.4}},
             "flaky": {"client": "local", "model": "fail-500"},
         },
         "routes": {
@@ -74,7 +75,7 @@ def config(port: int) -> dict[str, Any]:
                 "confirmations": 2,
                 "classifier_target": "judge",
                 "strong_target": "capable",
-                "weak_target": "efficient",
+                "weak_target": "weak",
             },
             "resilient": {"type": "random", "targets": ["flaky", "capable"], "weights": [1, 0]},
         },
@@ -100,11 +101,18 @@ def coding_turn(client: httpx.Client, session: str, turn: int, failing: bool) ->
     client.post("/v1/chat/completions", json={"model": "agent", "messages": messages}, headers=headers)
 
 
+def weak_brain(body: dict[str, Any], model: FakeModel) -> Turn:
+    """The efficient model of the judged route: it starts looping on its fourth turn."""
+    turn = 1 + sum(1 for m in body["messages"] if m["role"] == "assistant")
+    if turn >= 4:
+        return Turn(text=f"Running the same failing command again (turn {turn}).")
+    return Turn(text=f"Progress on turn {turn}.")
+
+
 def watched_turn(client: httpx.Client, session: str, turn: int) -> None:
     messages: list[dict[str, Any]] = [{"role": "user", "content": "Make the test suite pass."}]
     for j in range(turn):
-        text = "Running the same failing command again." if j >= 2 else f"Progress on step {j}."
-        messages += [{"role": "assistant", "content": text}, {"role": "user", "content": "go on"}]
+        messages += [{"role": "assistant", "content": f"Step {j} done."}, {"role": "user", "content": "go on"}]
     headers = {"x-switchyard-session-id": session, "x-switchyard-agent-id": "hermes"}
     client.post("/v1/chat/completions", json={"model": "watched", "messages": messages}, headers=headers)
 
@@ -121,7 +129,7 @@ def traffic(client: httpx.Client, seconds: float) -> None:
             coding_turn(client, session, turn, failing)
             time.sleep(0.4)
         if n % 3 == 0:
-            for turn in range(5):
+            for turn in range(6):
                 watched_turn(client, f"review-{n:03d}", turn)
                 time.sleep(0.3)
         if n % 4 == 0:
@@ -147,7 +155,7 @@ def main() -> int:
 
     out = Path(args.out)
     judge = FakeModel("fake-judge", brain=escalation_brain(lambda view: "same failing" in under_review(view)))
-    fake = serve_fake(FakeUpstream([judge]))
+    fake = serve_fake(FakeUpstream([judge, FakeModel("fake-weak", brain=weak_brain)]))
     sy = Switchyard.from_config(config(fake.port))
     try:
         with ServerThread(sy) as server, httpx.Client(base_url=server.root_url, timeout=30) as client:
@@ -164,7 +172,8 @@ def main() -> int:
                 for view in ("overview", "decisions", "reliability", "sessions"):
                     page.goto(f"{server.root_url}/dashboard/#{view}")
                     page.wait_for_selector(f"body[data-loaded={view}]", timeout=30_000)
-                    page.screenshot(path=str(out / f"dashboard-{view}.png"), full_page=True)
+                    # The session list is long: its first screenful shows what it is.
+                    page.screenshot(path=str(out / f"dashboard-{view}.png"), full_page=view != "sessions")
                 sessions = json.loads(httpx.get(f"{server.root_url}/dashboard/api/sessions").text)["sessions"]
                 escalated = next(s for s in sessions if s["escalated"] and s["route"] == "agent" and s["turns"] >= 4)
                 page.goto(f"{server.root_url}/dashboard/#sessions")
@@ -172,7 +181,7 @@ def main() -> int:
                 page.locator(f'[data-session="{escalated["key"]}"] a.session-link').click()
                 page.wait_for_selector("body[data-loaded=session]", timeout=30_000)
                 page.screenshot(path=str(out / "dashboard-session.png"), full_page=True)
-                watched = next(s for s in sessions if s["route"] == "watched")
+                watched = next(s for s in sessions if s["route"] == "watched" and s["escalated"])
                 page.goto(f"{server.root_url}/dashboard/#session=" + watched["key"])
                 page.wait_for_selector("body[data-loaded=session]", timeout=30_000)
                 page.screenshot(path=str(out / "dashboard-session-judge.png"), full_page=True)

@@ -389,8 +389,21 @@
     ]);
   }
 
+  // Nested objects one level deep become "outer.inner" rows (a judge's verdict, an advisor's state).
+  function flatten(obj) {
+    const out = {};
+    for (const [k, v] of Object.entries(obj || {})) {
+      if (v && typeof v === "object" && !Array.isArray(v)) {
+        for (const [k2, v2] of Object.entries(v)) out[k + "." + k2] = v2;
+      } else {
+        out[k] = v;
+      }
+    }
+    return out;
+  }
+
   function kv(obj) {
-    const entries = Object.entries(obj || {});
+    const entries = Object.entries(flatten(obj));
     if (!entries.length) return el("span", { class: "muted" }, "—");
     return el("dl", { class: "kv" }, entries.map(([k, v]) => [el("dt", {}, k), el("dd", {}, short(v))]));
   }
@@ -425,7 +438,9 @@
           })),
           el("div", {}, el("h4", {}, "Serving"), kv({
             status: t.status, overhead: ms(t.overhead_ms), duration: ms(t.duration_ms), fallbacks: t.fallbacks,
-            attempts: t.attempts.map((a) => a.target + (a.ok ? " ok" : " " + (a.error_class || "failed")) + (a.retry ? " (retry " + a.retry + ")" : "")).join(", "),
+            attempts: t.attempts.length
+              ? t.attempts.map((a) => a.target + (a.ok ? " ok" : " " + (a.error_class || "failed")) + (a.retry ? " (retry " + a.retry + ")" : "")).join(", ")
+              : "none: the router's own call answered",
             error: t.error,
           })),
           Object.keys(t.details).length ? el("div", {}, el("h4", {}, "Other details"), kv(t.details)) : null))
