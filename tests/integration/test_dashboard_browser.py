@@ -182,6 +182,15 @@ def test_the_page_shows_what_v1_stats_says_and_a_session_timeline(
         assert page.evaluate("typeof window.__pwned") == "undefined"
         assert page.inner_text('[data-field="session.id"]') == HOSTILE_SESSION
         page.screenshot(path=str(shots / "dashboard-session.png"), full_page=True)
+
+        # Live: new traffic shows up without a reload (the page polls every poll_s).
+        page.click('nav a[data-view="overview"]')
+        page.wait_for_selector("body[data-loaded=overview]", timeout=20_000)
+        with httpx.Client(base_url=server.root_url, headers={"authorization": f"Bearer {USER}"}) as client:
+            agent_turn(client, "late-session", 0, "One more thing.", agent="coder")
+        page.wait_for_selector('[data-field="since.requests"][data-value="8"]', timeout=20_000)
+        later = httpx.get(f"{server.root_url}/v1/stats", headers={"authorization": f"Bearer {ADMIN}"}).json()
+        assert float(field(page, "since.total_usd")[0]) == later["usd"]["total"]["total_usd"]
         assert errors == []
     assert (shots / "dashboard-session.png").stat().st_size > 10_000
 
