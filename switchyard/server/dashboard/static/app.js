@@ -509,7 +509,11 @@
     const hash = location.hash.replace(/^#/, "");
     if (hash.startsWith("session=")) {
       state.view = "session";
-      state.session = decodeURIComponent(hash.slice("session=".length));
+      try {
+        state.session = decodeURIComponent(hash.slice("session=".length));
+      } catch (e) {
+        state.session = ""; // a hand-edited, malformed link: the server answers 404
+      }
     } else {
       state.view = VIEWS.includes(hash) && hash !== "session" ? hash : "overview";
     }
