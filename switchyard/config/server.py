@@ -89,6 +89,28 @@ class RequestLimitsConfig(_Strict):
     max_messages: PositiveInt = 10_000
 
 
+class DashboardConfig(_Strict):
+    """The built-in dashboard at ``/dashboard`` (``server.dashboard``; docs/deployment.md).
+
+    Attributes:
+        enabled: Serve the page and its data endpoints. Off by default. Without
+            ``server.api_keys`` it answers loopback clients only; with keys, an ``admin`` key.
+        window_s: Default time window of the windowed views, in seconds (the page can change it).
+        max_records: Decision records kept in memory for the windowed views and the session
+            explorer (a ring: the oldest go first).
+        poll_s: How often an open page asks for fresh data, in seconds.
+        prompt_preview_chars: Characters of each request's latest message kept with its record
+            in memory for the session timeline (0: none). Never written to decision logs,
+            metrics or spans.
+    """
+
+    enabled: bool = False
+    window_s: PositiveInt = 3600
+    max_records: PositiveInt = 10_000
+    poll_s: float = Field(default=5.0, ge=1.0, le=300.0)
+    prompt_preview_chars: int = Field(default=200, ge=0, le=10_000)
+
+
 class ServerConfig(_Strict):
     """The ``server:`` section: exposure, client limits and shutdown of ``switchyard serve``.
 
@@ -103,6 +125,7 @@ class ServerConfig(_Strict):
         limits: Request body and message-count caps.
         drain_s: On SIGTERM/SIGINT, how long open requests may go on before each open stream
             is ended with an error event (and each unanswered request with 503).
+        dashboard: The built-in dashboard (off by default).
     """
 
     api_keys: list[ApiKeyConfig] = Field(default_factory=list)
@@ -111,6 +134,7 @@ class ServerConfig(_Strict):
     client_timeouts: ClientTimeoutsConfig = Field(default_factory=ClientTimeoutsConfig)
     limits: RequestLimitsConfig = Field(default_factory=RequestLimitsConfig)
     drain_s: float = Field(default=20.0, ge=0.0)
+    dashboard: DashboardConfig = Field(default_factory=DashboardConfig)
 
     @field_validator("allowed_origins")
     @classmethod

@@ -25,7 +25,7 @@ from switchyard.engine.health import Health
 from switchyard.engine.markup import first_marker, flag_leak, response_marker
 from switchyard.engine.monitor import BackendMonitor
 from switchyard.engine.offload import decode_off_loop, release_off_loop
-from switchyard.engine.records import DecisionRecord, DecisionSink
+from switchyard.engine.records import DecisionRecord, DecisionSink, prompt_preview
 from switchyard.engine.replies import (
     HEADER_OVERHEAD,
     HEADER_REQUEST_ID,
@@ -154,6 +154,7 @@ class Engine:
         self.monitor = BackendMonitor(self.targets, self.health)
         self.reply_model: ReplyModel = REPLY_MODEL_DEFAULT
         self.derive_session = True  # see switchyard.engine.session.derived_session_key
+        self.preview_chars = 0  # server.dashboard.prompt_preview_chars (DecisionRecord.preview)
 
     # -- lookup -----------------------------------------------------------------------------
 
@@ -226,6 +227,8 @@ class Engine:
         )
         if traceparent := headers.get("traceparent"):  # W3C trace context: spans join the caller's trace
             record.details["traceparent"] = traceparent
+        if self.preview_chars:  # server.dashboard's session timeline (memory only)
+            record._preview = prompt_preview(request, self.preview_chars)
         decision = await self._decide(route, request, session, headers, record, limits)
         candidates = route.order(decision.candidates)
         record.candidates = candidates

@@ -17,6 +17,7 @@ from switchyard.api import Switchyard
 from switchyard.config.server import ServerConfig
 from switchyard.engine.reply import SHUTDOWN_CANCEL, Reply
 from switchyard.server.auth import Budgets, KeyRing, name_key
+from switchyard.server.dashboard.http import DashboardHttp, is_dashboard_path
 from switchyard.server.drain import SHUTDOWN_ERROR, Drain
 from switchyard.server.guard import Gate, error_reply
 from switchyard.server.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
@@ -61,6 +62,7 @@ class SwitchyardApp:
         self.gate = Gate(self.settings, keys, budgets)
         self.drain = Drain()
         self.metrics = _metrics(sy)
+        self.dashboard = _dashboard(sy, self.settings, keys, self.gate)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         kind = scope["type"]
@@ -76,8 +78,12 @@ class SwitchyardApp:
                 # Builds this loop's engine now, which starts background health probes
                 # (health_check.interval_s) at boot rather than at the first request.
                 _ = self.switchyard.engine
+                if self.dashboard is not None and self.dashboard.fleet is not None:
+                    self.dashboard.fleet.start()  # shares this replica's totals (a Redis store)
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
+                if self.dashboard is not None and self.dashboard.fleet is not None:
+                    await self.dashboard.fleet.stop()
                 with contextlib.suppress(Exception):
                     await self.switchyard.aclose()
                 await send({"type": "lifespan.shutdown.complete"})
@@ -86,6 +92,13 @@ class SwitchyardApp:
     async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
         path: str = scope["path"]
+        if self.dashboard is not None and is_dashboard_path(path):
+            # Its own checks (same-origin only, admin key or loopback) and no CORS headers.
+            page = self.dashboard.handle(
+                scope["method"], path, scope.get("query_string") or b"", headers, scope.get("client")
+            )
+            await _write(send, page)
+            return
         # Host, Origin, content type, API key and budget, on the headers alone (guard.py).
         admission = await self.gate.admit(scope["method"], path, headers)
         extra = admission.headers
@@ -401,6 +414,15 @@ def _metrics(sy: Switchyard) -> Metrics | None:
     except ImportError:
         logger.info("GET /metrics is off: pip install 'switchyard-router[metrics]' for Prometheus metrics")
         return None
+
+
+def _dashboard(sy: Switchyard, settings: ServerConfig, keys: KeyRing, gate: Gate) -> DashboardHttp | None:
+    """The built-in dashboard when ``server.dashboard.enabled`` (and ``sy`` is a real router)."""
+    if not settings.dashboard.enabled or not hasattr(sy, "on_decision"):
+        return None
+    from switchyard.server.dashboard import for_switchyard
+
+    return for_switchyard(sy, settings, keys, gate.host_allowed)
 
 
 def create_app(sy: Switchyard) -> SwitchyardApp:
