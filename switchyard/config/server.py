@@ -83,10 +83,15 @@ class RequestLimitsConfig(_Strict):
         max_body_bytes: Largest request body (413 above, in the endpoint's error shape).
         max_messages: Most messages (Chat/Anthropic ``messages``, Responses ``input`` items)
             one request may carry (400 above).
+        max_header_bytes: Longest request line or header field line, in bytes; the whole
+            request head may hold four times this. Above: 431, before the rest is read.
+        max_header_fields: Most header fields in one request (431 above).
     """
 
     max_body_bytes: PositiveInt = 32 * 1024 * 1024
     max_messages: PositiveInt = 10_000
+    max_header_bytes: int = Field(default=16 * 1024, ge=1024)
+    max_header_fields: int = Field(default=100, ge=16)
 
 
 class ServerConfig(_Strict):

@@ -18,7 +18,7 @@ from switchyard.config.server import ServerConfig
 from switchyard.engine.reply import SHUTDOWN_CANCEL, Reply
 from switchyard.server.auth import Budgets, KeyRing, name_key
 from switchyard.server.drain import SHUTDOWN_ERROR, Drain
-from switchyard.server.guard import Gate, error_reply
+from switchyard.server.guard import Gate, error_reply, host_problem
 from switchyard.server.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from switchyard.server.metrics import Metrics, for_switchyard
 from switchyard.server.openapi import OPENAPI_PATH, openapi_reply
@@ -84,8 +84,16 @@ class SwitchyardApp:
                 return
 
     async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
-        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        raw = scope["headers"]
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in raw}
         path: str = scope["path"]
+        bad_host = host_problem(raw, headers, scope.get("http_version", ""))
+        if bad_host is not None:
+            close = {"connection": "close"}
+            await _write(
+                send, error_reply(path, 400, bad_host, "invalid_request_error", code="invalid_host", headers=close)
+            )
+            return
         # Host, Origin, content type, API key and budget, on the headers alone (guard.py).
         admission = await self.gate.admit(scope["method"], path, headers)
         extra = admission.headers

@@ -67,6 +67,26 @@ def _host_name(host: str) -> str:
     return name.partition(":")[0] if name.count(":") == 1 else name
 
 
+_BAD_HOST = frozenset(" \t,/@\\")
+
+
+def host_problem(raw: list[tuple[bytes, bytes]], headers: dict[str, str], http_version: str) -> str | None:
+    """Why a request's ``Host`` fields break RFC 9112 §3.2, or ``None``.
+
+    An HTTP/1.1 request must carry exactly one ``Host``; any request with two (which a guard
+    reading "the last one" would misjudge) or with a value that is no ``host[:port]`` is
+    refused with 400. Costs one dict lookup unless some header name repeats.
+    """
+    host = headers.get("host")
+    if host is None:
+        return "HTTP/1.1 requests must carry a Host header (RFC 9112 §3.2)" if http_version == "1.1" else None
+    if len(raw) != len(headers) and sum(1 for name, _ in raw if name.lower() == b"host") > 1:
+        return "a request may carry only one Host header (RFC 9112 §3.2)"
+    if _BAD_HOST.intersection(host):
+        return f"Host header {host!r} is not host[:port] (RFC 9112 §3.2)"
+    return None
+
+
 def _is_json(content_type: str) -> bool:
     media = content_type.partition(";")[0].strip().lower()
     return media == "application/json" or (media.startswith("application/") and media.endswith("+json"))
