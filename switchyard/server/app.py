@@ -16,6 +16,7 @@ from typing import Any
 from switchyard.api import Switchyard
 from switchyard.config.server import ServerConfig
 from switchyard.engine.reply import SHUTDOWN_CANCEL, Reply
+from switchyard.server.access_log import printable
 from switchyard.server.auth import Budgets, KeyRing, name_key
 from switchyard.server.drain import SHUTDOWN_ERROR, Drain
 from switchyard.server.guard import Gate, error_reply, host_problem
@@ -207,13 +208,13 @@ class SwitchyardApp:
             task.uncancel()
             if state.shutdown:
                 # Shutdown past its drain time: answer instead of leaving the caller hanging.
-                logger.info("shutting down; ended %s %s with 503", scope["method"], scope["path"])
+                logger.info("shutting down; ended %s %s with 503", scope["method"], printable(scope["path"]))
                 info = SHUTDOWN_ERROR
                 return error_reply(scope["path"], info.status, info.message, "api_error", code=info.code)
-            logger.info("caller disconnected; cancelled %s %s", scope["method"], scope["path"])
+            logger.info("caller disconnected; cancelled %s %s", scope["method"], printable(scope["path"]))
             return None
         except Exception as exc:  # the engine turns known errors into replies; this is a bug
-            logger.exception("unhandled error serving %s %s", scope["method"], scope["path"])
+            logger.exception("unhandled error serving %s %s", scope["method"], printable(scope["path"]))
             # In the endpoint's own envelope, like every other error of the proxy.
             return error_reply(scope["path"], 500, f"internal error: {type(exc).__name__}", "api_error")
         finally:
