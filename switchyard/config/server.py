@@ -108,6 +108,9 @@ class ServerConfig(_Strict):
         limits: Request body and message-count caps.
         drain_s: On SIGTERM/SIGINT, how long open requests may go on before each open stream
             is ended with an error event (and each unanswered request with 503).
+        deep_health_interval_s: ``GET /health?deep=1`` from anyone but an admin key probes the
+            backends at most once per this many seconds (all callers together); a deep check
+            sooner reports the last round's results.
     """
 
     api_keys: list[ApiKeyConfig] = Field(default_factory=list)
@@ -116,6 +119,7 @@ class ServerConfig(_Strict):
     client_timeouts: ClientTimeoutsConfig = Field(default_factory=ClientTimeoutsConfig)
     limits: RequestLimitsConfig = Field(default_factory=RequestLimitsConfig)
     drain_s: float = Field(default=20.0, ge=0.0)
+    deep_health_interval_s: float = Field(default=10.0, ge=0.0)
 
     @field_validator("allowed_origins")
     @classmethod

@@ -17,13 +17,15 @@ from switchyard.api import Switchyard
 from switchyard.config.server import ServerConfig
 from switchyard.engine.reply import SHUTDOWN_CANCEL, Reply
 from switchyard.server.access_log import printable
-from switchyard.server.auth import Budgets, KeyRing, name_key
+from switchyard.server.auth import ApiKey, Budgets, KeyRing, name_key
 from switchyard.server.drain import SHUTDOWN_ERROR, Drain
 from switchyard.server.guard import Gate, error_reply, host_problem
 from switchyard.server.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from switchyard.server.metrics import Metrics, for_switchyard
 from switchyard.server.openapi import OPENAPI_PATH, openapi_reply
+from switchyard.server.views import HealthPolicy, health_view, wants_deep
 from switchyard.wire import strict
+from switchyard.wire.json import dumps
 
 logger = logging.getLogger("switchyard.server")
 
@@ -31,6 +33,9 @@ Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
+
+_VIEWS = frozenset({"/health", "/v1/health", "/v1/stats", "/stats", "/metrics"})
+"""Paths answered per caller by ``_view`` (the operator's views, see views.py)."""
 
 MAX_BODY = 32 * 1024 * 1024
 """Default of ``server.limits.max_body_bytes``."""
@@ -60,6 +65,7 @@ class SwitchyardApp:
         if keys:
             sy.on_decision(budgets.record if budgets is not None else name_key)
         self.gate = Gate(self.settings, keys, budgets)
+        self.health_policy = HealthPolicy(bool(keys), self.settings.deep_health_interval_s)
         self.drain = Drain()
         self.metrics = _metrics(sy)
 
@@ -114,7 +120,7 @@ class SwitchyardApp:
         watch = asyncio.ensure_future(_disconnected(receive))
         ending = self.drain.enter()
         try:
-            reply = await self._dispatch(scope, body, headers, watch, ending)
+            reply = await self._dispatch(scope, body, headers, watch, ending, admission.key)
             if reply is None:
                 return
             if reply.stream is None:
@@ -173,11 +179,15 @@ class SwitchyardApp:
         headers: dict[str, str],
         watch: asyncio.Future[None],
         ending: asyncio.Future[None],
+        key: ApiKey | None = None,
     ) -> Reply | None:
         """The reply, or ``None`` when the caller disconnected first (the work is cancelled)."""
         path = scope["path"]
-        if path == "/metrics" and self.metrics is not None and scope["method"] in ("GET", "HEAD"):
-            return Reply(200, {"content-type": METRICS_CONTENT_TYPE}, body=self.metrics.render())
+        method = scope["method"]
+        if method in ("GET", "HEAD") and path.rstrip("/") in _VIEWS:
+            view = await self._view(scope, key)
+            if view is not None:
+                return view
         query = scope.get("query_string") or b""
         if query:
             path = f"{path}?{query.decode('latin-1')}"
@@ -225,6 +235,35 @@ class SwitchyardApp:
             task.uncancel()  # the work finished anyway
             return reply if state.shutdown else None  # the caller is gone, unless it was a shutdown
         return reply
+
+    async def _view(self, scope: Scope, key: ApiKey | None) -> Reply | None:
+        """``/health``, ``/v1/stats`` and ``/metrics`` as this caller may see them (views.py);
+        ``None``: the engine answers as usual."""
+        path = scope["path"].rstrip("/")
+        policy = self.health_policy
+        operator = policy.operator(key, scope.get("client"))
+        if path in ("/health", "/v1/health"):
+            query = (scope.get("query_string") or b"").decode("latin-1")
+            skipped = None
+            deep = wants_deep(query)
+            if deep and not policy.may_probe(key):
+                deep = False
+                skipped = (
+                    "not probed: deep checks need an admin key"
+                    if policy.keyed
+                    else f"not probed: the last round ran under {policy.interval_s:g}s ago "
+                    "(server.deep_health_interval_s); these are its results"
+                )
+            report = await self.switchyard.health(deep=deep)
+            # Always 200 while the router runs: a liveness check must not restart it.
+            return Reply(200, {"content-type": "application/json"}, body=dumps(health_view(report, operator, skipped)))
+        if policy.keyed and not operator:
+            # Every route's spend and every key's session ids: the operator's alone.
+            message = f"{path} needs an admin key (server.api_keys[].admin)"
+            return error_reply(path, 403, message, "permission_error", code="admin_key_required")
+        if path == "/metrics" and self.metrics is not None:
+            return Reply(200, {"content-type": METRICS_CONTENT_TYPE}, body=self.metrics.render())
+        return None
 
     async def _stream(
         self,
