@@ -68,6 +68,8 @@ def _host_name(host: str) -> str:
 
 
 _BAD_HOST = frozenset(" \t,/@\\")
+_host_ok: dict[str, bool] = {}
+"""Whether a ``Host`` value is ``host[:port]``: a client sends the same one every time. Bounded."""
 
 
 def host_problem(raw: list[tuple[bytes, bytes]], headers: dict[str, str], http_version: str) -> str | None:
@@ -82,9 +84,12 @@ def host_problem(raw: list[tuple[bytes, bytes]], headers: dict[str, str], http_v
         return "HTTP/1.1 requests must carry a Host header (RFC 9112 §3.2)" if http_version == "1.1" else None
     if len(raw) != len(headers) and sum(1 for name, _ in raw if name.lower() == b"host") > 1:
         return "a request may carry only one Host header (RFC 9112 §3.2)"
-    if _BAD_HOST.intersection(host):
-        return f"Host header {host!r} is not host[:port] (RFC 9112 §3.2)"
-    return None
+    ok = _host_ok.get(host)
+    if ok is None:
+        if len(_host_ok) >= 256:
+            _host_ok.clear()  # a flood of distinct values cannot grow it
+        ok = _host_ok[host] = not _BAD_HOST.intersection(host)
+    return None if ok else f"Host header {host!r} is not host[:port] (RFC 9112 §3.2)"
 
 
 def _is_json(content_type: str) -> bool:
