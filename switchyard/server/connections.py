@@ -19,7 +19,8 @@ uvicorn's HTTP protocol (httptools or h11, whichever uvicorn would pick) with:
   The bytes of a request head are counted *before* they are fed to the parser: a line over
   ``max_header_bytes``, more than ``max_header_fields`` fields, or a head over four lines' worth
   is answered 431 (RFC 6585 §5) and the connection closed. What is held is bounded by the cap
-  plus one socket read.
+  plus one socket read. (With h11 instead of httptools only the first request of a connection
+  is metered; h11 caps later heads itself at 16 KiB.)
 
 The body deadline is the ASGI app's (:mod:`switchyard.server.app`), where the body is read.
 """
@@ -136,6 +137,20 @@ class HeadMeter:
             pos = nl + 1
 
 
+def _metered(proto: Any, data: bytes) -> bool:
+    """Counts ``data`` against the head caps of a guarded protocol; ``False``: refuse (431)."""
+    head: HeadMeter = proto._sy_head
+    if not head.active and (proto._sy_between or proto._sy_parsing_head):
+        head.restart()  # a next request on a kept-alive (or pipelining) connection
+        proto._sy_first = b""
+        proto._sy_between = False
+    if not head.active:
+        return True
+    if len(proto._sy_first) < 32:
+        proto._sy_first += data[:32]  # the request line's start: which API's error shape
+    return not head.feed(data)
+
+
 def _base_protocol() -> Any:
     """The HTTP protocol class uvicorn's ``http="auto"`` would use."""
     try:
@@ -174,6 +189,11 @@ def guarded_protocol(
         def connection_made(self, transport: asyncio.Transport) -> None:
             self._sy_head = HeadMeter(max_header_bytes, max_header_fields)
             self._sy_first = b""
+            # Where the parser is (httptools' callbacks): between two messages, or inside a head
+            # that began in bytes already fed. Only then do the next bytes belong to a head — not
+            # the rest of a body that arrives after an early answer (401, 413).
+            self._sy_between = False
+            self._sy_parsing_head = False
             super().connection_made(transport)
             if len(self.connections) > max_connections:
                 logger.warning("refused a connection: %d open (max_connections)", len(self.connections) - 1)
@@ -184,22 +204,28 @@ def guarded_protocol(
 
         def data_received(self, data: bytes) -> None:
             cycle = self.cycle
-            head = self._sy_head
-            if cycle is not None and cycle.response_complete and not head.active:
-                head.restart()  # a next request on a kept-alive connection
-                self._sy_first = b""
             if self._sy_timer is None and (cycle is None or cycle.response_complete):
                 self._sy_arm()  # the first byte of a next request on a kept-alive connection
-            if head.active:
-                if len(self._sy_first) < 32:
-                    self._sy_first += data[:32]  # the request line's start: which API's error shape
-                if head.feed(data):
-                    self._sy_refuse()
-                    return
+            if not _metered(self, data):
+                self._sy_refuse()
+                return
             super().data_received(data)
             if self.cycle is not cycle and self._sy_timer is not None:
                 self._sy_timer.cancel()  # headers complete: the app now owns the deadlines
                 self._sy_timer = None
+
+        def on_message_begin(self) -> None:
+            self._sy_between = False
+            self._sy_parsing_head = True
+            super().on_message_begin()
+
+        def on_headers_complete(self) -> None:
+            self._sy_parsing_head = False
+            super().on_headers_complete()
+
+        def on_message_complete(self) -> None:
+            self._sy_between = True
+            super().on_message_complete()
 
         def connection_lost(self, exc: Exception | None) -> None:
             if self._sy_timer is not None:

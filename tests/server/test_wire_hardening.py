@@ -12,6 +12,7 @@ import pytest
 
 from switchyard.api import Switchyard
 from switchyard.config.server import RequestLimitsConfig
+from switchyard.server.auth import hash_key
 from switchyard.server.connections import HeadMeter
 from switchyard.server.runner import ServerThread
 
@@ -23,6 +24,15 @@ def server(module_config: dict[str, Any]) -> Iterator[ServerThread]:
     # A long header deadline: without the caps, an oversized head would just wait (no answer).
     config = {**module_config, "server": {"client_timeouts": {"header_s": 60}}}
     sy = Switchyard.from_config(config)
+    with ServerThread(sy) as srv:
+        yield srv
+    sy.close()
+
+
+@pytest.fixture(scope="module")
+def keyed(module_config: dict[str, Any]) -> Iterator[ServerThread]:
+    keys = [{"name": "k", "hash": hash_key("sy-test-wire")}]
+    sy = Switchyard.from_config({**module_config, "server": {"api_keys": keys}})
     with ServerThread(sy) as srv:
         yield srv
     sy.close()
@@ -134,6 +144,21 @@ def test_ordinary_heads_and_bodies_with_many_lines_pass(server: ServerThread) ->
     _send_until_answered(sock, iter([b"GET /v1/models HTTP/1.1\r\nHost: 127.0.0.1\r\nx-big: ", b"e" * 20_000]))
     status, _, _ = _answer(sock)
     assert status == 431
+    sock.close()
+
+
+def test_a_body_still_arriving_after_an_early_answer_is_no_head(keyed: ServerThread) -> None:
+    sock = _connect(keyed)
+    body = b'{"model": "fast", "messages": [{"role": "user", "content": "' + b"z" * 100_000 + b'"}]}'
+    head = b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\ncontent-type: application/json\r\n"
+    sock.sendall(head + b"content-length: " + str(len(body)).encode() + b"\r\n\r\n" + body[:1000])
+    status, _, _ = _answer(sock)
+    assert status == 401  # answered before the body was read
+    # The rest of the body (one 99 KB line) is still the first request's, then a next request.
+    sock.sendall(body[1000:])
+    sock.sendall(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+    status, _, _ = _answer(sock)
+    assert status == 200
     sock.close()
 
 
