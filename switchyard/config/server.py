@@ -108,9 +108,10 @@ class ServerConfig(_Strict):
         limits: Request body and message-count caps.
         drain_s: On SIGTERM/SIGINT, how long open requests may go on before each open stream
             is ended with an error event (and each unanswered request with 503).
-        deep_health_interval_s: ``GET /health?deep=1`` from anyone but an admin key probes the
-            backends at most once per this many seconds (all callers together); a deep check
-            sooner reports the last round's results.
+        deep_health_interval_s: Without ``api_keys``, ``GET /health?deep=1`` from loopback
+            probes the backends at most once per this many seconds (all callers together); a
+            deep check sooner reports the last round's results. Other callers never probe; with
+            keys only admin keys do.
     """
 
     api_keys: list[ApiKeyConfig] = Field(default_factory=list)

@@ -246,14 +246,17 @@ class SwitchyardApp:
             query = (scope.get("query_string") or b"").decode("latin-1")
             skipped = None
             deep = wants_deep(query)
-            if deep and not policy.may_probe(key):
+            if deep and not policy.may_probe(key, operator):
                 deep = False
-                skipped = (
-                    "not probed: deep checks need an admin key"
-                    if policy.keyed
-                    else f"not probed: the last round ran under {policy.interval_s:g}s ago "
-                    "(server.deep_health_interval_s); these are its results"
-                )
+                if policy.keyed:
+                    skipped = "not probed: deep checks need an admin key"
+                elif not operator:
+                    skipped = "not probed: deep checks are for callers on this machine (or set api_keys)"
+                else:
+                    skipped = (
+                        f"not probed: the last round ran under {policy.interval_s:g}s ago "
+                        "(server.deep_health_interval_s); these are its results"
+                    )
             report = await self.switchyard.health(deep=deep)
             # Always 200 while the router runs: a liveness check must not restart it.
             return Reply(200, {"content-type": "application/json"}, body=dumps(health_view(report, operator, skipped)))

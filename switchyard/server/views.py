@@ -8,9 +8,10 @@ The rule (``docs/security.md``, "Operator views"):
   a caller on this machine's loopback (the documented local set-up);
 * ``GET /health`` answers everyone (liveness), but only the operator gets routes, targets and
   upstream URLs; anyone else gets ``status`` alone;
-* ``?deep=1`` probes the upstreams now for an admin key; without keys it probes at most once per
-  ``server.deep_health_interval_s`` for all callers together (later calls read that round's
-  results); with keys, a deep check by a key that is not admin probes nothing;
+* ``?deep=1`` probes the upstreams only for the operator: at once for an admin key; without keys,
+  for loopback callers at most once per ``server.deep_health_interval_s`` all together (later
+  calls read that round's results). Anyone else's deep check probes nothing, so no caller but
+  the operator can turn health checks into upstream load or have a probe hold a backend out;
 * with keys configured, ``/v1/stats`` and ``/metrics`` (every route's spend, every key's session
   ids) are for admin keys only: 403 for any other key.
 """
@@ -67,11 +68,11 @@ class HealthPolicy:
             return key is not None and key.admin
         return loopback_client(client)
 
-    def may_probe(self, key: ApiKey | None) -> bool:
+    def may_probe(self, key: ApiKey | None, operator: bool) -> bool:
         """Whether a deep check by this caller probes now (and counts as the latest round)."""
         if key is not None and key.admin:
             return True
-        if self.keyed:
+        if self.keyed or not operator:
             return False
         now = self._clock()
         if self._last_round is not None and now - self._last_round < self.interval_s:

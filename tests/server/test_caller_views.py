@@ -100,13 +100,17 @@ def test_health_without_an_admin_key_says_only_status(keyed: ServerThread, fake:
     assert full["backends"]["local"]["targets"] == ["efficient", "capable", "broken"]
 
 
-def test_without_keys_loopback_callers_see_details_others_only_status(open_proxy: ServerThread) -> None:
+def test_without_keys_loopback_callers_see_details_others_only_status(open_proxy: ServerThread, fake: Any) -> None:
     local = _get(open_proxy, "/health").json()
     assert {"routes", "backends", "targets"} <= set(local)
     # A caller that reached the proxy through a reverse proxy on this host (uvicorn takes its
     # address from X-Forwarded-For when the peer is 127.0.0.1) is not on loopback.
     remote = _get(open_proxy, "/health", **{"x-forwarded-for": "203.0.113.9"}).json()
     assert set(remote) == {"status", "detail"}
+    before = _health_gets(fake)
+    remote = _get(open_proxy, "/health?deep=1", **{"x-forwarded-for": "203.0.113.9"}).json()
+    assert set(remote) == {"status", "detail", "deep"} and "callers on this machine" in remote["deep"]
+    assert _health_gets(fake) == before  # probed nothing
 
 
 # -- deep checks: admin only with keys, one round per interval without -----------------------------
