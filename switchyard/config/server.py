@@ -83,10 +83,15 @@ class RequestLimitsConfig(_Strict):
         max_body_bytes: Largest request body (413 above, in the endpoint's error shape).
         max_messages: Most messages (Chat/Anthropic ``messages``, Responses ``input`` items)
             one request may carry (400 above).
+        max_header_bytes: Longest request line or header field line, in bytes; the whole
+            request head may hold four times this. Above: 431, before the rest is read.
+        max_header_fields: Most header fields in one request (431 above).
     """
 
     max_body_bytes: PositiveInt = 32 * 1024 * 1024
     max_messages: PositiveInt = 10_000
+    max_header_bytes: int = Field(default=16 * 1024, ge=1024)
+    max_header_fields: int = Field(default=100, ge=16)
 
 
 class DashboardConfig(_Strict):
@@ -126,6 +131,10 @@ class ServerConfig(_Strict):
         drain_s: On SIGTERM/SIGINT, how long open requests may go on before each open stream
             is ended with an error event (and each unanswered request with 503).
         dashboard: The built-in dashboard (off by default).
+        deep_health_interval_s: Without ``api_keys``, ``GET /health?deep=1`` from loopback
+            probes the backends at most once per this many seconds (all callers together); a
+            deep check sooner reports the last round's results. Other callers never probe; with
+            keys only admin keys do.
     """
 
     api_keys: list[ApiKeyConfig] = Field(default_factory=list)
@@ -135,6 +144,7 @@ class ServerConfig(_Strict):
     limits: RequestLimitsConfig = Field(default_factory=RequestLimitsConfig)
     drain_s: float = Field(default=20.0, ge=0.0)
     dashboard: DashboardConfig = Field(default_factory=DashboardConfig)
+    deep_health_interval_s: float = Field(default=10.0, ge=0.0)
 
     @field_validator("allowed_origins")
     @classmethod

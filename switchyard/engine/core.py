@@ -46,7 +46,7 @@ from switchyard.engine.stream_out import encode_stream, stream_aborter
 from switchyard.engine.target import Completion, Route, Target
 from switchyard.engine.timeouts import Budget, budget
 from switchyard.engine.windows import PromptSize
-from switchyard.protocol.access import check_route, known_routes
+from switchyard.protocol.access import may_use, no_such_model
 from switchyard.protocol.call import CallOptions
 from switchyard.protocol.errors import (
     InvalidRequestError,
@@ -169,10 +169,10 @@ class Engine:
             found = self.routes[self._aliases[model]]
         if found is None and self.default_route is not None:
             found = self.routes[self.default_route]
-        if found is None:
-            known = known_routes(self.routes)
-            raise RouteNotFoundError(f"model {model!r} names no route; available routes: {known}", param="model")
-        check_route(found.name)  # the inbound API key's allowlist (switchyard.protocol.access)
+        if found is None or not may_use(found.name):
+            # The inbound API key's allowlist (switchyard.protocol.access): a route the key may
+            # not use is answered exactly as a missing one, so its name never leaks.
+            raise RouteNotFoundError(no_such_model(model, self.routes), param="model")
         return found
 
     def target(self, name: str) -> Target:
