@@ -10,7 +10,7 @@ AGENTS := .agents
 AGENTS_STAMP := $(AGENTS)/.installed
 include tests/agents/pins.mk
 
-.PHONY: demo test lint typecheck contracts unit bench clean help redis-server docs nemo-venv agents
+.PHONY: demo test lint typecheck contracts unit bench clean help redis-server chromium docs nemo-venv agents
 
 help:
 	@echo "make demo   - set up .venv and run the routed agent demo on simulated models"
@@ -82,7 +82,21 @@ redis-server:
 	    [ "$$SWITCHYARD_SKIP_REDIS" = 1 ]; \
 	  fi; }
 
-unit: $(STAMP) redis-server $(NEMO_STAMP) $(AGENTS_STAMP)
+# The dashboard's browser test drives Debian's chromium headless through Playwright (never a
+# downloaded browser: tests/_browser.py points Playwright at /usr/bin/chromium).
+chromium:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing Debian's chromium for the dashboard's browser test"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null; \
+	  else \
+	    echo "make test needs chromium on PATH for the dashboard's browser test."; \
+	    echo "  Debian/Ubuntu: sudo apt-get install -y chromium chromium-driver"; \
+	    echo "  (or run with SWITCHYARD_SKIP_BROWSER=1 to skip it)"; \
+	    [ "$$SWITCHYARD_SKIP_BROWSER" = 1 ]; \
+	  fi; }
+
+unit: $(STAMP) redis-server chromium $(NEMO_STAMP) $(AGENTS_STAMP)
 	$(BIN)/python -m pytest -q
 
 docs: $(STAMP)

@@ -36,7 +36,7 @@ from switchyard.engine.logs import log_count_tokens
 from switchyard.engine.records import DecisionRecord, DecisionSink, JsonlSink
 from switchyard.engine.reply import Reply
 from switchyard.engine.timeouts import HEADER_TIMEOUT, format_timeout
-from switchyard.protocol.access import known_routes, may_use
+from switchyard.protocol.access import may_use, no_such_model
 from switchyard.protocol.errors import ErrorInfo
 from switchyard.protocol.request import ChatRequest
 from switchyard.protocol.session import StateStore
@@ -215,7 +215,7 @@ class Switchyard:
 
         Returns:
             ``status`` (``ok`` or ``degraded``), ``routes``, ``backends`` (per ``llm_clients``
-            entry: the last probe's ``state`` — ``up``, ``down``, ``auth_error``, ``unknown``
+            entry: the last probe's ``state`` — ``up``, ``down``, ``auth_error``, ``rate_limited``, ``unknown``
             or ``not_probed`` — with status, URL, latency and age) and ``targets`` (per target:
             breaker state, whether routing may use it, markup leaks, ``problems``). See
             ``docs/reliability.md``.
@@ -389,8 +389,7 @@ class Switchyard:
         if entry is not None and not may_use(entry.get("alias_of") or entry["id"]):
             entry = None  # an inbound key limited to some routes sees only those
         if entry is None:
-            known = known_routes(self.engine.routes)
-            message = f"model {model_id!r} names no route; available routes: {known}"
+            message = no_such_model(model_id, self.engine.routes)
             if anthropic:
                 return _error(WireFormat.ANTHROPIC_MESSAGES, 404, message, "not_found_error")
             # OpenAI's answer for an unknown model: invalid_request_error, code model_not_found.

@@ -23,6 +23,7 @@ _COMMANDS = (
     "calibrate",
     "replay",
     "stats",
+    "dashboard",
     "train_probe",
     "demo",
     "vllm_command",
@@ -42,6 +43,7 @@ Start here:
   switchyard config schema > schema.json   # JSON Schema of the config, for editor completion
   switchyard config import routes.toml     # convert a NeMo Switchyard 0.3 TOML config to YAML
   switchyard serve -c router.yaml          # OpenAI-compatible proxy on 127.0.0.1:4000
+  switchyard dashboard --log decisions.jsonl                # the dashboard over a decision log
   switchyard route -c router.yaml -m ROUTE --message "fix the failing test"   # show a decision
   switchyard vllm-command --profile h100   # a checked vllm serve command for Nemotron 3.5 Lightning
   switchyard eval -c router.yaml --route ROUTE --dataset outcomes.jsonl       # APGR, CPT, cost offline

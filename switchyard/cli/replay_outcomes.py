@@ -45,7 +45,9 @@ def add_outcome_args(p: argparse.ArgumentParser) -> None:
     )
     g.add_argument("--seed", type=int, default=0, help="bootstrap seed")
     g.add_argument(
-        "--runs-out", metavar="FILE", help="per-run table, .csv or .jsonl (default: replay-<route>-runs.csv)"
+        "--runs-out",
+        metavar="FILE",
+        help="per-run table, .csv or .jsonl (default: <OUT stem>-runs.csv beside --out, else replay-<route>-runs.csv)",
     )
     g.add_argument("--sweep", metavar="KEY=v1,v2,...", help="replay once per value of one route setting (dotted path)")
     g.add_argument(
@@ -146,7 +148,11 @@ def run_outcomes(args: argparse.Namespace, loaded: LoadedConfig) -> int:
     finally:
         if fh is not None:
             fh.close()
-    runs_path = write_runs(result.report, args.runs_out or f"replay-{args.route}-runs.csv")
+    default_runs = f"replay-{args.route}-runs.csv"
+    if args.out and not args.decision_log:  # the per-run table goes beside the per-turn file
+        turns = Path(args.out)
+        default_runs = str(turns.with_name(turns.stem + "-runs.csv"))
+    runs_path = write_runs(result.report, args.runs_out or default_runs)
     data = result.to_dict()
     data["files"] = {"runs": str(runs_path)}
     if not args.decision_log:

@@ -19,9 +19,13 @@ Endpoints (every inference endpoint takes any route as its model, in JSON or SSE
   POST /v1/responses                 OpenAI Responses         (Codex)
   GET  /v1/models                    the routes, as models
   GET  /health                       200 while serving; ?deep=1 probes every backend now
+                                     (details and probes: admin key, or loopback without keys)
   GET  /v1/stats                     reliability counters, USD spent and saved per route and session
   GET  /metrics                      Prometheus metrics (docs/deployment.md)
+                                     (with api_keys set, both need an admin key: docs/security.md)
   GET  /openapi.json                 an OpenAPI description of these endpoints
+  GET  /dashboard/                   the dashboard and session explorer, with server.dashboard.enabled
+                                     (loopback clients only without server.api_keys, else an admin key)
 
 Point an agent at it (recipes for Claude Code, Codex, Hermes Agent and others: docs/agents.md):
   OpenAI SDK / LangChain / Hermes:  base_url = http://127.0.0.1:4000/v1, model = <route name>

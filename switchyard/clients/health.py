@@ -14,7 +14,10 @@ Which URL is probed (see ``docs/reliability.md``):
 
 A 2xx answer is ``up``; 401/403 is ``auth_error`` (the upstream is up, the key is not; the
 request path returns that error with the provider's message, so the backend is not taken out);
-anything else — another status, a refused connection, a timeout — is ``down``.
+429 is ``rate_limited`` (the upstream is up and answering — only throttling, which the request
+path already handles with ``Retry-After`` and fallbacks — so it is not taken out either: a burst
+of probes that the upstream throttles must not hold it out of service); anything else — another
+status, a refused connection, a timeout — is ``down``.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from typing import TYPE_CHECKING, Literal
 if TYPE_CHECKING:
     import httpx
 
-ProbeState = Literal["up", "down", "auth_error", "not_probed"]
+ProbeState = Literal["up", "down", "auth_error", "rate_limited", "not_probed"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,7 +38,8 @@ class Probe:
     """The outcome of one health probe.
 
     Attributes:
-        state: ``up``, ``down``, ``auth_error`` or ``not_probed`` (nothing to probe).
+        state: ``up``, ``down``, ``auth_error``, ``rate_limited`` (429: up, throttling) or
+            ``not_probed`` (nothing to probe).
         status: The HTTP status, when one came back.
         url: The URL probed.
         latency_ms: How long the probe took.
@@ -100,6 +104,8 @@ def classify(status: int, url: str, latency_ms: float | None = None) -> Probe:
         return Probe("up", status, url, latency_ms)
     if status in (401, 403):
         return Probe("auth_error", status, url, latency_ms, f"HTTP {status}: the API key was refused")
+    if status == 429:
+        return Probe("rate_limited", status, url, latency_ms, "HTTP 429: the upstream is up but throttling")
     return Probe("down", status, url, latency_ms, f"HTTP {status}")
 
 

@@ -301,6 +301,8 @@ def build_engine(
     )
     engine.reply_model = cfg.reply_model
     engine.derive_session = cfg.session.derive
+    if cfg.server.dashboard.enabled:
+        engine.preview_chars = cfg.server.dashboard.prompt_preview_chars
     return engine
 
 

@@ -83,10 +83,37 @@ class RequestLimitsConfig(_Strict):
         max_body_bytes: Largest request body (413 above, in the endpoint's error shape).
         max_messages: Most messages (Chat/Anthropic ``messages``, Responses ``input`` items)
             one request may carry (400 above).
+        max_header_bytes: Longest request line or header field line, in bytes; the whole
+            request head may hold four times this. Above: 431, before the rest is read.
+        max_header_fields: Most header fields in one request (431 above).
     """
 
     max_body_bytes: PositiveInt = 32 * 1024 * 1024
     max_messages: PositiveInt = 10_000
+    max_header_bytes: int = Field(default=16 * 1024, ge=1024)
+    max_header_fields: int = Field(default=100, ge=16)
+
+
+class DashboardConfig(_Strict):
+    """The built-in dashboard at ``/dashboard`` (``server.dashboard``; docs/deployment.md).
+
+    Attributes:
+        enabled: Serve the page and its data endpoints. Off by default. Without
+            ``server.api_keys`` it answers loopback clients only; with keys, an ``admin`` key.
+        window_s: Default time window of the windowed views, in seconds (the page can change it).
+        max_records: Decision records kept in memory for the windowed views and the session
+            explorer (a ring: the oldest go first).
+        poll_s: How often an open page asks for fresh data, in seconds.
+        prompt_preview_chars: Characters of each request's latest message kept with its record
+            in memory for the session timeline (0: none). Never written to decision logs,
+            metrics or spans.
+    """
+
+    enabled: bool = False
+    window_s: PositiveInt = 3600
+    max_records: PositiveInt = 10_000
+    poll_s: float = Field(default=5.0, ge=1.0, le=300.0)
+    prompt_preview_chars: int = Field(default=200, ge=0, le=10_000)
 
 
 class ServerConfig(_Strict):
@@ -103,6 +130,11 @@ class ServerConfig(_Strict):
         limits: Request body and message-count caps.
         drain_s: On SIGTERM/SIGINT, how long open requests may go on before each open stream
             is ended with an error event (and each unanswered request with 503).
+        dashboard: The built-in dashboard (off by default).
+        deep_health_interval_s: Without ``api_keys``, ``GET /health?deep=1`` from loopback
+            probes the backends at most once per this many seconds (all callers together); a
+            deep check sooner reports the last round's results. Other callers never probe; with
+            keys only admin keys do.
     """
 
     api_keys: list[ApiKeyConfig] = Field(default_factory=list)
@@ -111,6 +143,8 @@ class ServerConfig(_Strict):
     client_timeouts: ClientTimeoutsConfig = Field(default_factory=ClientTimeoutsConfig)
     limits: RequestLimitsConfig = Field(default_factory=RequestLimitsConfig)
     drain_s: float = Field(default=20.0, ge=0.0)
+    dashboard: DashboardConfig = Field(default_factory=DashboardConfig)
+    deep_health_interval_s: float = Field(default=10.0, ge=0.0)
 
     @field_validator("allowed_origins")
     @classmethod

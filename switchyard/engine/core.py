@@ -25,7 +25,7 @@ from switchyard.engine.health import Health
 from switchyard.engine.markup import first_marker, flag_leak, response_marker
 from switchyard.engine.monitor import BackendMonitor
 from switchyard.engine.offload import decode_off_loop, release_off_loop
-from switchyard.engine.records import DecisionRecord, DecisionSink
+from switchyard.engine.records import DecisionRecord, DecisionSink, prompt_preview
 from switchyard.engine.replies import (
     HEADER_OVERHEAD,
     HEADER_REQUEST_ID,
@@ -46,7 +46,7 @@ from switchyard.engine.stream_out import encode_stream, stream_aborter
 from switchyard.engine.target import Completion, Route, Target
 from switchyard.engine.timeouts import Budget, budget
 from switchyard.engine.windows import PromptSize
-from switchyard.protocol.access import check_route, known_routes
+from switchyard.protocol.access import may_use, no_such_model
 from switchyard.protocol.call import CallOptions
 from switchyard.protocol.errors import (
     InvalidRequestError,
@@ -154,6 +154,7 @@ class Engine:
         self.monitor = BackendMonitor(self.targets, self.health)
         self.reply_model: ReplyModel = REPLY_MODEL_DEFAULT
         self.derive_session = True  # see switchyard.engine.session.derived_session_key
+        self.preview_chars = 0  # server.dashboard.prompt_preview_chars (DecisionRecord.preview)
 
     # -- lookup -----------------------------------------------------------------------------
 
@@ -168,10 +169,10 @@ class Engine:
             found = self.routes[self._aliases[model]]
         if found is None and self.default_route is not None:
             found = self.routes[self.default_route]
-        if found is None:
-            known = known_routes(self.routes)
-            raise RouteNotFoundError(f"model {model!r} names no route; available routes: {known}", param="model")
-        check_route(found.name)  # the inbound API key's allowlist (switchyard.protocol.access)
+        if found is None or not may_use(found.name):
+            # The inbound API key's allowlist (switchyard.protocol.access): a route the key may
+            # not use is answered exactly as a missing one, so its name never leaks.
+            raise RouteNotFoundError(no_such_model(model, self.routes), param="model")
         return found
 
     def target(self, name: str) -> Target:
@@ -226,6 +227,8 @@ class Engine:
         )
         if traceparent := headers.get("traceparent"):  # W3C trace context: spans join the caller's trace
             record.details["traceparent"] = traceparent
+        if self.preview_chars:  # server.dashboard's session timeline (memory only)
+            record._preview = prompt_preview(request, self.preview_chars)
         decision = await self._decide(route, request, session, headers, record, limits)
         candidates = route.order(decision.candidates)
         record.candidates = candidates

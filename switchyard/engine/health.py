@@ -338,7 +338,7 @@ class Health:
 
     def backend(self, client: str) -> dict[str, Any]:
         """The last probe of ``client``, JSON-ready: ``state`` (``up``, ``down``, ``auth_error``,
-        ``not_probed``, or ``unknown`` before the first probe), ``status``, ``url``,
+        ``rate_limited``, ``not_probed``, or ``unknown`` before the first probe), ``status``, ``url``,
         ``latency_ms``, ``error``, ``checked_s_ago``, ``held_out_for_s``, ``probes``,
         ``failed_probes``."""
         with self._lock:

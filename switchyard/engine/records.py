@@ -15,6 +15,8 @@ from typing import Any
 
 import orjson
 
+from switchyard.protocol.messages import TextPart, ToolResultPart
+from switchyard.protocol.request import ChatRequest
 from switchyard.protocol.response import Usage
 
 logger = logging.getLogger("switchyard.decisions")
@@ -129,6 +131,10 @@ class DecisionRecord:
     details: dict[str, Any] = field(default_factory=dict)
     path: str | None = None
     """The HTTP path the request came in on (``/v1/messages``…); ``None`` for library calls."""
+    _preview: str | None = None
+    """The start of the request's latest message, for the dashboard's session timeline (only
+    when ``server.dashboard`` asks for it). Kept in memory only: orjson leaves fields with a
+    leading underscore out, so it never reaches a decision log or the decisions logger."""
 
     def set_usage(self, usage: Usage) -> None:
         """Copies token counts from ``usage``."""
@@ -154,15 +160,42 @@ class DecisionRecord:
         """Answer cost plus routing cost (the router's model calls and its feature extraction)."""
         return self.cost_usd + self.router_cost.cost_usd + self.feature_cost_usd
 
+    @property
+    def preview(self) -> str | None:
+        """The start of the request's latest message, when the dashboard keeps one (in memory only)."""
+        return self._preview
+
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict."""
-        return asdict(self)
+        """A JSON-ready dict (without the in-memory prompt preview, like :meth:`to_json`)."""
+        out = asdict(self)
+        out.pop("_preview", None)
+        return out
 
     def to_json(self) -> bytes:
         """One compact JSON line (no newline)."""
         # orjson serialises (nested, slotted) dataclasses itself: ~10x cheaper than going
         # through dataclasses.asdict, and this runs once per request when records are logged.
         return orjson.dumps(self, option=orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS)
+
+
+def prompt_preview(request: ChatRequest, limit: int) -> str | None:
+    """The first ``limit`` characters of the latest message that carries text, prefixed with its
+    role (``user: …``, ``tool: …``); ``None`` when the last few messages carry none.
+
+    Looks at no more than the last four messages, so its cost does not grow with the history.
+    """
+    for message in reversed(request.messages[-4:]):
+        for part in message.content:
+            kind = type(part)
+            if kind is TextPart:
+                text = part.text  # type: ignore[union-attr]
+            elif kind is ToolResultPart:
+                text = " ".join(p.text for p in part.content if type(p) is TextPart)  # type: ignore[union-attr]
+            else:
+                continue
+            if text:
+                return f"{message.role}: {text[:limit]}"
+    return None
 
 
 DecisionSink = Callable[[DecisionRecord], None]

@@ -43,6 +43,9 @@ MAINTENANCE_KINDS = frozenset(("compact", "memory_consolidation", "memgen", "tit
 """Agent kinds that are harness housekeeping run as a child thread, not delegated work: they keep
 the parent's policy (Codex's ``compact`` and ``memory_consolidation``)."""
 
+MAX_ID_CHARS = 128
+"""Longest session, agent or parent-agent id kept as sent; a longer one is kept as its hash."""
+
 _TRUE = frozenset(("1", "true", "yes", "on"))
 _FALSE = frozenset(("0", "false", "no", "off"))
 
@@ -64,6 +67,17 @@ def _first(headers: Mapping[str, str], names: tuple[str, ...]) -> tuple[str | No
         if value and value.strip():
             return value.strip(), name
     return None, None
+
+
+def bounded_id(value: str | None) -> str | None:
+    """An id as it may be retained: as sent up to :data:`MAX_ID_CHARS` characters, else
+    ``long:`` and a 32-hex-digit BLAKE2b hash of it — stable, so every turn of one session still
+    maps to one key, but a caller cannot make the ledger, ``/v1/stats``, decision records or the
+    state store keep 32 KiB per id (ids come from headers and from body fields such as
+    ``metadata.session_id``, ``prompt_cache_key`` and ``user``)."""
+    if value is None or len(value) <= MAX_ID_CHARS:
+        return value
+    return "long:" + hashlib.blake2b(value.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
 
 
 def first_message_hash(request: ChatRequest) -> str | None:
@@ -119,7 +133,8 @@ def identify(
     ``prompt_cache_key`` (OpenAI's per-conversation cache key, which Codex sends) and ``user``;
     then, when ``hash_fallback`` is on, a hash of the first user message (source
     ``first_message_hash``); else, when ``derive`` is on, :func:`derived_session_key` (source
-    ``derived``).
+    ``derived``). Ids longer than :data:`MAX_ID_CHARS` are replaced by their hash
+    (:func:`bounded_id`) before anything keeps them.
 
     Args:
         headers: Caller headers with lower-case names.
@@ -158,10 +173,11 @@ def identify(
     kind = _agent_kind(headers, codex)
     delegated, delegation = _delegation(headers, codex, parent, kind)
     turns = sum(1 for m in request.messages if m.role == "assistant")
+    kind = bounded_id(kind)
     return SessionInfo(
-        session_id=session,
-        agent_id=agent,
-        parent_agent_id=parent,
+        session_id=bounded_id(session),
+        agent_id=bounded_id(agent),
+        parent_agent_id=bounded_id(parent),
         source=source,
         turn_index=turns,
         agent_kind=kind,

@@ -5,7 +5,8 @@ Layer: ``protocol`` — imports nothing above it.
 The proxy authenticates a request before it is decoded; which route the request selects is
 known only once the engine has resolved its ``model`` (aliases and the default route
 included). The proxy therefore puts the key's allowlist in a context variable, and the engine
-checks the resolved route here — no second reading of the body.
+checks the resolved route here — no second reading of the body. A route the key may not use is
+answered like a model that names no route (404 ``model_not_found``, :func:`no_such_model`).
 """
 
 from __future__ import annotations
@@ -13,30 +14,25 @@ from __future__ import annotations
 from collections.abc import Iterable
 from contextvars import ContextVar
 
-from switchyard.protocol.errors import SwitchyardError
-
 allowed_routes: ContextVar[frozenset[str] | None] = ContextVar("switchyard_allowed_routes", default=None)
 """Routes the current request's API key may use; ``None``: any (no key, or ``routes: ["*"]``)."""
-
-
-class RouteForbiddenError(SwitchyardError):
-    """The caller's API key may not use the route its request selected (403)."""
-
-    status = 403
-    type = "permission_error"
-    code = "route_not_allowed"
-
-
-def check_route(name: str) -> None:
-    """Raises :class:`RouteForbiddenError` when the current key may not use route ``name``."""
-    if not may_use(name):
-        raise RouteForbiddenError(f"this API key may not use route {name!r}", param="model")
 
 
 def may_use(name: str) -> bool:
     """Whether the current key may use route ``name`` (any key may, without an allowlist)."""
     allowed = allowed_routes.get()
     return allowed is None or name in allowed
+
+
+def no_such_model(model: str, names: Iterable[str]) -> str:
+    """The one answer for a model that names no route *and* for a route the current key may not
+    use — as OpenAI words it ("does not exist or you do not have access to it"), so a key limited
+    to some routes cannot tell a hidden route (or alias, or the default route) from a typo."""
+    shown = model if len(model) <= 200 else model[:200] + "…"
+    return (
+        f"The model `{shown}` does not exist or you do not have access to it: it names no route "
+        f"this caller may use (available: {known_routes(names)})"
+    )
 
 
 def known_routes(names: Iterable[str]) -> str:

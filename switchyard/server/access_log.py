@@ -8,6 +8,10 @@ wrapper is not installed.
 Line format (logger ``switchyard.access``, level INFO)::
 
     POST /v1/chat/completions route=agent status=200 model=efficient overhead_ms=0.41 duration_ms=212.3
+
+Every field that comes from the request (method, path and query, which uvicorn has already
+percent-decoded) or the response goes through :func:`printable` first: a path carrying
+``%0d%0a`` cannot start a forged line of its own.
 """
 
 from __future__ import annotations
@@ -32,12 +36,25 @@ _WANTED = {
 }
 
 
+def printable(text: str) -> str:
+    """``text`` with every control or separator character (CR, LF, ESC, NUL, DEL, U+2028 …)
+    written as a ``\\xNN`` / ``\\uNNNN`` escape, so a logged value stays on its line and cannot
+    steer a terminal. Printable text — nearly every call — is returned as is after one C-level scan.
+    """
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
+
+
 def format_line(method: str, path: str, status: int | None, fields: dict[str, str], duration_ms: float) -> str:
-    """The access-log line of one request (``-`` for what the response did not say)."""
+    """The access-log line of one request (``-`` for what the response did not say); every
+    text field escaped by :func:`printable`."""
+    route = printable(fields.get("route") or "-")
+    model = printable(fields.get("model") or "-")
+    overhead = printable(fields.get("overhead_ms") or "-")
     return (
-        f"{method} {path} route={fields.get('route') or '-'} status={status if status is not None else '-'} "
-        f"model={fields.get('model') or '-'} overhead_ms={fields.get('overhead_ms') or '-'} "
-        f"duration_ms={duration_ms:.1f}"
+        f"{printable(method)} {printable(path)} route={route} status={status if status is not None else '-'} "
+        f"model={model} overhead_ms={overhead} duration_ms={duration_ms:.1f}"
     )
 
 
@@ -95,4 +112,4 @@ class AccessLog:
             emit()  # the caller went away mid-stream, or the app failed: still one line
 
 
-__all__ = ["AccessLog", "format_line"]
+__all__ = ["AccessLog", "format_line", "printable"]

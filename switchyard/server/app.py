@@ -16,13 +16,17 @@ from typing import Any
 from switchyard.api import Switchyard
 from switchyard.config.server import ServerConfig
 from switchyard.engine.reply import SHUTDOWN_CANCEL, Reply
-from switchyard.server.auth import Budgets, KeyRing, name_key
+from switchyard.server.access_log import printable
+from switchyard.server.auth import ApiKey, Budgets, KeyRing, name_key
+from switchyard.server.dashboard.http import DashboardHttp, is_dashboard_path
 from switchyard.server.drain import SHUTDOWN_ERROR, Drain
-from switchyard.server.guard import Gate, error_reply
+from switchyard.server.guard import Gate, error_reply, host_problem
 from switchyard.server.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from switchyard.server.metrics import Metrics, for_switchyard
 from switchyard.server.openapi import OPENAPI_PATH, openapi_reply
+from switchyard.server.views import HealthPolicy, health_view, wants_deep
 from switchyard.wire import strict
+from switchyard.wire.json import dumps
 
 logger = logging.getLogger("switchyard.server")
 
@@ -30,6 +34,9 @@ Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
+
+_VIEWS = frozenset({"/health", "/v1/health", "/v1/stats", "/stats", "/metrics"})
+"""Paths answered per caller by ``_view`` (the operator's views, see views.py)."""
 
 MAX_BODY = 32 * 1024 * 1024
 """Default of ``server.limits.max_body_bytes``."""
@@ -59,8 +66,10 @@ class SwitchyardApp:
         if keys:
             sy.on_decision(budgets.record if budgets is not None else name_key)
         self.gate = Gate(self.settings, keys, budgets)
+        self.health_policy = HealthPolicy(bool(keys), self.settings.deep_health_interval_s)
         self.drain = Drain()
         self.metrics = _metrics(sy)
+        self.dashboard = _dashboard(sy, self.settings, keys, self.gate)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         kind = scope["type"]
@@ -76,16 +85,35 @@ class SwitchyardApp:
                 # Builds this loop's engine now, which starts background health probes
                 # (health_check.interval_s) at boot rather than at the first request.
                 _ = self.switchyard.engine
+                if self.dashboard is not None and self.dashboard.fleet is not None:
+                    self.dashboard.fleet.start()  # shares this replica's totals (a Redis store)
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
+                if self.dashboard is not None and self.dashboard.fleet is not None:
+                    await self.dashboard.fleet.stop()
                 with contextlib.suppress(Exception):
                     await self.switchyard.aclose()
                 await send({"type": "lifespan.shutdown.complete"})
                 return
 
     async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
-        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        raw = scope["headers"]
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in raw}
         path: str = scope["path"]
+        bad_host = host_problem(raw, headers, scope.get("http_version", ""))
+        if bad_host is not None:
+            close = {"connection": "close"}
+            await _write(
+                send, error_reply(path, 400, bad_host, "invalid_request_error", code="invalid_host", headers=close)
+            )
+            return
+        if self.dashboard is not None and is_dashboard_path(path):
+            # Its own checks (same-origin only, admin key or loopback) and no CORS headers.
+            page = self.dashboard.handle(
+                scope["method"], path, scope.get("query_string") or b"", headers, scope.get("client")
+            )
+            await _write(send, page)
+            return
         # Host, Origin, content type, API key and budget, on the headers alone (guard.py).
         admission = await self.gate.admit(scope["method"], path, headers)
         extra = admission.headers
@@ -105,7 +133,7 @@ class SwitchyardApp:
         watch = asyncio.ensure_future(_disconnected(receive))
         ending = self.drain.enter()
         try:
-            reply = await self._dispatch(scope, body, headers, watch, ending)
+            reply = await self._dispatch(scope, body, headers, watch, ending, admission.key)
             if reply is None:
                 return
             if reply.stream is None:
@@ -164,11 +192,15 @@ class SwitchyardApp:
         headers: dict[str, str],
         watch: asyncio.Future[None],
         ending: asyncio.Future[None],
+        key: ApiKey | None = None,
     ) -> Reply | None:
         """The reply, or ``None`` when the caller disconnected first (the work is cancelled)."""
         path = scope["path"]
-        if path == "/metrics" and self.metrics is not None and scope["method"] in ("GET", "HEAD"):
-            return Reply(200, {"content-type": METRICS_CONTENT_TYPE}, body=self.metrics.render())
+        method = scope["method"]
+        if method in ("GET", "HEAD") and path.rstrip("/") in _VIEWS:
+            view = await self._view(scope, key)
+            if view is not None:
+                return view
         query = scope.get("query_string") or b""
         if query:
             path = f"{path}?{query.decode('latin-1')}"
@@ -199,13 +231,13 @@ class SwitchyardApp:
             task.uncancel()
             if state.shutdown:
                 # Shutdown past its drain time: answer instead of leaving the caller hanging.
-                logger.info("shutting down; ended %s %s with 503", scope["method"], scope["path"])
+                logger.info("shutting down; ended %s %s with 503", scope["method"], printable(scope["path"]))
                 info = SHUTDOWN_ERROR
                 return error_reply(scope["path"], info.status, info.message, "api_error", code=info.code)
-            logger.info("caller disconnected; cancelled %s %s", scope["method"], scope["path"])
+            logger.info("caller disconnected; cancelled %s %s", scope["method"], printable(scope["path"]))
             return None
         except Exception as exc:  # the engine turns known errors into replies; this is a bug
-            logger.exception("unhandled error serving %s %s", scope["method"], scope["path"])
+            logger.exception("unhandled error serving %s %s", scope["method"], printable(scope["path"]))
             # In the endpoint's own envelope, like every other error of the proxy.
             return error_reply(scope["path"], 500, f"internal error: {type(exc).__name__}", "api_error")
         finally:
@@ -216,6 +248,38 @@ class SwitchyardApp:
             task.uncancel()  # the work finished anyway
             return reply if state.shutdown else None  # the caller is gone, unless it was a shutdown
         return reply
+
+    async def _view(self, scope: Scope, key: ApiKey | None) -> Reply | None:
+        """``/health``, ``/v1/stats`` and ``/metrics`` as this caller may see them (views.py);
+        ``None``: the engine answers as usual."""
+        path = scope["path"].rstrip("/")
+        policy = self.health_policy
+        operator = policy.operator(key, scope.get("client"))
+        if path in ("/health", "/v1/health"):
+            query = (scope.get("query_string") or b"").decode("latin-1")
+            skipped = None
+            deep = wants_deep(query)
+            if deep and not policy.may_probe(key, operator):
+                deep = False
+                if policy.keyed:
+                    skipped = "not probed: deep checks need an admin key"
+                elif not operator:
+                    skipped = "not probed: deep checks are for callers on this machine (or set api_keys)"
+                else:
+                    skipped = (
+                        f"not probed: the last round ran under {policy.interval_s:g}s ago "
+                        "(server.deep_health_interval_s); these are its results"
+                    )
+            report = await self.switchyard.health(deep=deep)
+            # Always 200 while the router runs: a liveness check must not restart it.
+            return Reply(200, {"content-type": "application/json"}, body=dumps(health_view(report, operator, skipped)))
+        if policy.keyed and not operator:
+            # Every route's spend and every key's session ids: the operator's alone.
+            message = f"{path} needs an admin key (server.api_keys[].admin)"
+            return error_reply(path, 403, message, "permission_error", code="admin_key_required")
+        if path == "/metrics" and self.metrics is not None:
+            return Reply(200, {"content-type": METRICS_CONTENT_TYPE}, body=self.metrics.render())
+        return None
 
     async def _stream(
         self,
@@ -401,6 +465,15 @@ def _metrics(sy: Switchyard) -> Metrics | None:
     except ImportError:
         logger.info("GET /metrics is off: pip install 'switchyard-router[metrics]' for Prometheus metrics")
         return None
+
+
+def _dashboard(sy: Switchyard, settings: ServerConfig, keys: KeyRing, gate: Gate) -> DashboardHttp | None:
+    """The built-in dashboard when ``server.dashboard.enabled`` (and ``sy`` is a real router)."""
+    if not settings.dashboard.enabled or not hasattr(sy, "on_decision"):
+        return None
+    from switchyard.server.dashboard import for_switchyard
+
+    return for_switchyard(sy, settings, keys, gate.host_allowed)
 
 
 def create_app(sy: Switchyard) -> SwitchyardApp:

@@ -1,4 +1,5 @@
-"""Slow and surplus clients at the connection level: a header deadline and a connection cap.
+"""Slow, surplus and oversized clients at the connection level: a header deadline, header-size
+caps and a connection cap.
 
 Layer: ``server``. Needs uvicorn (the ``server`` extra).
 
@@ -12,7 +13,14 @@ uvicorn's HTTP protocol (httptools or h11, whichever uvicorn would pick) with:
   arrives on a kept-alive connection, disarmed once the request's headers are complete (the
   moment uvicorn builds its request cycle); when it fires the connection is closed;
 * a cap on open connections — a connection beyond ``max_connections`` is answered 503 and
-  closed at once, before it is read.
+  closed at once, before it is read;
+* header-size caps — httptools keeps a header field's partial bytes until the field ends, so an
+  8 MiB field line (or 20,000 fields) would be held whole before the app ever saw the request.
+  The bytes of a request head are counted *before* they are fed to the parser: a line over
+  ``max_header_bytes``, more than ``max_header_fields`` fields, or a head over four lines' worth
+  is answered 431 (RFC 6585 §5) and the connection closed. What is held is bounded by the cap
+  plus one socket read. (With h11 instead of httptools only the first request of a connection
+  is metered; h11 caps later heads itself at 16 KiB.)
 
 The body deadline is the ASGI app's (:mod:`switchyard.server.app`), where the body is read.
 """
@@ -35,6 +43,114 @@ BUSY_RESPONSE = (
 )
 
 
+_TOO_LARGE_OPENAI = (
+    b'{"error":{"message":"request header fields too large (server.limits.max_header_bytes, '
+    b'max_header_fields)","type":"invalid_request_error","code":"request_header_fields_too_large"}}'
+)
+_TOO_LARGE_ANTHROPIC = (
+    b'{"type":"error","error":{"type":"invalid_request_error","message":"request header fields too large '
+    b'(server.limits.max_header_bytes, max_header_fields)"}}'
+)
+
+
+def _too_large(body: bytes) -> bytes:
+    return (
+        b"HTTP/1.1 431 Request Header Fields Too Large\r\ncontent-type: application/json\r\n"
+        b"connection: close\r\ncontent-length: " + str(len(body)).encode() + b"\r\n\r\n" + body
+    )
+
+
+HEADERS_TOO_LARGE = _too_large(_TOO_LARGE_OPENAI)
+"""The 431 answer (OpenAI's error shape)."""
+HEADERS_TOO_LARGE_ANTHROPIC = _too_large(_TOO_LARGE_ANTHROPIC)
+"""The 431 answer for a request line naming ``/v1/messages`` (Anthropic's error shape)."""
+
+MAX_HEADER_BYTES = 16 * 1024
+"""Default of ``server.limits.max_header_bytes`` (one request or field line)."""
+MAX_HEADER_FIELDS = 100
+"""Default of ``server.limits.max_header_fields``."""
+HEAD_LINES = 4
+"""A whole request head may hold this many ``max_header_bytes`` (nginx allows 4 buffers of 8 KiB)."""
+
+
+class HeadMeter:
+    """Counts one request head's lines as its bytes arrive, before the parser keeps them.
+
+    Args:
+        max_line: Longest request line or field line, in bytes (CRLF included).
+        max_fields: Most header fields.
+
+    ``feed`` returns ``True`` once a cap is passed; the meter stops counting at the blank line
+    that ends the head (the body is not its business) until :meth:`restart` is called.
+    """
+
+    __slots__ = ("active", "cr", "fields", "line", "max_fields", "max_line", "max_total", "total")
+
+    def __init__(self, max_line: int, max_fields: int) -> None:
+        self.max_line = max_line
+        self.max_fields = max_fields
+        self.max_total = max_line * HEAD_LINES
+        self.active = True
+        self.line = 0  # bytes of the line not yet ended
+        self.cr = False  # whether those bytes end with CR
+        self.fields = 0  # lines ended, the request line included
+        self.total = 0
+
+    def restart(self) -> None:
+        """A next request's head begins."""
+        self.active = True
+        self.line = self.fields = self.total = 0
+        self.cr = False
+
+    def feed(self, data: bytes) -> bool:
+        """Counts ``data``; ``True`` when the head is over a cap."""
+        if not self.fields and not self.line:
+            # The usual case, in O(1) Python steps: the whole head in one read, shorter than one line.
+            end = data.find(b"\r\n\r\n", 0, self.max_line + 4)
+            if end > 0:
+                self.active = False
+                return data.count(b"\n", 0, end) > self.max_fields
+        pos = 0
+        size = len(data)
+        while True:
+            nl = data.find(b"\n", pos)
+            if nl < 0:
+                if size > pos:
+                    self.line += size - pos
+                    self.cr = data[size - 1] == 13
+                self.total += size
+                return self.line > self.max_line or self.total > self.max_total
+            length = self.line + nl - pos
+            cr = data[nl - 1] == 13 if nl > pos else self.cr
+            self.line = 0
+            self.cr = False
+            if length - cr <= 0:
+                if self.fields:  # the blank line: the head is complete
+                    self.active = False
+                    self.total += nl + 1
+                    return self.total > self.max_total
+                # A blank line before the request line is tolerated (RFC 9112 §2.2).
+            else:
+                self.fields += 1
+                if length + 1 > self.max_line or self.fields - 1 > self.max_fields:
+                    return True
+            pos = nl + 1
+
+
+def _metered(proto: Any, data: bytes) -> bool:
+    """Counts ``data`` against the head caps of a guarded protocol; ``False``: refuse (431)."""
+    head: HeadMeter = proto._sy_head
+    if not head.active and (proto._sy_between or proto._sy_parsing_head):
+        head.restart()  # a next request on a kept-alive (or pipelining) connection
+        proto._sy_first = b""
+        proto._sy_between = False
+    if not head.active:
+        return True
+    if len(proto._sy_first) < 32:
+        proto._sy_first += data[:32]  # the request line's start: which API's error shape
+    return not head.feed(data)
+
+
 def _base_protocol() -> Any:
     """The HTTP protocol class uvicorn's ``http="auto"`` would use."""
     try:
@@ -48,13 +164,22 @@ def _base_protocol() -> Any:
     return HttpToolsProtocol
 
 
-def guarded_protocol(header_s: float, max_connections: int, base: Any = None) -> type[asyncio.Protocol]:
-    """uvicorn's HTTP protocol with a header deadline and a connection cap.
+def guarded_protocol(
+    header_s: float,
+    max_connections: int,
+    base: Any = None,
+    *,
+    max_header_bytes: int = MAX_HEADER_BYTES,
+    max_header_fields: int = MAX_HEADER_FIELDS,
+) -> type[asyncio.Protocol]:
+    """uvicorn's HTTP protocol with a header deadline, header-size caps and a connection cap.
 
     Args:
         header_s: Seconds a connection has to complete its request headers.
         max_connections: Open connections allowed at once.
         base: The uvicorn protocol class to extend (default: what ``http="auto"`` picks).
+        max_header_bytes: Longest request line or header field line (431 above).
+        max_header_fields: Most header fields in one request (431 above).
     """
     parent = base or _base_protocol()
 
@@ -62,6 +187,13 @@ def guarded_protocol(header_s: float, max_connections: int, base: Any = None) ->
         _sy_timer: asyncio.TimerHandle | None = None
 
         def connection_made(self, transport: asyncio.Transport) -> None:
+            self._sy_head = HeadMeter(max_header_bytes, max_header_fields)
+            self._sy_first = b""
+            # Where the parser is (httptools' callbacks): between two messages, or inside a head
+            # that began in bytes already fed. Only then do the next bytes belong to a head — not
+            # the rest of a body that arrives after an early answer (401, 413).
+            self._sy_between = False
+            self._sy_parsing_head = False
             super().connection_made(transport)
             if len(self.connections) > max_connections:
                 logger.warning("refused a connection: %d open (max_connections)", len(self.connections) - 1)
@@ -74,16 +206,41 @@ def guarded_protocol(header_s: float, max_connections: int, base: Any = None) ->
             cycle = self.cycle
             if self._sy_timer is None and (cycle is None or cycle.response_complete):
                 self._sy_arm()  # the first byte of a next request on a kept-alive connection
+            if not _metered(self, data):
+                self._sy_refuse()
+                return
             super().data_received(data)
             if self.cycle is not cycle and self._sy_timer is not None:
                 self._sy_timer.cancel()  # headers complete: the app now owns the deadlines
                 self._sy_timer = None
+
+        def on_message_begin(self) -> None:
+            self._sy_between = False
+            self._sy_parsing_head = True
+            super().on_message_begin()
+
+        def on_headers_complete(self) -> None:
+            self._sy_parsing_head = False
+            super().on_headers_complete()
+
+        def on_message_complete(self) -> None:
+            self._sy_between = True
+            super().on_message_complete()
 
         def connection_lost(self, exc: Exception | None) -> None:
             if self._sy_timer is not None:
                 self._sy_timer.cancel()
                 self._sy_timer = None
             super().connection_lost(exc)
+
+        def _sy_refuse(self) -> None:
+            logger.warning("refused a request from %s: header fields too large (431)", self.client)
+            anthropic = b" /v1/messages" in self._sy_first or b" /messages" in self._sy_first
+            self.transport.write(HEADERS_TOO_LARGE_ANTHROPIC if anthropic else HEADERS_TOO_LARGE)
+            self.transport.close()
+            if self._sy_timer is not None:
+                self._sy_timer.cancel()
+                self._sy_timer = None
 
         def _sy_arm(self) -> None:
             self._sy_timer = self.loop.call_later(header_s, self._sy_expired)

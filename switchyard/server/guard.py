@@ -67,6 +67,31 @@ def _host_name(host: str) -> str:
     return name.partition(":")[0] if name.count(":") == 1 else name
 
 
+_BAD_HOST = frozenset(" \t,/@\\")
+_host_ok: dict[str, bool] = {}
+"""Whether a ``Host`` value is ``host[:port]``: a client sends the same one every time. Bounded."""
+
+
+def host_problem(raw: list[tuple[bytes, bytes]], headers: dict[str, str], http_version: str) -> str | None:
+    """Why a request's ``Host`` fields break RFC 9112 §3.2, or ``None``.
+
+    An HTTP/1.1 request must carry exactly one ``Host``; any request with two (which a guard
+    reading "the last one" would misjudge) or with a value that is no ``host[:port]`` is
+    refused with 400. Costs one dict lookup unless some header name repeats.
+    """
+    host = headers.get("host")
+    if host is None:
+        return "HTTP/1.1 requests must carry a Host header (RFC 9112 §3.2)" if http_version == "1.1" else None
+    if len(raw) != len(headers) and sum(1 for name, _ in raw if name.lower() == b"host") > 1:
+        return "a request may carry only one Host header (RFC 9112 §3.2)"
+    ok = _host_ok.get(host)
+    if ok is None:
+        if len(_host_ok) >= 256:
+            _host_ok.clear()  # a flood of distinct values cannot grow it
+        ok = _host_ok[host] = not _BAD_HOST.intersection(host)
+    return None if ok else f"Host header {host!r} is not host[:port] (RFC 9112 §3.2)"
+
+
 def _is_json(content_type: str) -> bool:
     media = content_type.partition(";")[0].strip().lower()
     return media == "application/json" or (media.startswith("application/") and media.endswith("+json"))
@@ -184,7 +209,13 @@ class Gate:
                 code="unsupported_media_type",
             )
             return admission
-        if not self.keys or path.rstrip("/") in _OPEN_PATHS:
+        if not self.keys:
+            return admission
+        if path.rstrip("/") in _OPEN_PATHS:
+            # Open to anyone, but a valid key still counts: an admin key unlocks the operator's
+            # view of /health (server/views.py). A wrong key is simply anonymous here.
+            token = presented_key(headers)
+            admission.key = self.keys.find(token) if token else None
             return admission
         return await self._authenticate(path, headers, admission)
 

@@ -51,8 +51,13 @@ def _uvicorn_config(app: Any, log_level: str) -> Any:
         log_level=log_level,
         access_log=False,  # uvicorn's own line stays off; serve(access_log=True) wraps AccessLog
         loop="auto",
-        # uvicorn's own protocol plus a header deadline and a connection cap (connections.py).
-        http=guarded_protocol(limits.header_s, limits.max_connections),
+        # uvicorn's own protocol plus a header deadline, header caps and a connection cap (connections.py).
+        http=guarded_protocol(
+            limits.header_s,
+            limits.max_connections,
+            max_header_bytes=settings.limits.max_header_bytes,
+            max_header_fields=settings.limits.max_header_fields,
+        ),
         lifespan="on",
         # uvicorn types these as int but schedules them with call_later: fractions work.
         timeout_keep_alive=cast(int, limits.keepalive_s),

@@ -7,6 +7,8 @@ The decoders read fields by truthiness in places (``bool(body.get("stream"))`` m
 once per request on the already-parsed body — a few dict lookups, no extra JSON pass — and
 only refuse what every provider refuses too (sources in ``docs/security.md``):
 
+* ``model`` is a JSON string (or absent) — all three APIs type it ``string``; a list, object
+  or number was stringified and fell through to ``default_route``;
 * ``stream`` is a JSON boolean (or null) — all three APIs type it ``boolean``;
 * token limits (``max_tokens``, ``max_completion_tokens``, ``max_output_tokens``) are integers
   from 1 to :data:`MAX_TOKENS_CEILING`;
@@ -34,6 +36,15 @@ max_messages: ContextVar[int | None] = ContextVar("switchyard_max_messages", def
 """The operator's cap on messages per request (``None``: no cap; the proxy sets it)."""
 
 
+_JSON_TYPES: dict[type, str] = {
+    list: "an array",
+    dict: "an object",
+    int: "a number",
+    float: "a number",
+    bool: "a boolean",
+}
+
+
 def _number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
@@ -58,6 +69,10 @@ def check_body(
     Raises:
         InvalidRequestError: The first problem found, naming the field.
     """
+    model = body.get("model")
+    if model is not None and not isinstance(model, str):
+        kind = _JSON_TYPES.get(type(model), type(model).__name__)
+        raise InvalidRequestError(f"'model' must be a string naming a route, got {kind}", param="model")
     stream = body.get("stream")
     if stream is not None and not isinstance(stream, bool):
         raise InvalidRequestError(f"'stream' must be a boolean (true or false), got {stream!r}", param="stream")

@@ -156,6 +156,8 @@ def running_vllm() -> Iterator[VllmStack]:
             "long": {"type": "passthrough", "target": "small", "fallbacks": ["frontier"]},
             "long-only": {"type": "passthrough", "target": "small"},
         },
+        # The item-57 checks probe on every deep check; callers without an admin key are rate-bounded.
+        "server": {"deep_health_interval_s": 0},
     }
     records: list[Any] = []
     sy = Switchyard.from_config(config)

@@ -83,6 +83,8 @@ def stack() -> Iterator[Stack]:
             "long": {"type": "passthrough", "target": "small", "fallbacks": ["frontier"]},
             "long_only": {"type": "passthrough", "target": "small"},
         },
+        # These tests probe on every deep check; callers without an admin key are rate-bounded.
+        "server": {"deep_health_interval_s": 0},
     }
     records: list[DecisionRecord] = []
     sy = Switchyard.from_config(config)

@@ -196,21 +196,22 @@ def test_keys_accepted_from_each_header(keyed_proxy: Any) -> None:
         assert anth.messages.create(model="fast", max_tokens=20, messages=MESSAGES).content  # type: ignore[arg-type]
 
 
-def test_route_allowlist_is_403_in_the_callers_shape(keyed_proxy: Any) -> None:
+def test_route_allowlist_is_404_in_the_callers_shape(keyed_proxy: Any) -> None:
     server, _ = keyed_proxy
     assert _post(server, headers={"authorization": f"Bearer {KEY_FAST}"}).status_code == 200
     with (
         openai.OpenAI(base_url=server.base_url, api_key=KEY_FAST, max_retries=0) as client,
-        pytest.raises(openai.PermissionDeniedError) as err,
+        pytest.raises(openai.NotFoundError) as err,
     ):
         client.chat.completions.create(model="mix", messages=MESSAGES)  # type: ignore[arg-type]
-    assert "route 'mix'" in err.value.body["message"]  # type: ignore[index]
+    assert "does not exist or you do not have access" in err.value.body["message"]  # type: ignore[index]
+    assert err.value.body["code"] == "model_not_found"  # type: ignore[index]
     with (
         anthropic.Anthropic(base_url=server.root_url, api_key=KEY_FAST, max_retries=0) as anth,
-        pytest.raises(anthropic.PermissionDeniedError) as aerr,
+        pytest.raises(anthropic.NotFoundError) as aerr,
     ):
         anth.messages.create(model="mix", max_tokens=5, messages=MESSAGES)  # type: ignore[arg-type]
-    assert aerr.value.body["error"]["type"] == "permission_error"  # type: ignore[index]
+    assert aerr.value.body["error"]["type"] == "not_found_error"  # type: ignore[index]
     # count_tokens resolves the route too
     count = _post(
         server,
@@ -218,7 +219,7 @@ def test_route_allowlist_is_403_in_the_callers_shape(keyed_proxy: Any) -> None:
         json={"model": "mix", "messages": MESSAGES},
         headers={"x-api-key": KEY_FAST},
     )
-    assert count.status_code == 403 and count.json()["type"] == "error"
+    assert count.status_code == 404 and count.json()["type"] == "error"
 
 
 def test_health_needs_no_key_but_models_does(keyed_proxy: Any) -> None:
