@@ -12,6 +12,7 @@ Example:
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 import weakref
 from collections.abc import AsyncIterator, Coroutine, Iterator, Mapping
@@ -217,13 +218,14 @@ class Switchyard:
             ``status`` (``ok`` or ``degraded``), ``routes``, ``backends`` (per ``llm_clients``
             entry: the last probe's ``state`` — ``up``, ``down``, ``auth_error``, ``unknown``
             or ``not_probed`` — with status, URL, latency and age) and ``targets`` (per target:
-            breaker state, whether routing may use it, markup leaks, ``problems``). See
-            ``docs/reliability.md``.
+            breaker state, whether routing may use it, markup leaks, ``problems``) and
+            ``process`` (``pid``; under ``serve --workers`` also the worker's ``slot`` and
+            config ``generation``). See ``docs/reliability.md``.
         """
         report = await self.engine.health_report(deep=deep)
         state = self.state_status()
         status = "degraded" if state.get("degraded") else report["status"]
-        return {**report, "status": status, "routes": self.routes, "state": state}
+        return {**report, "status": status, "routes": self.routes, "state": state, "process": _process()}
 
     def state_status(self) -> dict[str, Any]:
         """The session-state backend: ``backend`` and, for Redis, ``degraded`` (serving from this
@@ -438,6 +440,16 @@ class Switchyard:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _process() -> dict[str, int]:
+    """Which process answers: its pid, and under ``serve --workers`` its slot and generation
+    (the supervisor sets ``SWITCHYARD_WORKER=slot:generation``)."""
+    out = {"pid": os.getpid()}
+    slot, _, generation = os.environ.get("SWITCHYARD_WORKER", "").partition(":")
+    if slot.isdigit() and generation.isdigit():
+        out |= {"slot": int(slot), "generation": int(generation)}
+    return out
 
 
 def _deep(query: str) -> bool:
