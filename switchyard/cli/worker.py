@@ -17,13 +17,15 @@ import signal
 import socket
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from switchyard.cli._common import fail, load_or_exit, setup_logging, uvicorn_level
 
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m switchyard.cli.worker", description=__doc__)
-    p.add_argument("-c", "--config", required=True)
+    p.add_argument("-c", "--config", required=True, help="the supervisor's copy of the config")
+    p.add_argument("--config-source", help="the file it was copied from (relative paths resolve there)")
     p.add_argument("--listen-fd", type=int, required=True)
     p.add_argument("--status-fd", type=int, required=True)
     p.add_argument("--life-fd", type=int, required=True)
@@ -46,6 +48,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     loaded = load_or_exit(args.config)
     if loaded is None:
         return 1
+    if args.config_source:
+        # Relative paths in the config (probe files, decision logs) mean the original's folder.
+        loaded.base_dir = Path(args.config_source).resolve().parent
+        loaded.source = args.config_source
     from switchyard.api import Switchyard
     from switchyard.config.load import ConfigError
     from switchyard.server.runner import serve_socket
@@ -53,7 +59,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         sy = Switchyard(loaded, decision_log=args.decision_log)
     except ConfigError as exc:
-        return fail(f"cannot build {args.config}:\n  " + str(exc).replace("\n", "\n  "))
+        return fail(f"cannot build {loaded.source}:\n  " + str(exc).replace("\n", "\n  "))
     sock = socket.socket(fileno=args.listen_fd)
     status_fd: int = args.status_fd
     life_fd: int = args.life_fd

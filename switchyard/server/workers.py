@@ -164,18 +164,43 @@ class Supervisor:
         self._reload_asked = False
         self._failures: dict[int, int] = {}  # slot -> deaths before ready in a row
         self._respawn_at: dict[int, float] = {}
-        self._own_metrics_dir: str | None = None
-        self.metrics_dir = os.environ.get("PROMETHEUS_MULTIPROC_DIR") or ""
-        if not self.metrics_dir:
-            self._own_metrics_dir = self.metrics_dir = tempfile.mkdtemp(prefix="switchyard-metrics-")
+        # Private: the config snapshot of each generation, and the metrics files unless the
+        # environment names a directory for them.
+        self._private = tempfile.mkdtemp(prefix="switchyard-serve-")
+        self.metrics_dir = os.environ.get("PROMETHEUS_MULTIPROC_DIR") or os.path.join(self._private, "metrics")
+        os.makedirs(self.metrics_dir, exist_ok=True)
+        self._config_file = ""
 
     # -- processes ----------------------------------------------------------------------------
 
-    def _spawn(self, slot: int, generation: int) -> Worker:
+    def _snapshot(self, generation: int) -> tuple[str, LoadedConfig]:
+        """Copies the config file as it is now and validates the copy.
+
+        Workers load the copy, never the file itself: a worker started again after a crash
+        gets the config its generation was accepted with, even when the file has been edited
+        (or broken) since.
+
+        Raises:
+            ConfigError: The config is invalid (the messages name the original file).
+            OSError: It cannot be read.
+        """
+        with open(self.config_path, "rb") as fh:
+            text = fh.read()
+        copy = os.path.join(self._private, f"config-{generation}.yaml")
+        with open(copy, "wb") as fh:
+            fh.write(text)
+        try:
+            return copy, load_config(copy)
+        except ConfigError as exc:
+            os.unlink(copy)
+            raise ConfigError(exc.issues, self.config_path) from None
+
+    def _spawn(self, slot: int, generation: int, config_file: str | None = None) -> Worker:
         sock = self.sockets[slot]
         status_r, status_w = os.pipe()
         life_r, life_w = os.pipe()
-        args = [sys.executable, "-m", "switchyard.cli.worker", "-c", self.config_path]
+        args = [sys.executable, "-m", "switchyard.cli.worker", "-c", config_file or self._config_file]
+        args += ["--config-source", self.config_path]
         args += ["--listen-fd", str(sock.fileno()), "--status-fd", str(status_w), "--life-fd", str(life_r)]
         env = {
             **os.environ,
@@ -286,6 +311,11 @@ class Supervisor:
         """Starts the workers and supervises them until SIGTERM/SIGINT; returns the exit status."""
         self._install_signals()
         try:
+            try:
+                self._config_file, _ = self._snapshot(self.generation)
+            except (ConfigError, OSError) as exc:
+                self.say(f"switchyard: error: {self.config_path}: {exc}")
+                return 1
             for slot in range(self.count):
                 self._spawn(slot, self.generation)
             if not self._wait(lambda: self._stopping or self._all_ready(), START_TIMEOUT_S) or not self._all_ready():
@@ -313,8 +343,9 @@ class Supervisor:
 
     def reload(self) -> bool:
         """Rolls every slot over to a freshly loaded config; ``False`` when it was refused."""
+        generation = self.generation + 1
         try:
-            loaded = load_config(self.config_path)
+            config_file, loaded = self._snapshot(generation)
         except ConfigError as exc:
             detail = str(exc).replace("\n", "\n  ")
             self.say(f"switchyard: reload refused, invalid config {self.config_path}:\n  {detail}")
@@ -324,18 +355,20 @@ class Supervisor:
             self.say(f"switchyard: reload refused, cannot read {self.config_path}: {exc}")
             return False
         for warning in loaded.warnings:
-            self.say(f"  {warning.render(loaded.source)}")
+            self.say(f"  {warning.render(self.config_path)}")
         note = memory_state_warning(loaded, self.count)
         if note:
             self.say(f"switchyard: warning: {note}")
-        generation = self.generation + 1
         started: list[Worker] = []
         for slot in range(self.count):
-            fresh = self._spawn(slot, generation)
+            fresh = self._spawn(slot, generation, config_file)
             started.append(fresh)
-            if not self._wait(lambda w=fresh: w.ready or not w.alive or self._stopping, START_TIMEOUT_S) or not (
-                fresh.ready and fresh.alive
-            ):
+
+            def settled(w: Worker = fresh) -> bool:
+                return w.ready or not w.alive or self._stopping
+
+            self._wait(settled, START_TIMEOUT_S)
+            if not (fresh.ready and fresh.alive):
                 if self._stopping:
                     return False
                 self.say(
@@ -344,13 +377,21 @@ class Supervisor:
                 )
                 for worker in started:
                     self._retire(worker)  # a worker of the new config already serving drains too
+                os.unlink(config_file)
                 return False
             old = [w for w in self.workers if w.slot == slot and w.generation < generation and not w.retiring]
             for worker in old:
                 self._retire(worker)
+
+            def closed(ws: list[Worker] = old) -> bool:
+                return all(w.closed or not w.alive for w in ws)
+
             # Before the next slot: the old worker no longer accepts (its status says so, or it exited).
-            self._wait(lambda ws=old: all(w.closed or not w.alive for w in ws), 30.0)
+            self._wait(closed, 30.0)
         self.generation = generation
+        with contextlib.suppress(OSError):
+            os.unlink(self._config_file)  # every worker of the old generation has loaded it
+        self._config_file = config_file
         self._respawn_at.clear()
         pids = ", ".join(str(w.proc.pid) for w in self.workers if w.generation == generation)
         self.say(f"switchyard: reload complete: generation {generation} serving (pids {pids})")
@@ -384,5 +425,4 @@ class Supervisor:
         for fd in (self._wake_r, self._wake_w):
             with contextlib.suppress(OSError):
                 os.close(fd)
-        if self._own_metrics_dir is not None:
-            shutil.rmtree(self._own_metrics_dir, ignore_errors=True)
+        shutil.rmtree(self._private, ignore_errors=True)
