@@ -29,7 +29,7 @@ from urllib.parse import parse_qs
 
 from switchyard.engine.replies import error_reply, lower
 from switchyard.engine.reply import Reply
-from switchyard.engine.state_watch import watching
+from switchyard.engine.state_watch import unwatch, watch
 from switchyard.protocol.errors import InvalidRequestError, SwitchyardError
 from switchyard.wire import codec as get_codec
 from switchyard.wire.base import WireFormat
@@ -57,7 +57,7 @@ def detect_format(query: str, headers: Mapping[str, str], body: Mapping[str, Any
     Raises:
         InvalidRequestError: ``?format=`` names no format.
     """
-    asked = parse_qs(query).get("format")
+    asked = parse_qs(query).get("format") if query else None
     if asked:
         found = FORMAT_NAMES.get(asked[-1])
         if found is None:
@@ -87,8 +87,11 @@ async def decision_reply(engine: Engine, body: bytes, headers: Mapping[str, str]
         raw = load_object(body)
         fmt = detect_format(query, hdrs, raw)
         request = get_codec(fmt).decode_request(raw)
-        with watching() as changes:
+        changes, token = watch()
+        try:
             prep = await engine._prepare(request, hdrs, fmt, raw, t0)
+        finally:
+            unwatch(token)
     except SwitchyardError as exc:
         return error_reply(engine.targets, fmt, exc, None)
     decision, record = prep.decision, prep.record

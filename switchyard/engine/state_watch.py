@@ -3,7 +3,7 @@
 Layer: ``engine``.
 
 A decide-only caller (a gateway with its own HTTP client) wants to see what routing did to the
-session: a streak that grew, a hold that started, a latch. :func:`watching` puts a
+session: a streak that grew, a hold that started, a latch. :func:`watch` puts a
 :class:`StateChanges` in a context variable for one request; the engine wraps that request's
 session store with :func:`watched`, which records the value each key had before the request
 first touched it and the value it left behind. Proxied requests set no watch and get the store
@@ -12,9 +12,7 @@ itself back (one context-variable read).
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator
-from contextvars import ContextVar
+from contextvars import ContextVar, Token
 from typing import Any
 
 import orjson
@@ -110,12 +108,13 @@ def watched(store: StateStore) -> StateStore:
     return store if changes is None else WatchedStore(store, changes)
 
 
-@contextlib.contextmanager
-def watching() -> Iterator[StateChanges]:
-    """Records the state changes of the request routed inside the ``with`` block."""
+def watch() -> tuple[StateChanges, Token[StateChanges | None]]:
+    """Starts recording the state changes of the request routed next in this context; pass
+    the token to :func:`unwatch` when it has been routed."""
     changes = StateChanges()
-    token = _watch.set(changes)
-    try:
-        yield changes
-    finally:
-        _watch.reset(token)
+    return changes, _watch.set(changes)
+
+
+def unwatch(token: Token[StateChanges | None]) -> None:
+    """Ends the watch :func:`watch` started."""
+    _watch.reset(token)
