@@ -170,7 +170,7 @@ def _responses_request() -> dict[str, Any]:
     }
 
 
-_TARGET = {
+_TARGET: dict[str, Any] = {
     "type": "object",
     "required": ["target", "model"],
     "properties": {
