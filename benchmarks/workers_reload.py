@@ -4,7 +4,8 @@ Three processes on 127.0.0.1: the lean upstream of benchmarks/rawhttp.py (canned
 answers), ``switchyard serve --workers 2`` (the CLI code path) and this script as the load
 client: ``--concurrency`` keep-alive connections sending JSON and streamed requests in turn
 (half each) for ``--duration`` seconds, while the config file flips between two valid versions
-(one route more or less) and the supervisor gets ``SIGHUP`` every ``--every`` seconds.
+(one route more or less) and the supervisor gets ``SIGHUP`` ``--every`` seconds after the
+previous reload completed (a rolling reload of two workers takes a few seconds itself).
 
 Counted, per response:
 
@@ -183,6 +184,12 @@ def main() -> None:
                     reloads += 1
                     config.write_text(yaml.safe_dump(_config(up_port, extra_route=reloads % 2 == 1)))
                     serve.send_signal(signal.SIGHUP)
+                    # One reload at a time (a SIGHUP during a reload is folded into one more
+                    # reload after it): the next comes `every` seconds after this one completed.
+                    while log.read_text().count("reload complete") < reloads:
+                        if time.monotonic() > end + 120:
+                            raise SystemExit("a reload did not complete")
+                        await asyncio.sleep(0.05)
 
             async def run() -> None:
                 await asyncio.gather(_load(sock_port, args.duration, args.concurrency, counts), reloader())
