@@ -1,8 +1,8 @@
 """``switchyard serve --workers N``: a supervisor process and N worker processes on one port.
 
-Layer: ``server``. Needs nothing beyond the standard library in the supervisor itself; each
-worker is ``python -m switchyard.cli.worker`` (a fresh interpreter, not a fork: the supervisor
-holds no event loop, threads or connection pools that a fork would copy half-alive).
+Layer: ``server``. The supervisor only binds sockets, validates configs and watches
+processes; each worker is ``python -m switchyard.cli.worker`` (a fresh interpreter, not a fork,
+so nothing half-alive — threads, an event loop, connection pools — is ever copied into one).
 
 **Sockets.** The supervisor binds one listening socket per worker *slot*, all on the same port
 with ``SO_REUSEPORT``, and hands each worker its slot's socket. The kernel spreads new

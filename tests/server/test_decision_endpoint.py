@@ -133,3 +133,11 @@ def test_same_gate_as_a_proxied_call(decider: Any) -> None:
     assert (
         httpx.get(f"{root}/v1/decision", headers={"authorization": f"Bearer {KEY_ALL}"}, timeout=10).status_code == 405
     )
+
+
+def test_a_large_body_is_decided_like_a_small_one(decider: Any) -> None:
+    root, records, _ = decider
+    big = {"model": "fast", "input": "x" * 400_000}  # above the size decoded off the event loop
+    got = decide(root, big).json()
+    assert (got["request_format"], got["target"]) == ("openai_responses", "efficient")
+    assert records[-1].request_id == got["request_id"]
