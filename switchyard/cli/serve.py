@@ -16,12 +16,15 @@ Examples:
   switchyard serve -c router.yaml
   switchyard serve -c router.yaml --port 8080 --decision-log decisions.jsonl --access-log
   switchyard fake-upstream &  switchyard serve -c examples/router.yaml   # try it without keys
+  switchyard serve -c router.yaml --host 0.0.0.0 --workers auto           # every core of the machine
 
 Endpoints (every inference endpoint takes any route as its model, in JSON or SSE):
   POST /v1/chat/completions          OpenAI Chat Completions  (Hermes Agent, LangChain, OpenAI SDK)
   POST /v1/messages                  Anthropic Messages       (Claude Code; ?beta=true accepted)
   POST /v1/messages/count_tokens     Anthropic token count    (Claude Code calls it often)
   POST /v1/responses                 OpenAI Responses         (Codex)
+  POST /v1/decision                  the decision only, for a body in any of the three formats
+                                     (target, model, fallbacks, session state change; docs/decision.md)
   GET  /v1/models                    the routes, as models
   GET  /health                       200 while serving; ?deep=1 probes every backend now
   GET  /v1/stats                     reliability counters, USD spent and saved per route and session
