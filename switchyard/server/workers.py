@@ -266,7 +266,8 @@ class Supervisor:
         for slot, at in list(self._respawn_at.items()):
             if at <= now and not self._stopping:
                 del self._respawn_at[slot]
-                self._spawn(slot, self.generation)
+                if not any(w.slot == slot and not w.retiring for w in self.workers):
+                    self._spawn(slot, self.generation)  # (a reload may have filled the slot meanwhile)
 
     def _pump(self, timeout: float) -> None:
         """Waits up to ``timeout`` for a signal or a worker's status, and handles what came."""
@@ -375,8 +376,7 @@ class Supervisor:
                     f"switchyard: reload refused: the new worker {slot} did not start (its errors are above); "
                     f"the workers keep serving the previous config"
                 )
-                for worker in started:
-                    self._retire(worker)  # a worker of the new config already serving drains too
+                self._roll_back(started)
                 os.unlink(config_file)
                 return False
             old = [w for w in self.workers if w.slot == slot and w.generation < generation and not w.retiring]
@@ -396,6 +396,22 @@ class Supervisor:
         pids = ", ".join(str(w.proc.pid) for w in self.workers if w.generation == generation)
         self.say(f"switchyard: reload complete: generation {generation} serving (pids {pids})")
         return True
+
+    def _roll_back(self, started: list[Worker]) -> None:
+        """Puts the slots a refused reload already switched back on the previous config."""
+        restored = {w.slot: self._spawn(w.slot, self.generation) for w in started if w.alive and w.ready}
+
+        def settled() -> bool:
+            return self._stopping or all(w.ready or not w.alive for w in restored.values())
+
+        self._wait(settled, START_TIMEOUT_S)
+        for worker in started:
+            back = restored.get(worker.slot)
+            if back is not None and not (back.ready and back.alive):
+                # Better the new config than an empty slot.
+                self.say(f"switchyard: warning: worker {worker.slot} stays on the new config (restart failed)")
+                continue
+            self._retire(worker)
 
     def _retire(self, worker: Worker) -> None:
         """Tells a worker to stop accepting and finish its open requests."""

@@ -242,6 +242,24 @@ def test_sighup_reloads_keeps_a_stream_and_refuses_a_bad_config(served: Any) -> 
         chat(server.url, "second")
 
 
+def test_a_config_that_validates_but_cannot_be_built_is_refused(served: Any) -> None:
+    server, _, _, fake_port = served
+    generation = server.health()["generation"]
+    # Valid YAML and schema, but the judge's prompt file is missing: only building it fails,
+    # which the first new worker finds out.
+    judged = {"type": "llm_classifier", "mode": "escalation", "classifier_target": "capable"}
+    judged |= {"strong_target": "capable", "weak_target": "efficient", "prompt_file": "missing-prompt.txt"}
+    server.config.write_text(yaml.safe_dump(config_for(fake_port, judged=judged)))
+    refusals = server.text().count("reload refused")
+    server.hup()
+    wait_for("the refusal", lambda: server.text().count("reload refused") > refusals, 120)
+    assert "the new worker 0 did not start" in server.text()
+    assert f"cannot build {server.config}" in server.text() and "missing-prompt.txt" in server.text()
+    for _ in range(10):
+        assert server.health()["generation"] == generation
+        chat(server.url, "second")
+
+
 def test_a_killed_worker_is_started_again(served: Any) -> None:
     server, *_ = served
     generation = server.health()["generation"]
