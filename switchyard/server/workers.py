@@ -74,19 +74,27 @@ def worker_count(text: str) -> int:
 
 
 def memory_state_warning(loaded: LoadedConfig, workers: int) -> str | None:
-    """The warning for ``state.backend: memory`` with several workers and a stateful route.
+    """The warning for ``state.backend: memory`` with several workers and a stateful route (or
+    an API key with a daily budget).
 
     Each worker then keeps its own copy of every session's state, and a session whose requests
-    land on different workers is routed as if each worker saw only its own share of them.
+    land on different workers is routed as if each worker saw only its own share of them; a
+    key's daily spend is likewise counted per worker.
     """
     if workers < 2 or loaded.config.state.backend != "memory":
         return None
     stateful = sorted(name for name, spec in loaded.routes.items() if spec.uses_session_state())
-    if not stateful:
+    budgeted = sorted(k.name for k in loaded.config.server.api_keys if k.budget_usd_per_day is not None)
+    if not stateful and not budgeted:
         return None
+    what = []
+    if stateful:
+        what.append(f"route(s) {', '.join(stateful)} keep per-session state")
+    if budgeted:
+        what.append(f"API key(s) {', '.join(budgeted)} have daily budgets")
     return (
-        f"{workers} workers with state.backend: memory: route(s) {', '.join(stateful)} keep per-session "
-        f"state, and each worker would keep its own copy; set state.backend: redis (docs/deployment.md)"
+        f"{workers} workers with state.backend: memory: {' and '.join(what)}, and each worker would keep "
+        f"its own copy (a session's state, a key's spend); set state.backend: redis (docs/deployment.md)"
     )
 
 

@@ -39,6 +39,11 @@ def test_memory_state_warning_names_the_stateful_routes_only_when_it_matters() -
     assert memory_state_warning(loaded, 1) is None
     config["state"] = {"backend": "redis", "url": "redis://127.0.0.1:6379/0"}
     assert memory_state_warning(load_config(config), 8) is None
+    # Daily budgets are per-worker spend with memory state too.
+    budget = skeleton_config(9)
+    budget["server"] = {"api_keys": [{"name": "team", "key_env": "HOME", "budget_usd_per_day": 5}]}
+    note = memory_state_warning(load_config(budget), 2)
+    assert note is not None and "API key(s) team have daily budgets" in note
 
 
 def test_serve_refuses_a_bad_worker_count_and_a_busy_port(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
