@@ -8,7 +8,9 @@ Every wait is on a condition with a bound (a log line, an answer), never a bare 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -269,3 +271,36 @@ def test_a_killed_worker_is_started_again(served: Any) -> None:
     wait_for("the respawn notice", lambda: f"(pid {victim}) exited" in server.text())
     wait_for("a new worker", lambda: len(pids_seen(server, generation, tries=20) - before) == 1, 120)
     chat(server.url, "fast")
+
+
+def _running(pid: int) -> bool:
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+    return "\nState:\tZ" not in status  # a zombie has exited; only its parent's reaping is left
+
+
+def test_workers_stop_when_the_supervisor_is_killed(tmp_path: Path) -> None:
+    config = tmp_path / "router.yaml"
+    config.write_text(yaml.safe_dump(skeleton_config(9)))
+    server = Served(config, tmp_path, tmp_path)
+    try:
+        pids = pids_seen(server, 1)
+        assert len(pids) == 2
+        server.proc.kill()  # SIGKILL: no chance to stop its workers itself
+        server.proc.wait(timeout=10)
+        wait_for("the orphaned workers to stop", lambda: not any(_running(p) for p in pids), 60)
+        assert server.text().count("the supervisor is gone; stopping") == 2
+    finally:
+        if server.proc.poll() is None:
+            server.stop()
+        for pid in pids_or_empty(server):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+
+
+def pids_or_empty(server: Served) -> set[int]:
+    """The worker pids the supervisor announced (none if it never got that far)."""
+    found = re.search(r"ready \(pids ([\d, ]+)\)", server.text())
+    return {int(p) for p in found.group(1).split(", ")} if found else set()
