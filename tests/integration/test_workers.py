@@ -95,6 +95,7 @@ class Served:
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = workdir / "serve.log"
         env = {**os.environ, "PYTHONPATH": str(ROOT), "PROMETHEUS_MULTIPROC_DIR": str(metrics_dir)}
+        env["TMPDIR"] = str(workdir)  # the supervisor's private folder, even when it is SIGKILLed
         args = [sys.executable, "-m", "switchyard", "serve", "-c", str(config), "--port", str(self.port)]
         with self.log.open("wb") as log:
             self.proc = subprocess.Popen(
