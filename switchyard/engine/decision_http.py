@@ -29,7 +29,7 @@ from urllib.parse import parse_qs
 
 from switchyard.engine.core import LARGE_BODY_BYTES
 from switchyard.engine.offload import decode_raw_off_loop, release_off_loop
-from switchyard.engine.replies import error_reply, lower
+from switchyard.engine.replies import error_reply, lower, reply_headers
 from switchyard.engine.reply import Reply
 from switchyard.engine.state_watch import unwatch, watch
 from switchyard.protocol.errors import InvalidRequestError, SwitchyardError
@@ -146,11 +146,5 @@ async def decision_reply(engine: Engine, body: bytes, headers: Mapping[str, str]
         },
         "overhead_ms": record.overhead_ms,
     }
-    headers_out = {
-        "content-type": "application/json",
-        "x-switchyard-route": record.route,
-        "x-switchyard-selected-model": record.selected or "",
-        "x-switchyard-decision-source": record.source,
-        "x-switchyard-request-id": record.request_id,
-    }
-    return Reply(200, headers_out, body=dumps(payload))
+    # The x-switchyard-* headers of every answer (route, selected, source, overhead, request id).
+    return Reply(200, reply_headers(record, stream=False), body=dumps(payload))

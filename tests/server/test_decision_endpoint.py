@@ -69,6 +69,7 @@ def test_passthrough_decision_names_target_model_and_fallbacks_without_calling_u
     ]
     assert got["answered"] is False and got["request"] is None
     assert resp.headers["x-switchyard-selected-model"] == "efficient"
+    assert float(resp.headers["x-switchyard-overhead-ms"]) == pytest.approx(got["overhead_ms"], abs=0.001)
     assert len(upstream.received) == before  # no answer call
     record = records[-1]
     assert record.path == "/v1/decision" and record.details["decision_only"] is True
