@@ -42,6 +42,7 @@ from switchyard.engine.reply_model import DEFAULT as REPLY_MODEL_DEFAULT
 from switchyard.engine.reply_model import ReplyModel, reply_model
 from switchyard.engine.router_call import RouterCall
 from switchyard.engine.session import identify
+from switchyard.engine.state_watch import watched
 from switchyard.engine.stream_out import encode_stream, stream_aborter
 from switchyard.engine.target import Completion, Route, Target
 from switchyard.engine.timeouts import Budget, budget
@@ -260,7 +261,8 @@ class Engine:
             store = MemoryStore(max_entries=64)
         else:
             assert route.store is not None
-            store = NamespacedStore(route.store, f"{session.key}:")  # the session's slot of the route
+            # The session's slot of the route (watched when POST /v1/decision reports changes).
+            store = watched(NamespacedStore(route.store, f"{session.key}:"))
         ctx = RouteContext(
             route=route.name,
             session=session,
