@@ -23,6 +23,7 @@ from switchyard.protocol.features import FeatureError, FeatureExtractor
 from switchyard.protocol.session import StateStore
 from switchyard.protocol.targets import TargetInfo
 from switchyard.routers.base import BuildContext, Router
+from switchyard.routers.restrict import RestrictPolicy
 from switchyard.routers.subagent import build_router
 from switchyard.wire import available_formats
 
@@ -100,6 +101,7 @@ def target_infos(loaded: LoadedConfig) -> dict[str, TargetInfo]:
             extra_body=t.extra_body,
             context_window=t.context_window or loaded.served_context_windows.get(name),
             max_output_tokens=t.max_output_tokens,
+            labels=frozenset(t.labels),
         )
         for name, t in cfg.targets.items()
     }
@@ -146,6 +148,8 @@ def build_routes(loaded: LoadedConfig, infos: Mapping[str, TargetInfo]) -> dict[
             hash_session_fallback=spec.hashes_first_message(),
             fallback_on_auth_error=spec.fallback_on_auth_error,
             reply_model=spec.reply_model,
+            restrict=RestrictPolicy(spec.restrict) if spec.restrict else None,
+            auxiliary=tuple(dict.fromkeys(t for _, t in (*spec.checked_target_refs(), *spec.auxiliary_refs()))),
         )
     return routes
 

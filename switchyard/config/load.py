@@ -418,6 +418,24 @@ def _cross_check(
         )
     if not config.routes:
         warnings.append(ConfigIssue("routes", "no routes are configured; every request will get 404", None, "warning"))
+    _check_labels(config, routes, warnings, lines)
+
+
+def _check_labels(
+    config: SwitchyardConfig, routes: dict[str, RouterSpec], warnings: list[ConfigIssue], lines: _Lines
+) -> None:
+    """Warns about required labels that no target carries: every request they apply to fails."""
+    carried = {label for t in config.targets.values() for label in t.labels}
+    wanted: list[tuple[PathT, list[str]]] = [
+        (("server", "api_keys", i, "require_labels"), k.require_labels) for i, k in enumerate(config.server.api_keys)
+    ]
+    for rname, spec in routes.items():
+        wanted += [(("routes", rname, "restrict", i, "require"), r.require) for i, r in enumerate(spec.restrict)]
+    for path, labels in wanted:
+        missing = [label for label in labels if label not in carried]
+        if missing:
+            message = f"no target carries label(s) {', '.join(missing)}: every request this applies to is refused"
+            warnings.append(ConfigIssue(format_path(path), message, lines.line(path), "warning"))
 
 
 def _check_route_names(data: dict[str, Any], issues: list[ConfigIssue], lines: _Lines) -> None:

@@ -40,10 +40,11 @@ from switchyard.engine.replies import (
 from switchyard.engine.reply import SHUTDOWN_CANCEL, Reply
 from switchyard.engine.reply_model import DEFAULT as REPLY_MODEL_DEFAULT
 from switchyard.engine.reply_model import ReplyModel, reply_model
+from switchyard.engine.restriction import RestrictedError, Restriction, restriction_for
 from switchyard.engine.router_call import RouterCall
 from switchyard.engine.session import identify
 from switchyard.engine.stream_out import encode_stream, stream_aborter
-from switchyard.engine.target import Completion, Route, Target
+from switchyard.engine.target import Completion, NoBackend, Route, Target
 from switchyard.engine.timeouts import Budget, budget
 from switchyard.engine.windows import PromptSize
 from switchyard.protocol.access import check_route, known_routes
@@ -104,6 +105,7 @@ class _Prepared:
     headers: Mapping[str, str] = field(default_factory=dict)
     budget: Budget = field(default_factory=Budget)
     body_bytes: int | None = None  # the caller's body size, when the request is that body unchanged
+    restriction: Restriction | None = None  # the labels the request requires (None: unrestricted)
 
 
 class Engine:
@@ -142,6 +144,9 @@ class Engine:
         self._aliases: dict[str, str] = {}
         # RouteContext.targets per route: fixed after start-up, so built once, not per request.
         self._route_targets: dict[str, Mapping[str, TargetInfo]] = {}
+        self._infos: Mapping[str, TargetInfo] = MappingProxyType({n: t.info for n, t in self.targets.items()})
+        # Per route, what a restriction may remove (its targets, fallbacks and judges): the record's list.
+        self._relevant: dict[str, tuple[str, ...]] = {}
         for route in self.routes.values():
             if route.store is None:
                 route.store = NamespacedStore(self.store, f"{route.name}:")
@@ -149,6 +154,7 @@ class Engine:
                 self._aliases[alias] = route.name
             infos = {t: self.targets[t].info for t in (*route.targets, *route.fallbacks) if t in self.targets}
             self._route_targets[route.name] = MappingProxyType(infos)
+            self._relevant[route.name] = tuple(dict.fromkeys((*route.targets, *route.fallbacks, *route.auxiliary)))
         self._warned_no_session: set[str] = set()
         self.keepalive_s: float | None = KEEPALIVE_S
         self.monitor = BackendMonitor(self.targets, self.health)
@@ -226,15 +232,25 @@ class Engine:
         )
         if traceparent := headers.get("traceparent"):  # W3C trace context: spans join the caller's trace
             record.details["traceparent"] = traceparent
-        decision = await self._decide(route, request, session, headers, record, limits)
+        restriction = restriction_for(request, headers, route.restrict, self._infos, self._relevant[route.name])
+        if restriction is not None:
+            record.details["restriction"] = restriction.to_dict()
+        decision = await self._decide(route, request, session, headers, record, limits, restriction)
         candidates = route.order(decision.candidates)
+        if restriction is not None:
+            try:
+                candidates = restriction.narrow(route.name, decision, candidates, record)
+            except RestrictedError as exc:
+                raise self._exhausted(record, exc, t0) from None
         record.candidates = candidates
         options = CallOptions(
             raw_body=raw if decision.request is None else None,
             raw_format=inbound.value if inbound else None,
             headers=forwarded(headers),
         )
-        return _Prepared(route, decision.request or request, decision, record, candidates, options, t0, headers, limits)
+        prep = _Prepared(route, decision.request or request, decision, record, candidates, options, t0, headers, limits)
+        prep.restriction = restriction
+        return prep
 
     async def _decide(
         self,
@@ -244,6 +260,7 @@ class Engine:
         headers: Mapping[str, str],
         record: DecisionRecord,
         limits: Budget | None = None,
+        restriction: Restriction | None = None,
     ) -> Decision:
         if route.stateful and session.key is None and route.name not in self._warned_no_session:
             self._warned_no_session.add(route.name)
@@ -265,7 +282,7 @@ class Engine:
             store=store,
             headers=headers,
         )
-        router_call = RouterCall(self.targets, self.health, record, limits)
+        router_call = RouterCall(self.targets, self.health, record, limits, restriction, route.name)
         try:
             decision = await route.router.route(request, ctx, router_call)
         except SwitchyardError:
@@ -329,6 +346,7 @@ class Engine:
             skipped=prep.record.skipped,
             prompt=PromptSize(prep.request, prep.body_bytes),
             defer_success=stream,
+            allowed=prep.restriction.allowed if prep.restriction is not None else None,
         )
 
     async def _complete(self, target: Target, prep: _Prepared, options: CallOptions) -> ChatResponse:
@@ -449,7 +467,7 @@ class Engine:
         completion = self._answered_unemitted(prep)
         events = response_to_events(completion.response)
         fake_target = self.targets.get(completion.target) or Target(
-            TargetInfo(name=completion.target, model=completion.response.model), _NoBackend()
+            TargetInfo(name=completion.target, model=completion.response.model), NoBackend()
         )
         return EventStream(events, None, prep.record, fake_target, self._emit, prep.t0)
 
@@ -476,7 +494,7 @@ class Engine:
         record.selected_model = target.info.model
 
     def _exhausted(
-        self, record: DecisionRecord, error: UpstreamError | None, t0: float, runner: Fallback | None = None
+        self, record: DecisionRecord, error: SwitchyardError | None, t0: float, runner: Fallback | None = None
     ) -> SwitchyardError:
         record.fallbacks_tried = max(0, len(runner.tried) - 1) if runner else 0
         failure: SwitchyardError = error or RouterError("route has no candidate targets")
@@ -580,16 +598,3 @@ class Engine:
             if closer is not None and id(route.router) not in closed:
                 closed.add(id(route.router))
                 await closer()
-
-
-class _NoBackend:
-    async def complete(self, request: ChatRequest, target: TargetInfo, options: CallOptions) -> ChatResponse:
-        raise RouterError("no backend")
-
-    async def open_stream(
-        self, request: ChatRequest, target: TargetInfo, options: CallOptions
-    ) -> AsyncIterator[StreamEvent]:
-        raise RouterError("no backend")
-
-    async def aclose(self) -> None:
-        return None

@@ -54,7 +54,7 @@ class Skipped:
         reason: ``circuit_open`` (its breaker is open or a probe is in flight),
             ``unhealthy`` (a health probe found its backend down) or ``context_window`` (its
             window is not larger than one that already overflowed, or the prompt clearly does
-            not fit it).
+            not fit it) or ``restricted`` (it lacks a label the request requires).
         retry_in_s: For ``circuit_open`` and ``unhealthy``: seconds until it may be tried again.
         window: For ``context_window`` skips before any call: the target's context window.
         prompt_tokens: For those skips: the prompt's estimated tokens.

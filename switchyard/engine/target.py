@@ -6,18 +6,22 @@ monitor can name :class:`Target` without importing the engine (no import cycle).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 
 from switchyard.clients.retry import RetryPolicy
 from switchyard.engine.health import BreakerPolicy, HealthCheckPolicy
 from switchyard.engine.records import DecisionRecord
 from switchyard.engine.reply_model import ReplyModel
-from switchyard.protocol.call import ModelBackend
+from switchyard.protocol.call import CallOptions, ModelBackend
+from switchyard.protocol.errors import RouterError
+from switchyard.protocol.request import ChatRequest
 from switchyard.protocol.response import ChatResponse
 from switchyard.protocol.session import StateStore
+from switchyard.protocol.stream import StreamEvent
 from switchyard.protocol.targets import TargetInfo
 from switchyard.routers.base import Router
+from switchyard.routers.restrict import RestrictPolicy
 
 
 @dataclass(slots=True)
@@ -69,6 +73,9 @@ class Route:
         hash_session_fallback: Key requests without a session id by a hash of their first user
             message (the route's ``message_hash_fallback``).
         fallback_on_auth_error: Fall back on 401/403 instead of returning the error.
+        restrict: The route's ``restrict:`` rules (``None``: none).
+        auxiliary: Targets the router calls but never routes to (judges, advisors), for the
+            record of what a restriction removed.
     """
 
     name: str
@@ -84,6 +91,8 @@ class Route:
     hash_session_fallback: bool = False
     fallback_on_auth_error: bool = False
     reply_model: ReplyModel | None = None  # None: the engine's setting
+    restrict: RestrictPolicy | None = None
+    auxiliary: tuple[str, ...] = ()
 
     def order(self, first: Sequence[str]) -> list[str]:
         """The router's candidates, then the route's other targets, then its fallbacks."""
@@ -100,3 +109,18 @@ class Completion:
     response: ChatResponse
     record: DecisionRecord
     target: str
+
+
+class NoBackend:
+    """The backend of a target that exists only in a router's answer (never called)."""
+
+    async def complete(self, request: ChatRequest, target: TargetInfo, options: CallOptions) -> ChatResponse:
+        raise RouterError("no backend")
+
+    async def open_stream(
+        self, request: ChatRequest, target: TargetInfo, options: CallOptions
+    ) -> AsyncIterator[StreamEvent]:
+        raise RouterError("no backend")
+
+    async def aclose(self) -> None:
+        return None

@@ -18,6 +18,10 @@ from switchyard.protocol.errors import SwitchyardError
 allowed_routes: ContextVar[frozenset[str] | None] = ContextVar("switchyard_allowed_routes", default=None)
 """Routes the current request's API key may use; ``None``: any (no key, or ``routes: ["*"]``)."""
 
+required_labels: ContextVar[tuple[str, frozenset[str]] | None] = ContextVar("switchyard_required_labels", default=None)
+"""The current request's API key's name and its ``require_labels`` (``None``: the key requires
+none); the engine removes every target lacking one of them (``switchyard.engine.restriction``)."""
+
 
 class RouteForbiddenError(SwitchyardError):
     """The caller's API key may not use the route its request selected (403)."""

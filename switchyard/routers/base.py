@@ -26,6 +26,7 @@ from switchyard.protocol.request import ChatRequest
 from switchyard.protocol.response import ChatResponse
 from switchyard.protocol.session import SessionInfo, StateStore
 from switchyard.protocol.targets import TargetInfo
+from switchyard.routers.restrict import RestrictRule
 
 
 @dataclass(slots=True)
@@ -147,6 +148,9 @@ class RouterSpec(BaseModel):
             top-level ``reply_model``.
         subagents: An inline router spec for sub-agents' delegated calls (see
             docs/subagents.md); validated by ``config`` like a route block.
+        restrict: Rules over the request's text (a regex or a built-in detector) that, when
+            they match, allow only targets carrying the rule's labels (see
+            docs/restrictions.md).
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -163,6 +167,7 @@ class RouterSpec(BaseModel):
     fallback_on_auth_error: bool = False
     reply_model: Literal["requested", "upstream"] | None = None
     subagents: dict[str, Any] | None = None
+    restrict: list[RestrictRule] = Field(default_factory=list)
 
     _nested: dict[str, RouterSpec] = PrivateAttr(default_factory=dict)
 
@@ -174,6 +179,7 @@ class RouterSpec(BaseModel):
         "fallback_on_auth_error",
         "subagents",
         "reply_model",
+        "restrict",
     )
     """Keys that belong to a route, not to a policy: not allowed in an inline router spec."""
 

@@ -37,6 +37,7 @@ SERVED = [
     "lightning.yaml",
     "llm-classifier.yaml",
     "reliability.yaml",
+    "restricted.yaml",
     "stage-router.yaml",
     "translation.yaml",
     "compose.yaml",
@@ -73,6 +74,17 @@ WALKTHROUGH: dict[str, list[tuple[dict[str, Any], dict[str, str], Expect]]] = {
         ),
         (_chat("reviewed", "hello"), {}, ("advisor:no_trigger", "efficient")),
         (_turn("finished-turn.json"), {"x-switchyard-session-id": "review-1"}, ("advisor:redo", "efficient")),
+    ],
+    "restricted.yaml": [
+        (_turn("stuck-agent.json"), {"x-switchyard-session-id": "r-1"}, ("override", "capable")),
+        (
+            _turn("stuck-agent.json"),
+            {"x-switchyard-session-id": "r-2", "x-switchyard-require": "onprem"},
+            ("override", "efficient"),
+        ),
+        (_chat("guarded", "summarise the release notes"), {}, ("passthrough", "capable")),
+        (_chat("guarded", "why does sk-ant-api03-" + "x" * 40 + " fail?"), {}, ("passthrough", "efficient")),
+        (_chat("guarded", "write to jane.doe@example.com about INC-004211"), {}, ("passthrough", "efficient")),
     ],
 }  # a `features` block read by train-probe, not a router config
 
@@ -229,3 +241,28 @@ def test_dropin_example_runs(fake: int) -> None:
     )
     assert proc.returncode == 0, proc.stderr
     assert "answer:" in proc.stdout and "tokens:" in proc.stdout
+
+
+def test_restricted_example_refuses_what_no_target_may_serve(fake: int, tmp_path: Path) -> None:
+    """A label no target carries: a 403 in the caller's shape, and no upstream call."""
+    path = _copy("restricted.yaml", fake, tmp_path)
+    port = _free_port()
+    proc = subprocess.Popen(
+        [*CLI, "serve", "-c", str(path), "--port", str(port)],
+        env=_env(fake),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        _wait(f"http://127.0.0.1:{port}/health", proc)
+        body = {"model": "agent", "max_tokens": 64, "messages": [{"role": "user", "content": "hi"}]}
+        headers = {"x-switchyard-require": "onprem, eu"}
+        resp = httpx.post(f"http://127.0.0.1:{port}/v1/messages", json=body, headers=headers, timeout=30)
+        assert resp.status_code == 403, resp.text
+        error = resp.json()
+        assert error["type"] == "error" and error["error"]["type"] == "permission_error"
+        assert "x-switchyard-require" in error["error"]["message"]
+        assert "efficient, capable" in error["error"]["message"]
+    finally:
+        _stop(proc)
