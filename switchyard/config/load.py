@@ -390,6 +390,7 @@ def _cross_check(
             *spec.auxiliary_refs(),
             *((f"fallbacks[{i}]", t) for i, t in enumerate(spec.fallbacks)),
         ]
+        refs += _verify_refs(rname, spec, issues, lines)
         for sub, tname in refs:
             if tname not in targets:
                 parts = ("routes", rname, *nested.split(sub))
@@ -419,6 +420,23 @@ def _cross_check(
     if not config.routes:
         warnings.append(ConfigIssue("routes", "no routes are configured; every request will get 404", None, "warning"))
     _check_labels(config, routes, warnings, lines)
+
+
+def _verify_refs(rname: str, spec: RouterSpec, issues: list[ConfigIssue], lines: _Lines) -> list[tuple[str, str]]:
+    """The targets of a ``verify:`` block; an issue when the route has no tiers to default to."""
+    if spec.verify is None:
+        return []
+    from switchyard.config.verify_build import verify_tiers
+
+    refs: list[tuple[str, str]] = []
+    for key, name in zip(("efficient", "capable"), verify_tiers(spec), strict=True):
+        if name is None:
+            path: PathT = ("routes", rname, "verify")
+            message = f"set verify.{key}: route type {spec.type!r} has no {key} tier to default to"
+            issues.append(ConfigIssue(format_path(path), message, lines.line(path)))
+        else:
+            refs.append((f"verify.{key}", name))
+    return refs
 
 
 def _check_labels(

@@ -14,7 +14,7 @@ import logging
 import time
 import uuid
 from collections.abc import AsyncIterator, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any
 
@@ -25,7 +25,7 @@ from switchyard.engine.health import Health
 from switchyard.engine.markup import first_marker, flag_leak, response_marker
 from switchyard.engine.monitor import BackendMonitor
 from switchyard.engine.offload import decode_off_loop, release_off_loop
-from switchyard.engine.records import DecisionRecord, DecisionSink
+from switchyard.engine.records import DecisionRecord, DecisionSink, mark_cancelled
 from switchyard.engine.replies import (
     HEADER_OVERHEAD,
     HEADER_REQUEST_ID,
@@ -37,15 +37,16 @@ from switchyard.engine.replies import (
     lower,
     reply_headers,
 )
-from switchyard.engine.reply import SHUTDOWN_CANCEL, Reply
+from switchyard.engine.reply import Reply
 from switchyard.engine.reply_model import DEFAULT as REPLY_MODEL_DEFAULT
 from switchyard.engine.reply_model import ReplyModel, reply_model
 from switchyard.engine.restriction import RestrictedError, Restriction, restriction_for
 from switchyard.engine.router_call import RouterCall
 from switchyard.engine.session import identify
 from switchyard.engine.stream_out import encode_stream, stream_aborter
-from switchyard.engine.target import Completion, NoBackend, Route, Target
+from switchyard.engine.target import Completion, NoBackend, Route, Target, close_all
 from switchyard.engine.timeouts import Budget, budget
+from switchyard.engine.verify import gate, watched
 from switchyard.engine.windows import PromptSize
 from switchyard.protocol.access import check_route, known_routes
 from switchyard.protocol.call import CallOptions
@@ -361,8 +362,8 @@ class Engine:
     def _markup_leak(self, target: Target, marker: str, record: DecisionRecord, *, streamed: bool = False) -> None:
         flag_leak(self.health, target, marker, record, replaceable=not streamed)
 
-    async def _answer(self, prep: _Prepared) -> Completion:
-        record = prep.record
+    async def _answer(self, prep: _Prepared, *, emit: bool = True) -> Completion:
+        record, verify = prep.record, prep.route.verify
         if prep.decision.response is not None:
             return self._answered(prep)
         record.overhead_ms = (time.perf_counter() - prep.t0) * 1000
@@ -371,6 +372,9 @@ class Engine:
         runner = self._fallback(prep)
         try:
             target, response = await runner.run(prep.candidates, lambda t, o: self._complete(t, prep, o), prep.options)
+            if verify is not None and verify.gates(target.info.name):  # docs/verify.md
+                again = lambda names: runner.run(names, lambda t, o: self._complete(t, prep, o), prep.options)  # noqa: E731
+                target, response = await gate(verify, prep.request, record, target, response, again)
         except UpstreamError as exc:
             raise self._exhausted(record, exc, prep.t0, runner) from None
         except asyncio.CancelledError as exc:
@@ -381,7 +385,8 @@ class Engine:
         record.set_usage(response.usage)
         record.cost_usd = target.info.price.cost(response.usage)
         record.duration_ms = (time.perf_counter() - prep.t0) * 1000
-        self._emit(record)
+        if emit:
+            self._emit(record)
         return Completion(response, record, target.info.name)
 
     def _answered(self, prep: _Prepared) -> Completion:
@@ -399,6 +404,9 @@ class Engine:
         record = prep.record
         if prep.decision.response is not None:
             return self._answered_stream(prep)
+        verify = prep.route.verify
+        if verify is not None and verify.buffers(prep.candidates):
+            return await self._buffered(prep)
         record.overhead_ms = (time.perf_counter() - prep.t0) * 1000
         if not prep.candidates:
             raise self._exhausted(record, None, prep.t0)
@@ -430,7 +438,7 @@ class Engine:
             raise
         record.fallbacks_tried = len(runner.tried) - 1
         self._served(record, target)
-
+        events = watched(verify, prep.request, record, target.info.name, first, events)  # docs/verify.md
         name = target.info.name
         leak_failed: list[bool] = []
 
@@ -462,6 +470,13 @@ class Engine:
             on_markup=leaked if target.reliability.markup_leak != "off" else None,
             on_end=ended,
         )
+
+    async def _buffered(self, prep: _Prepared) -> EventStream:
+        """Active verification of a stream: the answer is checked whole before any is released."""
+        prep.options = replace(prep.options, raw_body=None)  # fetched whole: no streamed body replay
+        done = await self._answer(prep, emit=False)
+        target = self.targets[done.target]
+        return EventStream(response_to_events(done.response), None, prep.record, target, self._emit, prep.t0)
 
     def _answered_stream(self, prep: _Prepared) -> EventStream:
         completion = self._answered_unemitted(prep)
@@ -507,16 +522,8 @@ class Engine:
     def _cancelled(self, record: DecisionRecord, t0: float, runner: Fallback, exc: asyncio.CancelledError) -> None:
         """The request was cancelled (the caller went away, or the server is shutting down:
         ``task.cancel(SHUTDOWN_CANCEL)``): record it, then let it unwind."""
-        record.fallbacks_tried = max(0, len(runner.tried) - 1)
-        if exc.args and exc.args[0] == SHUTDOWN_CANCEL:
-            record.status = 503
-            record.error = "ended by the server's shutdown before the answer"
-            record.details["interrupted"] = SHUTDOWN_CANCEL
-        else:
+        if not mark_cancelled(record, t0, len(runner.tried), exc):
             self.health.count("cancelled")
-            record.status = 499
-            record.error = "cancelled: the caller went away before the answer"
-        record.duration_ms = (time.perf_counter() - t0) * 1000
         self._emit(record)
 
     def _emit(self, record: DecisionRecord) -> None:
@@ -588,13 +595,4 @@ class Engine:
     async def aclose(self) -> None:
         """Closes every backend, and every router that holds connections (``aclose``)."""
         await self.monitor.aclose()
-        closed: set[int] = set()
-        for target in self.targets.values():
-            if id(target.backend) not in closed:
-                closed.add(id(target.backend))
-                await target.backend.aclose()
-        for route in self.routes.values():
-            closer = getattr(route.router, "aclose", None)
-            if closer is not None and id(route.router) not in closed:
-                closed.add(id(route.router))
-                await closer()
+        await close_all(self.targets.values(), self.routes.values())

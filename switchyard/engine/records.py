@@ -15,6 +15,7 @@ from typing import Any
 
 import orjson
 
+from switchyard.engine.reply import SHUTDOWN_CANCEL
 from switchyard.protocol.response import Usage
 
 logger = logging.getLogger("switchyard.decisions")
@@ -163,6 +164,22 @@ class DecisionRecord:
         # orjson serialises (nested, slotted) dataclasses itself: ~10x cheaper than going
         # through dataclasses.asdict, and this runs once per request when records are logged.
         return orjson.dumps(self, option=orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS)
+
+
+def mark_cancelled(record: DecisionRecord, t0: float, tried: int, exc: BaseException) -> bool:
+    """Marks a request cancelled before its answer: by the server's shutdown
+    (``task.cancel(SHUTDOWN_CANCEL)``; returns ``True``) or by the caller going away (``False``)."""
+    record.fallbacks_tried = max(0, tried - 1)
+    shutdown = bool(exc.args) and exc.args[0] == SHUTDOWN_CANCEL
+    if shutdown:
+        record.status = 503
+        record.error = "ended by the server's shutdown before the answer"
+        record.details["interrupted"] = SHUTDOWN_CANCEL
+    else:
+        record.status = 499
+        record.error = "cancelled: the caller went away before the answer"
+    record.duration_ms = (time.perf_counter() - t0) * 1000
+    return shutdown
 
 
 DecisionSink = Callable[[DecisionRecord], None]

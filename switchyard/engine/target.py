@@ -6,8 +6,9 @@ monitor can name :class:`Target` without importing the engine (no import cycle).
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from switchyard.clients.retry import RetryPolicy
 from switchyard.engine.health import BreakerPolicy, HealthCheckPolicy
@@ -22,6 +23,9 @@ from switchyard.protocol.stream import StreamEvent
 from switchyard.protocol.targets import TargetInfo
 from switchyard.routers.base import Router
 from switchyard.routers.restrict import RestrictPolicy
+
+if TYPE_CHECKING:  # engine.verify names Target: imported for the annotation only
+    from switchyard.engine.verify import Verifier
 
 
 @dataclass(slots=True)
@@ -76,6 +80,7 @@ class Route:
         restrict: The route's ``restrict:`` rules (``None``: none).
         auxiliary: Targets the router calls but never routes to (judges, advisors), for the
             record of what a restriction removed.
+        verify: The route's verification gate (``verify:``; ``None``: none).
     """
 
     name: str
@@ -93,6 +98,7 @@ class Route:
     reply_model: ReplyModel | None = None  # None: the engine's setting
     restrict: RestrictPolicy | None = None
     auxiliary: tuple[str, ...] = ()
+    verify: Verifier | None = None
 
     def order(self, first: Sequence[str]) -> list[str]:
         """The router's candidates, then the route's other targets, then its fallbacks."""
@@ -124,3 +130,17 @@ class NoBackend:
 
     async def aclose(self) -> None:
         return None
+
+
+async def close_all(targets: Iterable[Target], routes: Iterable[Route]) -> None:
+    """Closes every backend once, then every router that holds connections (``aclose``)."""
+    closed: set[int] = set()
+    for target in targets:
+        if id(target.backend) not in closed:
+            closed.add(id(target.backend))
+            await target.backend.aclose()
+    for route in routes:
+        closer = getattr(route.router, "aclose", None)
+        if closer is not None and id(route.router) not in closed:
+            closed.add(id(route.router))
+            await closer()

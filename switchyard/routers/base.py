@@ -27,6 +27,7 @@ from switchyard.protocol.response import ChatResponse
 from switchyard.protocol.session import SessionInfo, StateStore
 from switchyard.protocol.targets import TargetInfo
 from switchyard.routers.restrict import RestrictRule
+from switchyard.routers.verify import VerifySpec
 
 
 @dataclass(slots=True)
@@ -151,6 +152,8 @@ class RouterSpec(BaseModel):
         restrict: Rules over the request's text (a regex or a built-in detector) that, when
             they match, allow only targets carrying the rule's labels (see
             docs/restrictions.md).
+        verify: Checks the efficient target's answers before release and lets the capable
+            target answer when one fails (see docs/verify.md).
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -168,6 +171,7 @@ class RouterSpec(BaseModel):
     reply_model: Literal["requested", "upstream"] | None = None
     subagents: dict[str, Any] | None = None
     restrict: list[RestrictRule] = Field(default_factory=list)
+    verify: VerifySpec | None = None
 
     _nested: dict[str, RouterSpec] = PrivateAttr(default_factory=dict)
 
@@ -180,6 +184,7 @@ class RouterSpec(BaseModel):
         "subagents",
         "reply_model",
         "restrict",
+        "verify",
     )
     """Keys that belong to a route, not to a policy: not allowed in an inline router spec."""
 
