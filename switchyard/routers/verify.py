@@ -117,7 +117,8 @@ class VerifySpec(BaseModel):
         min_length=1,
     )
 
-    @field_validator("checks", mode="before")
+    # The schema says what the YAML may hold: a check, or a check's type as shorthand.
+    @field_validator("checks", mode="before", json_schema_input_type=list[VerifyCheck | CheckType])
     @classmethod
     def _shorthand(cls, value: Any) -> Any:
         if isinstance(value, list):

@@ -177,6 +177,12 @@ BROKEN = {
             }
         }
     },
+    "verify with an unknown mode": {
+        "routes": {"r": {"type": "stage_router", "capable": "b", "efficient": "a", "verify": {"mode": "loud"}}}
+    },
+    "verify with an unknown check": {
+        "routes": {"r": {"type": "stage_router", "capable": "b", "efficient": "a", "verify": {"checks": ["vibes"]}}}
+    },
     "target labels not a list": {"targets": {"a": {"client": "v", "model": "m", "labels": "onprem"}}, "routes": {}},
     "advisor max_reviews zero": {
         "routes": {"r": {"type": "advisor", "executor_target": "a", "advisor_target": "b", "max_reviews": 0}}

@@ -40,6 +40,7 @@ SERVED = [
     "restricted.yaml",
     "stage-router.yaml",
     "translation.yaml",
+    "verify.yaml",
     "compose.yaml",
     "eval/routellm.yaml",
     "eval/swebench.yaml",
@@ -264,5 +265,37 @@ def test_restricted_example_refuses_what_no_target_may_serve(fake: int, tmp_path
         assert error["type"] == "error" and error["error"]["type"] == "permission_error"
         assert "x-switchyard-require" in error["error"]["message"]
         assert "efficient, capable" in error["error"]["message"]
+    finally:
+        _stop(proc)
+
+
+def test_verify_example_serves_claude_when_lightnings_tool_call_is_malformed(fake: int, tmp_path: Path) -> None:
+    """The README's request for examples/verify.yaml, as JSON and as a stream, and in shadow mode."""
+    path = _copy("verify.yaml", fake, tmp_path)
+    port = _free_port()
+    proc = subprocess.Popen(
+        [*CLI, "serve", "-c", str(path), "--port", str(port)],
+        env=_env(fake),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    url = f"http://127.0.0.1:{port}/v1/chat/completions"
+    try:
+        _wait(f"http://127.0.0.1:{port}/health", proc)
+        body = _turn("sloppy-tool-call.json")
+        resp = httpx.post(url, json=body, timeout=30)
+        assert resp.status_code == 200 and resp.headers["x-switchyard-selected-model"] == "capable", resp.text
+        [call] = resp.json()["choices"][0]["message"]["tool_calls"]
+        assert "path" in json.loads(call["function"]["arguments"])
+        streamed = httpx.post(url, json={**body, "stream": True}, timeout=30)
+        assert streamed.headers["x-switchyard-selected-model"] == "capable"
+        assert "path" in streamed.text and streamed.text.rstrip().endswith("data: [DONE]")
+        shadow = httpx.post(url, json={**body, "model": "measured"}, timeout=30)
+        [call] = shadow.json()["choices"][0]["message"]["tool_calls"]
+        assert (
+            shadow.headers["x-switchyard-selected-model"] == "efficient"
+            and json.loads(call["function"]["arguments"]) == {}
+        )
     finally:
         _stop(proc)
