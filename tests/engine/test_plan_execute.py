@@ -190,10 +190,12 @@ async def test_a_compaction_summary_replans() -> None:
     assert (decision.source, decision.details["plan_execute"]["why"]) == ("replan", "compacted")
 
 
-async def test_tool_less_side_calls_execute_by_default() -> None:
+async def test_tool_less_side_calls_can_be_left_to_the_executor() -> None:
     request = ChatRequest(model="agent", messages=[Message.of("user", "Write a 5-word title for this chat")])
-    assert (await decide(request)).source == "execute"
-    assert (await decide(request, new_request="always")).source == "plan"
+    assert (await decide(request)).source == "plan"
+    assert (await decide(request, new_request="with_tools")).source == "execute"
+    assert (await decide(decoded("codex-responses-1"), new_request="with_tools")).source == "plan"
+    assert (await decide(decoded("codex-responses-1"), new_request="never")).source == "execute"
 
 
 def test_bad_patterns_are_refused() -> None:

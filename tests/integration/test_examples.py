@@ -36,6 +36,7 @@ SERVED = [
     "escalation.yaml",
     "lightning.yaml",
     "llm-classifier.yaml",
+    "plan-execute.yaml",
     "reliability.yaml",
     "restricted.yaml",
     "stage-router.yaml",
@@ -75,6 +76,10 @@ WALKTHROUGH: dict[str, list[tuple[dict[str, Any], dict[str, str], Expect]]] = {
         ),
         (_chat("reviewed", "hello"), {}, ("advisor:no_trigger", "efficient")),
         (_turn("finished-turn.json"), {"x-switchyard-session-id": "review-1"}, ("advisor:redo", "efficient")),
+    ],
+    "plan-execute.yaml": [
+        (_chat("agent", "add a --verbose flag to the CLI"), {"x-switchyard-session-id": "pe-1"}, ("plan", "capable")),
+        (_turn("tool-loop.json"), {"x-switchyard-session-id": "pe-1"}, ("execute", "efficient")),
     ],
     "restricted.yaml": [
         (_turn("stuck-agent.json"), {"x-switchyard-session-id": "r-1"}, ("override", "capable")),

@@ -63,8 +63,8 @@ class Rules:
         plan_mode_tools: Lower-case tool names whose presence in the tool set marks plan mode.
         plan_patterns: Compiled expressions that mark plan mode in the system prompt or the
             newest user message.
-        new_request: ``with_tools`` (a new user request plans when it carries tools, so an
-            agent's side calls — titles, summaries — do not), ``always`` or ``never``.
+        new_request: ``always``, ``with_tools`` (a new user request plans only when it
+            carries tools, so an agent's side calls — titles, summaries — do not) or ``never``.
         replan_after: Consecutive failed tool results that call for a re-plan (0: never).
         trouble_severity: Failure severity that counts (0.3 soft, 0.7 hard, 1.0 critical).
     """
@@ -72,7 +72,7 @@ class Rules:
     plan_tools: frozenset[str]
     plan_mode_tools: frozenset[str]
     plan_patterns: tuple[re.Pattern[str], ...]
-    new_request: str = "with_tools"
+    new_request: str = "always"
     replan_after: int = 3
     trouble_severity: float = 0.7
 

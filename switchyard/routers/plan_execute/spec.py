@@ -47,9 +47,9 @@ class PlanExecuteSpec(RouterSpec):
             mode (none by default).
         plan_patterns: Regular expressions that mark plan mode in the system prompt or the
             newest user message (default: Claude Code's "Plan mode is active" reminder).
-        new_request: Whether the first turn of a new user request plans: ``with_tools``
-            (default: only agent requests, which carry tools — an agent's tool-less side calls
-            such as titles and summaries execute), ``always`` or ``never``.
+        new_request: Whether the first turn of a new user request plans: ``always``
+            (default), ``with_tools`` (only requests that carry tools, so an agent's tool-less
+            side calls on the same route — titles, summaries — execute) or ``never``.
         replan: When trouble sends a turn back to the planner.
     """
 
@@ -61,7 +61,7 @@ class PlanExecuteSpec(RouterSpec):
     plan_tools: list[str] = Field(default_factory=lambda: list(DEFAULT_PLAN_TOOLS))
     plan_mode_tools: list[str] = Field(default_factory=list)
     plan_patterns: list[str] = Field(default_factory=lambda: list(DEFAULT_PLAN_PATTERNS))
-    new_request: Literal["with_tools", "always", "never"] = "with_tools"
+    new_request: Literal["always", "with_tools", "never"] = "always"
     replan: ReplanSpec = Field(default_factory=ReplanSpec)
 
     @field_validator("plan_patterns")
