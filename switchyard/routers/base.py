@@ -65,7 +65,7 @@ class Decision:
             which lets the engine replay the caller's body verbatim to a same-format upstream.
         source: Why: ``passthrough``, ``random``, ``override``, ``dimensions``,
             ``llm-classifier``, ``fail_open``, ``affinity``, ``escalation``, ``latched``,
-            ``probe``, …
+            ``probe``, ``plan``, ``execute``, ``replan``, ``profile:<route>/<source>``, …
         score: Probability that the capable target is needed, when the router has one.
         confidence: The router's confidence in its choice, when it has one.
         reason: One short human-readable line.

@@ -24,6 +24,7 @@ _BUILTIN: dict[str, str] = {
     "cascade": "switchyard.routers.cascade:CascadeSpec",
     "advisor": "switchyard.routers.advisor.spec:AdvisorSpec",
     "plan_execute": "switchyard.routers.plan_execute.spec:PlanExecuteSpec",
+    "profiles": "switchyard.routers.profiles:ProfilesSpec",
 }
 
 _UNAVAILABLE: dict[str, str] = {}

@@ -93,9 +93,7 @@ def classify(request: ChatRequest, rules: Rules, planned_at: int = 0) -> Phase:
     marker = _plan_mode(request, rules)
     if marker:
         return Phase("plan", "plan_mode", marker)
-    # Instructions may follow the conversation (Claude Code sends an environment note as a
-    # trailing system message): the turn is decided by the newest message of the conversation.
-    last = next((m for m in reversed(messages) if m.role not in ("system", "developer")), None)
+    last = newest_turn(messages)
     if last is not None and is_real_user(last):
         if _COMPACTED in last.text.lower():
             return Phase("replan", "compacted")
@@ -109,6 +107,19 @@ def classify(request: ChatRequest, rules: Rules, planned_at: int = 0) -> Phase:
     if changed:
         return Phase("plan", "plan_changed", changed)
     return Phase("execute", "execute")
+
+
+def newest_turn(messages: Sequence[Message]) -> Message | None:
+    """The newest message of the conversation itself: instructions may follow it (Claude Code
+    sends an environment note as a trailing ``system`` message)."""
+    return next((m for m in reversed(messages) if m.role not in ("system", "developer")), None)
+
+
+def compaction_turn(messages: Sequence[Message]) -> bool:
+    """Whether this is the first turn after a context compaction: the newest turn is the
+    person's message carrying the summary ("This session is being continued …")."""
+    last = newest_turn(messages)
+    return last is not None and is_real_user(last) and _COMPACTED in last.text.lower()
 
 
 def _forced_tool(request: ChatRequest) -> str | None:
