@@ -305,3 +305,19 @@ async def test_token_counts_go_only_to_eligible_targets(rig: Callable[..., Rig])
     assert reply.headers["x-switchyard-selected-model"] == "local"
     reply = await r.engine.count_tokens(json.dumps({**json.loads(body), "model": "cloud_only"}).encode(), ONPREM)
     assert reply.status == 403
+
+
+async def test_a_verification_retry_never_reaches_a_forbidden_target(rig: Callable[..., Rig]) -> None:
+    """``verify:`` hands a failed efficient answer to the capable target: not when it is forbidden."""
+    routes = {
+        "gated": {
+            "type": "passthrough",
+            "target": "local",
+            "verify": {"efficient": "local", "capable": "cloud", "checks": [{"type": "regex", "pattern": "^ok$"}]},
+        }
+    }
+    r = rig({name: [answer("not ok")] for name in TARGETS}, targets=TARGETS, routes=routes)
+    with pytest.raises(Exception, match="lacks a label"):
+        await r.engine.complete(request("gated"), ONPREM)
+    assert r.backend.targets_called() == ["local"]
+    assert r.records[-1].details["verify"]["failed"]["check"] == "regex"

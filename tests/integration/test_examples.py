@@ -37,6 +37,7 @@ SERVED = [
     "lightning.yaml",
     "llm-classifier.yaml",
     "plan-execute.yaml",
+    "profiles.yaml",
     "reliability.yaml",
     "restricted.yaml",
     "stage-router.yaml",
@@ -80,6 +81,24 @@ WALKTHROUGH: dict[str, list[tuple[dict[str, Any], dict[str, str], Expect]]] = {
     "plan-execute.yaml": [
         (_chat("agent", "add a --verbose flag to the CLI"), {"x-switchyard-session-id": "pe-1"}, ("plan", "capable")),
         (_turn("tool-loop.json"), {"x-switchyard-session-id": "pe-1"}, ("execute", "efficient")),
+    ],
+    "profiles.yaml": [
+        (
+            _chat("agent", "add a docstring to utils.py"),
+            {"x-switchyard-session-id": "p-1"},
+            ("profile:efficient_first/fall_open", "efficient"),
+        ),
+        (
+            _chat("agent", "debug the race condition in the scheduler"),
+            {"x-switchyard-session-id": "p-2"},
+            ("profile:capable_first/fall_open", "capable"),
+        ),
+        # The same hard task in the first session: its profile was chosen at its first turn.
+        (
+            _chat("agent", "debug the race condition in the scheduler"),
+            {"x-switchyard-session-id": "p-1"},
+            ("profile:efficient_first/fall_open", "efficient"),
+        ),
     ],
     "restricted.yaml": [
         (_turn("stuck-agent.json"), {"x-switchyard-session-id": "r-1"}, ("override", "capable")),
