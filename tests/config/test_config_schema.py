@@ -183,6 +183,17 @@ BROKEN = {
     "verify with an unknown check": {
         "routes": {"r": {"type": "stage_router", "capable": "b", "efficient": "a", "verify": {"checks": ["vibes"]}}}
     },
+    "profiles chooser with a typo": {
+        "routes": {
+            "r": {
+                "type": "profiles",
+                "choose": {"type": "passthrough", "targt": "a"},
+                "profiles": {"a": "s"},
+                "default": "s",
+            },
+            "s": {"type": "passthrough", "target": "a"},
+        }
+    },
     "target labels not a list": {"targets": {"a": {"client": "v", "model": "m", "labels": "onprem"}}, "routes": {}},
     "advisor max_reviews zero": {
         "routes": {"r": {"type": "advisor", "executor_target": "a", "advisor_target": "b", "max_reviews": 0}}
