@@ -38,7 +38,19 @@ def build_verifier(spec: RouterSpec) -> Verifier | None:
     efficient, capable = verify_tiers(spec)
     assert efficient is not None and capable is not None  # the loader checked them
     checks = [(c.label, _check(i, c)) for i, c in enumerate(spec.verify.checks)]
-    return Verifier(spec.verify.mode, efficient, capable, checks)
+    relevant = [_RELEVANT.get(c.type) for c in spec.verify.checks]
+    return Verifier(spec.verify.mode, efficient, capable, checks, relevant)
+
+
+def _structured(request: ChatRequest) -> bool:
+    return (request.response_format or {}).get("type") in ("json_schema", "json_object")
+
+
+_RELEVANT: dict[str, Callable[[ChatRequest], bool]] = {
+    "tool_arguments": lambda request: bool(request.tools),
+    "response_schema": _structured,
+}
+"""Checks that cannot fail for some requests: those requests are not held back for them."""
 
 
 def _check(index: int, check: VerifyCheck) -> Check:

@@ -372,7 +372,7 @@ class Engine:
         runner = self._fallback(prep)
         try:
             target, response = await runner.run(prep.candidates, lambda t, o: self._complete(t, prep, o), prep.options)
-            if verify is not None and verify.gates(target.info.name):  # docs/verify.md
+            if verify is not None and verify.gates(target.info.name, prep.request):  # docs/verify.md
                 again = lambda names: runner.run(names, lambda t, o: self._complete(t, prep, o), prep.options)  # noqa: E731
                 target, response = await gate(verify, prep.request, record, target, response, again)
         except UpstreamError as exc:
@@ -405,7 +405,7 @@ class Engine:
         if prep.decision.response is not None:
             return self._answered_stream(prep)
         verify = prep.route.verify
-        if verify is not None and verify.buffers(prep.candidates):
+        if verify is not None and verify.buffers(prep.candidates, prep.request):
             return await self._buffered(prep)
         record.overhead_ms = (time.perf_counter() - prep.t0) * 1000
         if not prep.candidates:

@@ -49,20 +49,31 @@ class Verifier:
         efficient: The target whose answers are checked.
         capable: The target that answers when a check fails.
         checks: ``(name, check)`` pairs, run in order until one fails.
+        relevant: Per check (same order), whether it can fail for a request at all
+            (``tool_arguments`` needs tools, ``response_schema`` a structured-output request);
+            ``None``: always. A request no check applies to is neither checked nor buffered.
     """
 
     mode: str
     efficient: str
     capable: str
     checks: list[tuple[str, Check]] = field(default_factory=list)
+    relevant: list[Callable[[ChatRequest], bool] | None] = field(default_factory=list)
 
-    def gates(self, target: str) -> bool:
-        """Whether answers served by ``target`` are checked."""
-        return target == self.efficient
+    def applies(self, request: ChatRequest) -> bool:
+        """Whether any check can fail for ``request``."""
+        if not self.relevant:
+            return True
+        return any(test is None or test(request) for test in self.relevant)
 
-    def buffers(self, candidates: Sequence[str]) -> bool:
-        """Whether a stream for these candidates must be buffered (``active``, efficient first)."""
-        return self.mode == "active" and bool(candidates) and candidates[0] == self.efficient
+    def gates(self, target: str, request: ChatRequest) -> bool:
+        """Whether the answer ``target`` serves for ``request`` is checked."""
+        return target == self.efficient and self.applies(request)
+
+    def buffers(self, candidates: Sequence[str], request: ChatRequest) -> bool:
+        """Whether a stream for these candidates must be buffered (``active``, efficient first,
+        and a check that can fail for this request)."""
+        return self.mode == "active" and bool(candidates) and candidates[0] == self.efficient and self.applies(request)
 
     async def failure(self, request: ChatRequest, response: ChatResponse) -> dict[str, str] | None:
         """The first failed check as ``{"check", "reason"}``, or ``None`` when all pass."""
@@ -134,7 +145,7 @@ def watched(
     rest: AsyncIterator[StreamEvent],
 ) -> AsyncIterator[StreamEvent]:
     """``rest`` itself, or — for a stream the verifier gates — :func:`checked_at_end` of it."""
-    if verifier is None or not verifier.gates(target):
+    if verifier is None or not verifier.gates(target, request):
         return rest
     return checked_at_end(verifier, request, record, target, first, rest)
 

@@ -237,3 +237,19 @@ def test_a_hook_that_cannot_be_imported_fails_the_build() -> None:
         with pytest.raises(ConfigError) as caught:
             build_engine(load_config(data), env={})
         assert "routes.gated" in str(caught.value) and "verify.checks[0].callable" in str(caught.value)
+
+
+async def test_streams_are_buffered_only_when_a_check_can_fail(rig: Callable[..., Rig]) -> None:
+    r = make(rig, {"checks": ["tool_arguments", "response_schema"]}, text("plain"))
+    events = await r.engine.stream(req(stream=True))  # no tools, no response_format: nothing to check
+    async for _ in events:
+        pass
+    assert r.backend.calls[-1][0] == "stream" and "verify" not in r.records[-1].details
+    events = await r.engine.stream(req(stream=True, tools=[TOOL]))
+    async for _ in events:
+        pass
+    assert r.backend.calls[-1][0] == "complete"  # fetched whole, checked, replayed as a stream
+    assert r.records[-1].details["verify"]["passed"] is True
+    fmt = {"type": "json_object"}
+    done = await r.engine.complete(req(response_format=fmt))
+    assert done.target == "pricey" and done.record.details["verify"]["failed"]["check"] == "response_schema"
