@@ -145,3 +145,27 @@ def test_config_errors_name_their_path() -> None:
     }
     with pytest.raises(ConfigError, match=r"routes\.agent\.profiles\.efficient.*unknown route 'missing'"):
         load_config({**BASE, "routes": unknown})
+
+
+async def test_replicas_share_the_choice_through_redis(rig: Callable[..., Rig], tmp_path: Any) -> None:
+    from _redis import RedisServer
+
+    server = RedisServer(tmp_path).start()
+    try:
+        state = {"backend": "redis", "url": server.url}
+        script_a = {"efficient": [answer("efficient")], "capable": [answer("capable")], "judge": [verdict(0.1)]}
+        script_b = {"efficient": [answer("efficient")], "capable": [answer("capable")], "judge": [verdict(0.9)]}
+        a = rig(script_a, targets=TARGETS, routes=ROUTES, state=state)
+        b = rig(script_b, targets=TARGETS, routes=ROUTES, state=state)
+        session = {"x-switchyard-session-id": f"r-{tmp_path.name}"}
+        first = await a.engine.complete(turn("design a lock service"), session)
+        assert first.record.details["profile"]["name"] == "capable_first"
+        second = await b.engine.complete(turn("design a lock service", "ok", "go on"), session)
+        assert second.record.details["profile"]["name"] == "capable_first"
+        assert second.record.details["profile"]["why"] == "stored"
+        assert judge_calls(b) == 0  # the other replica's choice stands; its judge is not asked
+        for replica in (a, b):
+            await replica.engine.aclose()
+            await replica.engine.store.aclose()  # type: ignore[attr-defined]
+    finally:
+        server.stop()
