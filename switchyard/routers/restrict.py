@@ -27,32 +27,78 @@ from switchyard.protocol.request import ChatRequest
 
 Detector = Literal["secrets", "api_keys", "emails"]
 
-# Each pattern names one credential shape whose prefix its issuer documents, so ordinary prose
-# and code rarely trip it; a generic ``password = ...`` assignment needs a long value.
-_SECRET_PATTERNS: tuple[str, ...] = (
-    r"\bsk-ant-[A-Za-z0-9_-]{20,}",  # Anthropic API keys
-    r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{32,}",  # OpenAI API keys
-    r"\bnvapi-[A-Za-z0-9_-]{32,}",  # NVIDIA API catalog keys
-    r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b",  # AWS access key ids
-    r"\bgh[pousr]_[A-Za-z0-9]{36,}",  # GitHub tokens
-    r"\bgithub_pat_[A-Za-z0-9_]{40,}",  # GitHub fine-grained tokens
-    r"\bglpat-[A-Za-z0-9_-]{20,}",  # GitLab personal access tokens
-    r"\bxox[abposr]-[A-Za-z0-9-]{10,}",  # Slack tokens
-    r"\bAIza[0-9A-Za-z_-]{35}\b",  # Google API keys
-    r"\bhf_[A-Za-z0-9]{30,}",  # Hugging Face tokens
-    r"-----BEGIN (?:RSA |EC |DSA |OPENSSH |ENCRYPTED |PGP )?PRIVATE KEY(?: BLOCK)?-----",
-    r"(?i:\b(?:api[_-]?key|secret[_-]?key|access[_-]?token|auth[_-]?token|password|passwd)"
-    r"\b[\"']?\s*[:=]\s*[\"']?[A-Za-z0-9_/+=.-]{16,})",
+# Each shape names one credential format whose prefix its issuer documents, so ordinary prose
+# and code rarely trip it; a generic ``password = ...`` assignment needs a long value. Each comes
+# with literal triggers: the expression runs only on text that contains one (a substring search
+# in C). See benchmarks/restrict_scan.py for what a scan costs.
+_W = "[A-Za-z0-9_]"  # a character that may not precede a token (it would be part of a longer word)
+_VALUE = r"\b[\"']?\s*[:=]\s*[\"']?[a-z0-9_/+=.-]{16,}"
+_SECRET_SHAPES: tuple[tuple[tuple[str, ...], str, bool], ...] = (
+    # Every expression starts with its literal (the regex engine then skips to it), and checks
+    # what precedes that literal with a look-behind instead of a leading \b.
+    (("sk-ant-",), rf"sk-ant-(?<!{_W}sk-ant-)[A-Za-z0-9_-]{{20,}}", False),  # Anthropic API keys
+    (("sk-",), rf"sk-(?<!{_W}sk-)(?!ant-)(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{{32,}}", False),  # OpenAI
+    (("nvapi-",), rf"nvapi-(?<!{_W}nvapi-)[A-Za-z0-9_-]{{32,}}", False),  # NVIDIA API catalog keys
+    (("AKIA", "ASIA"), rf"A[KS]IA(?<!{_W}A[KS]IA)[0-9A-Z]{{16}}\b", False),  # AWS access key ids
+    (("ghp_", "gho_", "ghu_", "ghs_", "ghr_"), rf"gh[pousr]_(?<!{_W}gh[pousr]_)[A-Za-z0-9]{{36,}}", False),  # GitHub
+    (("github_pat_",), rf"github_pat_(?<!{_W}github_pat_)[A-Za-z0-9_]{{40,}}", False),  # GitHub fine-grained
+    (("glpat-",), rf"glpat-(?<!{_W}glpat-)[A-Za-z0-9_-]{{20,}}", False),  # GitLab personal access tokens
+    (("xox",), rf"xox[abposr]-(?<!{_W}xox[abposr]-)[A-Za-z0-9-]{{10,}}", False),  # Slack tokens
+    (("AIza",), rf"AIza(?<!{_W}AIza)[0-9A-Za-z_-]{{35}}\b", False),  # Google API keys
+    (("hf_",), rf"hf_(?<!{_W}hf_)[A-Za-z0-9]{{30,}}", False),  # Hugging Face tokens
+    (("PRIVATE KEY",), r"-----BEGIN (?:RSA |EC |DSA |OPENSSH |ENCRYPTED |PGP )?PRIVATE KEY(?: BLOCK)?-----", False),
+    # ``api_key = "…"``-style assignments, in any case: searched in the lower-cased text.
+    (("api",), rf"api(?<![a-z0-9_]api)[_-]?key{_VALUE}", True),
+    (("secret",), rf"secret(?<![a-z0-9_]secret)[_-]?key{_VALUE}", True),
+    (("access",), rf"access(?<![a-z0-9_]access)[_-]?token{_VALUE}", True),
+    (("auth",), rf"auth(?<![a-z0-9_]auth)[_-]?token{_VALUE}", True),
+    (("passw",), rf"passw(?<![a-z0-9_]passw)(?:or)?d{_VALUE}", True),
 )
-_EMAIL_PATTERN = r"\b[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}\b"
+_EMAIL_SHAPES: tuple[tuple[tuple[str, ...], str, bool], ...] = (
+    (("@",), r"\b[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}\b", False),
+)
 
-DETECTORS: dict[str, str] = {
-    "secrets": "|".join(f"(?:{p})" for p in _SECRET_PATTERNS),
-    "api_keys": "|".join(f"(?:{p})" for p in _SECRET_PATTERNS),
-    "emails": _EMAIL_PATTERN,
+DETECTORS: dict[str, tuple[tuple[tuple[str, ...], str, bool], ...]] = {
+    "secrets": _SECRET_SHAPES,
+    "api_keys": _SECRET_SHAPES,
+    "emails": _EMAIL_SHAPES,
 }
-"""Built-in detectors' expressions by name (``api_keys`` is another name for ``secrets``);
-compiled only by a route that uses them."""
+"""Built-in detectors by name (``api_keys`` is another name for ``secrets``): their shapes as
+``(literal triggers, expression, on the lower-cased text)``, compiled only by a route that uses them."""
+
+
+class Matcher:
+    """Counts the places in a text where any of a rule's shapes matches (overlaps counted once).
+
+    Args:
+        shapes: ``(literal triggers, compiled expression, on the lower-cased text)``; no
+            triggers: the expression always runs.
+    """
+
+    def __init__(self, shapes: list[tuple[tuple[str, ...], re.Pattern[str], bool]]) -> None:
+        self.shapes = shapes
+
+    def count(self, text: str) -> int:
+        """How many distinct matches ``text`` holds."""
+        lowered: str | None = None
+        spans: list[tuple[int, int]] = []
+        for triggers, expr, fold in self.shapes:
+            hay = text
+            if fold:
+                lowered = text.lower() if lowered is None else lowered
+                hay = lowered
+            if triggers and not any(t in hay for t in triggers):
+                continue
+            spans += [m.span() for m in expr.finditer(hay)]
+        if len(spans) < 2:
+            return len(spans)
+        spans.sort()
+        found, end = 0, -1
+        for start, stop in spans:
+            if start >= end:
+                found += 1
+            end = max(end, stop)
+        return found
 
 
 def clean_labels(value: list[str]) -> list[str]:
@@ -114,12 +160,12 @@ class RestrictRule(BaseModel):
         """The rule's name in records and errors."""
         return self.name or self.detector or "pattern"
 
-    def compiled(self) -> re.Pattern[str]:
-        """The expression this rule searches with."""
+    def compiled(self) -> Matcher:
+        """What this rule searches with."""
         if self.detector is not None:
-            return re.compile(DETECTORS[self.detector])
+            return Matcher([(t, re.compile(p), fold) for t, p, fold in DETECTORS[self.detector]])
         assert self.pattern is not None  # the validator requires one of the two
-        return re.compile(self.pattern)
+        return Matcher([((), re.compile(self.pattern), False)])
 
 
 def request_texts(request: ChatRequest) -> Iterator[str]:
@@ -155,7 +201,7 @@ class RestrictPolicy:
         texts = list(request_texts(request))
         found: list[tuple[RestrictRule, int]] = []
         for rule, expr in self._compiled:
-            count = sum(1 for text in texts for _ in expr.finditer(text))
+            count = sum(expr.count(text) for text in texts)
             if count:
                 found.append((rule, count))
         return found
