@@ -429,7 +429,12 @@ def _verify_refs(rname: str, spec: RouterSpec, issues: list[ConfigIssue], lines:
     from switchyard.config.verify_build import verify_tiers
 
     refs: list[tuple[str, str]] = []
-    for key, name in zip(("efficient", "capable"), verify_tiers(spec), strict=True):
+    tiers = verify_tiers(spec)
+    if tiers[0] is not None and tiers[0] == tiers[1]:
+        at: PathT = ("routes", rname, "verify")
+        message = f"efficient and capable are both {tiers[0]!r}"
+        issues.append(ConfigIssue(format_path(at), message, lines.line(at)))
+    for key, name in zip(("efficient", "capable"), tiers, strict=True):
         if name is None:
             path: PathT = ("routes", rname, "verify")
             message = f"set verify.{key}: route type {spec.type!r} has no {key} tier to default to"

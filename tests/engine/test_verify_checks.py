@@ -223,6 +223,9 @@ def test_a_route_without_tiers_must_name_them() -> None:
     with pytest.raises(ConfigError) as caught:
         load_config(data)
     assert "routes.r.verify" in str(caught.value) and "set verify.efficient" in str(caught.value)
+    data["routes"]["r"]["verify"] = {"efficient": "cheap", "capable": "cheap"}
+    with pytest.raises(ConfigError, match="efficient and capable are both 'cheap'"):
+        load_config(data)
     data["routes"]["r"]["verify"] = {"efficient": "cheap", "capable": "nope"}
     with pytest.raises(ConfigError) as caught:
         load_config(data)
