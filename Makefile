@@ -10,7 +10,7 @@ AGENTS := .agents
 AGENTS_STAMP := $(AGENTS)/.installed
 include tests/agents/pins.mk
 
-.PHONY: demo test lint typecheck contracts unit bench clean help redis-server chromium docs nemo-venv agents
+.PHONY: demo test lint typecheck contracts unit bench clean help redis-server chromium nginx docs nemo-venv agents
 
 help:
 	@echo "make demo   - set up .venv and run the routed agent demo on simulated models"
@@ -96,7 +96,18 @@ chromium:
 	    [ "$$SWITCHYARD_SKIP_BROWSER" = 1 ]; \
 	  fi; }
 
-unit: $(STAMP) redis-server chromium $(NEMO_STAMP) $(AGENTS_STAMP)
+# Two `switchyard serve` replicas behind a real nginx load balancer (tests/integration/test_nginx_fleet.py).
+nginx:
+	@command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing Debian's nginx for the load-balancer test"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx >/dev/null; \
+	  else \
+	    echo "the load-balancer test needs nginx: sudo apt-get install -y nginx    macOS: brew install nginx"; \
+	    echo "  (without it the test is skipped, except in CI)"; \
+	  fi; }
+
+unit: $(STAMP) redis-server chromium nginx $(NEMO_STAMP) $(AGENTS_STAMP)
 	$(BIN)/python -m pytest -q
 
 docs: $(STAMP)

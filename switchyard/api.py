@@ -12,6 +12,7 @@ Example:
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 import weakref
 from collections.abc import AsyncIterator, Coroutine, Iterator, Mapping
@@ -217,13 +218,14 @@ class Switchyard:
             ``status`` (``ok`` or ``degraded``), ``routes``, ``backends`` (per ``llm_clients``
             entry: the last probe's ``state`` — ``up``, ``down``, ``auth_error``, ``rate_limited``, ``unknown``
             or ``not_probed`` — with status, URL, latency and age) and ``targets`` (per target:
-            breaker state, whether routing may use it, markup leaks, ``problems``). See
-            ``docs/reliability.md``.
+            breaker state, whether routing may use it, markup leaks, ``problems``) and
+            ``process`` (``pid``; under ``serve --workers`` also the worker's ``slot`` and
+            config ``generation``). See ``docs/reliability.md``.
         """
         report = await self.engine.health_report(deep=deep)
         state = self.state_status()
         status = "degraded" if state.get("degraded") else report["status"]
-        return {**report, "status": status, "routes": self.routes, "state": state}
+        return {**report, "status": status, "routes": self.routes, "state": state, "process": _process()}
 
     def state_status(self) -> dict[str, Any]:
         """The session-state backend: ``backend`` and, for Redis, ``degraded`` (serving from this
@@ -328,7 +330,8 @@ class Switchyard:
         """Serves one HTTP request (the proxy and the in-process transport both call this).
 
         Handles ``POST /v1/chat/completions``, ``/v1/messages`` (with or without Anthropic's
-        ``?beta=true``), ``/v1/messages/count_tokens`` and ``/v1/responses``, ``GET /v1/models``,
+        ``?beta=true``), ``/v1/messages/count_tokens``, ``/v1/responses`` and ``/v1/decision``
+        (the decision only, see :mod:`switchyard.engine.decision_http`), ``GET /v1/models``,
         ``GET /v1/stats`` and ``GET /health`` (``?deep=1`` probes the backends first); anything
         else is a 404 (in Anthropic's envelope below ``/v1/messages``, else OpenAI's).
         """
@@ -346,6 +349,11 @@ class Switchyard:
                     WireFormat.OPENAI_CHAT, 404, f"{route} is not available in this version", "not_found_error"
                 )
             return await self.engine.handle(fmt, body, headers, path=route)
+        if sub == "/decision" and method == "POST":
+            # Decide only: the route's choice as JSON, no answer call (engine/decision_http.py).
+            from switchyard.engine.decision_http import decision_reply
+
+            return await decision_reply(self.engine, body, headers, query)
         if sub == "/stats" and method == "GET":
             stats = {"reliability": self.stats(), "usd": self.ledger.snapshot(), "state": self.state_status()}
             return Reply(200, {"content-type": "application/json"}, body=dumps(stats))
@@ -373,7 +381,7 @@ class Switchyard:
             data = await self.health(deep=_deep(query))
             return Reply(200, {"content-type": "application/json"}, body=dumps(data))
         envelope = WireFormat.ANTHROPIC_MESSAGES if sub.startswith("/messages") else WireFormat.OPENAI_CHAT
-        if fmt is not None or sub in ("/models", "/messages/count_tokens"):
+        if fmt is not None or sub in ("/models", "/messages/count_tokens", "/decision"):
             return _error(envelope, 405, f"method {method} not allowed on {route}", "invalid_request_error")
         return _error(envelope, 404, f"no such endpoint: {method} {route}", "not_found_error")
 
@@ -437,6 +445,16 @@ class Switchyard:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _process() -> dict[str, int]:
+    """Which process answers: its pid, and under ``serve --workers`` its slot and generation
+    (the supervisor sets ``SWITCHYARD_WORKER=slot:generation``)."""
+    out = {"pid": os.getpid()}
+    slot, _, generation = os.environ.get("SWITCHYARD_WORKER", "").partition(":")
+    if slot.isdigit() and generation.isdigit():
+        out |= {"slot": int(slot), "generation": int(generation)}
+    return out
 
 
 def _deep(query: str) -> bool:

@@ -25,6 +25,8 @@ Which model answers:
   "[model-name] <your last message>".
   Tool calls: write "use a tool" (or "use tools in parallel") in the user message of a request
   that carries tools; after the tool results the model reports what the tools said.
+  Write "sloppy" too and an efficient model calls the first tool with no arguments (a malformed
+  call, for trying a route's verify: block).
   Judges: a request with response_format (what llm_classifier and stage_router judges send)
   gets a verdict — capability forecasts say p_solve 0.3 for debugging/design/traceback tasks
   and 0.85 otherwise; escalation reviews escalate when the turn under review shows a failure.

@@ -3,20 +3,28 @@
 from __future__ import annotations
 
 import argparse
+import os
+from typing import TYPE_CHECKING
 
 from switchyard.cli._common import HelpFormatter, add_config_arg, fail, load_or_exit, setup_logging, uvicorn_level
+
+if TYPE_CHECKING:
+    from switchyard.config.load import LoadedConfig
 
 _EPILOG = """\
 Examples:
   switchyard serve -c router.yaml
   switchyard serve -c router.yaml --port 8080 --decision-log decisions.jsonl --access-log
   switchyard fake-upstream &  switchyard serve -c examples/router.yaml   # try it without keys
+  switchyard serve -c router.yaml --host 0.0.0.0 --workers auto           # every core of the machine
 
 Endpoints (every inference endpoint takes any route as its model, in JSON or SSE):
   POST /v1/chat/completions          OpenAI Chat Completions  (Hermes Agent, LangChain, OpenAI SDK)
   POST /v1/messages                  Anthropic Messages       (Claude Code; ?beta=true accepted)
   POST /v1/messages/count_tokens     Anthropic token count    (Claude Code calls it often)
   POST /v1/responses                 OpenAI Responses         (Codex)
+  POST /v1/decision                  the decision only, for a body in any of the three formats
+                                     (target, model, fallbacks, session state change; docs/decision.md)
   GET  /v1/models                    the routes, as models
   GET  /health                       200 while serving; ?deep=1 probes every backend now
                                      (details and probes: admin key, or loopback without keys)
@@ -39,7 +47,10 @@ the switchyard.decisions logger, and every count_tokens call a line on switchyar
 --access-log adds one line per request (method, path, route, status, model, overhead, duration);
 --log-level debug adds Switchyard's debug lines and keeps third-party libraries at info;
 debug-all also shows httpx/httpcore/uvicorn internals.
-Several replicas: state.backend: redis (see docs/deployment.md).
+Every core: --workers auto (or N) runs N processes on the port under a supervisor;
+  kill -HUP <supervisor pid> reloads the config worker by worker without dropping requests
+  (a config that does not validate is refused and the old one keeps serving).
+Several workers or replicas with stateful routes: state.backend: redis (see docs/deployment.md).
 
 Security (docs/security.md): the default bind is 127.0.0.1. Without server.api_keys only
 loopback Host names (and server.allowed_hosts) are answered, browser Origins are refused unless
@@ -68,6 +79,15 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--access-log", action="store_true", help="log one line per request (route, status, model, overhead, duration)"
     )
     p.add_argument(
+        "--workers",
+        metavar="N",
+        help=(
+            "run N worker processes on the port (auto: one per usable core) under a supervisor: "
+            "SIGHUP reloads the config worker by worker, a worker that dies is restarted "
+            "(default: one process, no supervisor; see docs/deployment.md)"
+        ),
+    )
+    p.add_argument(
         "--log-level",
         default="info",
         choices=["debug-all", "debug", "info", "warning", "error"],
@@ -78,6 +98,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 def run(args: argparse.Namespace) -> int:
     setup_logging(args.log_level)
+    count = None
+    if args.workers is not None:
+        from switchyard.server.workers import worker_count
+
+        try:
+            count = worker_count(args.workers)
+        except ValueError as exc:
+            return fail(str(exc))
     if args.access_log:
         import logging
 
@@ -86,22 +114,14 @@ def run(args: argparse.Namespace) -> int:
     loaded = load_or_exit(args.config)
     if loaded is None:
         return 1
-    from switchyard.api import Switchyard
-    from switchyard.config.load import ConfigError
-
-    try:
-        sy = Switchyard(loaded, decision_log=args.decision_log)
-    except ConfigError as exc:
-        return fail(f"cannot build {args.config}:\n  " + str(exc).replace("\n", "\n  "))
     try:
         from switchyard.server.auth import KeyRing
         from switchyard.server.guard import is_loopback_host
         from switchyard.server.runner import serve
     except ImportError:
         return fail("the proxy needs the server extra: pip install 'switchyard-router[server]'")
-    settings = loaded.config.server
     try:
-        keys = KeyRing(settings.api_keys)
+        keys = KeyRing(loaded.config.server.api_keys)
     except ValueError as exc:
         return fail(str(exc))
     if not keys and not is_loopback_host(args.host):
@@ -110,9 +130,51 @@ def run(args: argparse.Namespace) -> int:
             f"and server.allowed_hosts are answered (see docs/security.md)",
             flush=True,
         )
+    if count is not None:
+        return _run_workers(args, loaded, count)
+    from switchyard.api import Switchyard
+    from switchyard.config.load import ConfigError
+
+    try:
+        sy = Switchyard(loaded, decision_log=args.decision_log)
+    except ConfigError as exc:
+        return fail(f"cannot build {args.config}:\n  " + str(exc).replace("\n", "\n  "))
     print(
         f"switchyard: serving {len(sy.routes)} route(s) ({', '.join(sy.routes)}) on http://{args.host}:{args.port}/v1",
         flush=True,
     )
     serve(sy, args.host, args.port, log_level=uvicorn_level(args.log_level), access_log=args.access_log)
     return 0
+
+
+def _run_workers(args: argparse.Namespace, loaded: LoadedConfig, count: int) -> int:
+    """``--workers``: the config validated here, then ``count`` supervised worker processes
+    (each builds the router itself)."""
+    from switchyard.server.workers import Supervisor, memory_state_warning
+
+    note = memory_state_warning(loaded, count)
+    if note:
+        print(f"switchyard: warning: {note}", flush=True)
+    worker_args = ["--log-level", args.log_level]
+    if args.decision_log:
+        worker_args += ["--decision-log", args.decision_log]
+    if args.access_log:
+        worker_args.append("--access-log")
+    try:
+        supervisor = Supervisor(
+            args.config,
+            args.host,
+            args.port,
+            count,
+            worker_args=worker_args,
+            drain_s=loaded.config.server.drain_s,
+            say=lambda line: print(line, flush=True),
+        )
+    except OSError as exc:
+        return fail(f"cannot listen on {args.host}:{args.port}: {exc.strerror} (choose another with --port)")
+    print(
+        f"switchyard: serving {len(loaded.routes)} route(s) ({', '.join(loaded.routes)}) on "
+        f"http://{args.host}:{supervisor.port}/v1 with {count} worker(s) (supervisor pid {os.getpid()})",
+        flush=True,
+    )
+    return supervisor.run()

@@ -13,16 +13,19 @@ from typing import Any
 from switchyard.clients.retry import RetryPolicy
 from switchyard.config.load import ConfigError, ConfigIssue, LoadedConfig
 from switchyard.config.schema import LlmClientConfig
+from switchyard.config.verify_build import build_verifier
 from switchyard.engine.accounting import Pricing, RouteTiers
 from switchyard.engine.core import Engine, Route, Target
 from switchyard.engine.fallback import Reliability
 from switchyard.engine.health import BreakerPolicy, Health, HealthCheckPolicy
 from switchyard.engine.records import DecisionSink, JsonlSink, log_sink
+from switchyard.engine.verify import Verifier
 from switchyard.protocol.call import ModelBackend
 from switchyard.protocol.features import FeatureError, FeatureExtractor
 from switchyard.protocol.session import StateStore
 from switchyard.protocol.targets import TargetInfo
-from switchyard.routers.base import BuildContext, Router
+from switchyard.routers.base import BuildContext, Router, RouterSpec
+from switchyard.routers.restrict import RestrictPolicy
 from switchyard.routers.subagent import build_router
 from switchyard.wire import available_formats
 
@@ -100,6 +103,7 @@ def target_infos(loaded: LoadedConfig) -> dict[str, TargetInfo]:
             extra_body=t.extra_body,
             context_window=t.context_window or loaded.served_context_windows.get(name),
             max_output_tokens=t.max_output_tokens,
+            labels=frozenset(t.labels),
         )
         for name, t in cfg.targets.items()
     }
@@ -146,8 +150,18 @@ def build_routes(loaded: LoadedConfig, infos: Mapping[str, TargetInfo]) -> dict[
             hash_session_fallback=spec.hashes_first_message(),
             fallback_on_auth_error=spec.fallback_on_auth_error,
             reply_model=spec.reply_model,
+            restrict=RestrictPolicy(spec.restrict) if spec.restrict else None,
+            auxiliary=tuple(dict.fromkeys(t for _, t in (*spec.checked_target_refs(), *spec.auxiliary_refs()))),
+            verify=_verifier(loaded, name, spec),
         )
     return routes
+
+
+def _verifier(loaded: LoadedConfig, name: str, spec: RouterSpec) -> Verifier | None:
+    try:
+        return build_verifier(spec)
+    except ValueError as exc:
+        raise ConfigError([ConfigIssue(f"routes.{name}", str(exc))], loaded.source) from exc
 
 
 def build_pricing(loaded: LoadedConfig) -> Pricing:

@@ -8,7 +8,8 @@ rule with its reason:
 
 * ``routes.<name>`` is checked by its ``type`` (and, for ``llm_classifier``, by its ``mode``),
   because the loader validates routes in a second pass (:mod:`switchyard.config.load`);
-* a cascade's inline ``stages`` and every ``subagents`` policy are router blocks themselves
+* a cascade's inline ``stages``, a ``profiles`` route's ``choose`` and every ``subagents`` policy
+  are router blocks themselves
   (checked by their own ``type``, recursively, without the route-level keys), because the loader
   validates them as routes at their own YAML path (:mod:`switchyard.config.nested`) while the
   spec models only see mappings;
@@ -43,6 +44,8 @@ _MODED = {"llm_classifier": LLM_CLASSIFIER_MODES}
 """Route types whose keys depend on ``mode``, with their modes (the first is the default)."""
 
 _INLINE_LISTS = {"cascade": "stages"}
+_INLINE_KEYS = {"profiles": "choose"}
+"""Route types with a key that holds a route name or one inline router block."""
 """Route types with a list whose items are route names or inline router blocks, by key."""
 
 _ROUTE = {"$ref": "#/$defs/Route"}
@@ -114,6 +117,9 @@ def _nest(defs: dict[str, Any], variants: dict[str, dict[str | None, type[Router
             listed = _INLINE_LISTS.get(kind)
             if listed in props:
                 props[listed]["items"] = {"anyOf": [{"type": "string", "minLength": 1}, _INLINE]}
+            single = _INLINE_KEYS.get(kind)
+            if single in props:
+                props[single] = {**props[single], "anyOf": [{"type": "string", "minLength": 1}, _INLINE]}
 
 
 def _preset_schema() -> dict[str, Any]:

@@ -390,6 +390,7 @@ def _cross_check(
             *spec.auxiliary_refs(),
             *((f"fallbacks[{i}]", t) for i, t in enumerate(spec.fallbacks)),
         ]
+        refs += _verify_refs(rname, spec, issues, lines)
         for sub, tname in refs:
             if tname not in targets:
                 parts = ("routes", rname, *nested.split(sub))
@@ -418,6 +419,46 @@ def _cross_check(
         )
     if not config.routes:
         warnings.append(ConfigIssue("routes", "no routes are configured; every request will get 404", None, "warning"))
+    _check_labels(config, routes, warnings, lines)
+
+
+def _verify_refs(rname: str, spec: RouterSpec, issues: list[ConfigIssue], lines: _Lines) -> list[tuple[str, str]]:
+    """The targets of a ``verify:`` block; an issue when the route has no tiers to default to."""
+    if spec.verify is None:
+        return []
+    from switchyard.config.verify_build import verify_tiers
+
+    refs: list[tuple[str, str]] = []
+    tiers = verify_tiers(spec)
+    if tiers[0] is not None and tiers[0] == tiers[1]:
+        at: PathT = ("routes", rname, "verify")
+        message = f"efficient and capable are both {tiers[0]!r}"
+        issues.append(ConfigIssue(format_path(at), message, lines.line(at)))
+    for key, name in zip(("efficient", "capable"), tiers, strict=True):
+        if name is None:
+            path: PathT = ("routes", rname, "verify")
+            message = f"set verify.{key}: route type {spec.type!r} has no {key} tier to default to"
+            issues.append(ConfigIssue(format_path(path), message, lines.line(path)))
+        else:
+            refs.append((f"verify.{key}", name))
+    return refs
+
+
+def _check_labels(
+    config: SwitchyardConfig, routes: dict[str, RouterSpec], warnings: list[ConfigIssue], lines: _Lines
+) -> None:
+    """Warns about required labels that no target carries: every request they apply to fails."""
+    carried = {label for t in config.targets.values() for label in t.labels}
+    wanted: list[tuple[PathT, list[str]]] = [
+        (("server", "api_keys", i, "require_labels"), k.require_labels) for i, k in enumerate(config.server.api_keys)
+    ]
+    for rname, spec in routes.items():
+        wanted += [(("routes", rname, "restrict", i, "require"), r.require) for i, r in enumerate(spec.restrict)]
+    for path, labels in wanted:
+        missing = [label for label in labels if label not in carried]
+        if missing:
+            message = f"no target carries label(s) {', '.join(missing)}: every request this applies to is refused"
+            warnings.append(ConfigIssue(format_path(path), message, lines.line(path), "warning"))
 
 
 def _check_route_names(data: dict[str, Any], issues: list[ConfigIssue], lines: _Lines) -> None:

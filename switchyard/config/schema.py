@@ -25,6 +25,7 @@ from pydantic import (
 
 from switchyard.config.server import ServerConfig
 from switchyard.protocol.targets import Price
+from switchyard.routers.restrict import clean_labels
 
 ClientFormat = Literal["openai_chat", "anthropic_messages", "openai_responses", "litellm"]
 
@@ -239,6 +240,9 @@ class TargetConfig(_Strict):
             router starts (never during ``switchyard validate``); a failure is a logged warning.
         max_output_tokens: Most tokens the model may generate in one answer; a request asking
             for more is clamped to it (with a diagnostic) instead of being rejected upstream.
+        labels: What the target is (``onprem``, ``eu``, ``zero-retention`` …); a request that
+            requires labels (header ``x-switchyard-require``, the key's ``require_labels``, a
+            route's ``restrict:``) is served only by targets carrying all of them.
     """
 
     client: str
@@ -249,6 +253,12 @@ class TargetConfig(_Strict):
     preset: str | None = None
     probe_context_window: bool = False
     max_output_tokens: PositiveInt | None = None
+    labels: list[str] = Field(default_factory=list)
+
+    @field_validator("labels")
+    @classmethod
+    def _labels(cls, value: list[str]) -> list[str]:
+        return clean_labels(value)
 
 
 class StateConfig(_Strict):

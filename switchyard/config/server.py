@@ -1,6 +1,6 @@
 """The proxy's own exposure settings (the ``server:`` section of the config).
 
-Layer: ``config`` — imports ``protocol`` only (through pydantic models of its own).
+Layer: ``config`` — imports ``protocol`` and ``routers.restrict`` (label validation).
 
 Everything here protects the proxy from its callers: who may call it (inbound keys, hosts,
 browser origins), how long a slow client may hold a connection, how big a request may be, and
@@ -13,6 +13,8 @@ from __future__ import annotations
 import re
 
 from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt, field_validator, model_validator
+
+from switchyard.routers.restrict import clean_labels
 
 _HASH = re.compile(r"^sha256:[0-9a-f]{64}$")
 
@@ -35,6 +37,9 @@ class ApiKeyConfig(_Strict):
         admin: The key may read the operator's views: route, target and upstream details of
             ``/health``, deep health checks, every key's and route's figures in ``/v1/stats`` and
             ``/metrics``, and the dashboard. Other keys see only what concerns them.
+        require_labels: Every request of this key is served only by targets carrying all of
+            these labels (its router's choice, fallbacks and judge calls alike; see
+            docs/restrictions.md).
     """
 
     name: str = Field(min_length=1)
@@ -43,6 +48,12 @@ class ApiKeyConfig(_Strict):
     routes: list[str] = Field(default_factory=lambda: ["*"])
     budget_usd_per_day: float | None = Field(default=None, ge=0.0)
     admin: bool = False
+    require_labels: list[str] = Field(default_factory=list)
+
+    @field_validator("require_labels")
+    @classmethod
+    def _labels(cls, value: list[str]) -> list[str]:
+        return clean_labels(value)
 
     @field_validator("hash")
     @classmethod

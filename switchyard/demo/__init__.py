@@ -88,6 +88,12 @@ routes:
          weak_target: efficient, base_threshold: 0.6, classify_trigger: user_turn}}
     default: frontier
     description: tool signals first; when they are not decisive a judge forecasts; else frontier
+  plan:
+    type: plan_execute
+    capable: frontier
+    efficient: efficient
+    replan: {{after_failures: 2}}
+    description: the frontier model plans each request (and re-plans on trouble), the efficient model executes
   advisor:
     type: advisor
     executor_target: efficient
@@ -150,6 +156,18 @@ SCENARIOS: list[Scenario] = [
             "sources: cascade:N/TYPE = stage N decided (the earlier stages abstained); the stage router\n"
             "abstains without a decisive signal, the judge then forecasts at each user turn and its\n"
             "choice holds for the turn's tool calls (affinity); cascade:default = every stage abstained."
+        ),
+    ),
+    Scenario(
+        "Plan/execute: the frontier model plans each request, the efficient model runs its tool steps (drop-in)",
+        "plan",
+        "drop-in",
+        tasks=list(STAGE_TASKS),
+        parser=True,
+        legend=(
+            "sources: plan = the first turn of a user request (the plan stays in the history the efficient\n"
+            "model continues); execute = a tool step; replan = the last two tool results failed since the\n"
+            "last plan, so the frontier model plans again."
         ),
     ),
     Scenario(

@@ -14,7 +14,7 @@ import logging
 import time
 import uuid
 from collections.abc import AsyncIterator, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any
 
@@ -25,7 +25,7 @@ from switchyard.engine.health import Health
 from switchyard.engine.markup import first_marker, flag_leak, response_marker
 from switchyard.engine.monitor import BackendMonitor
 from switchyard.engine.offload import decode_off_loop, release_off_loop
-from switchyard.engine.records import DecisionRecord, DecisionSink, prompt_preview
+from switchyard.engine.records import DecisionRecord, DecisionSink, mark_cancelled, prompt_preview
 from switchyard.engine.replies import (
     HEADER_OVERHEAD,
     HEADER_REQUEST_ID,
@@ -37,14 +37,17 @@ from switchyard.engine.replies import (
     lower,
     reply_headers,
 )
-from switchyard.engine.reply import SHUTDOWN_CANCEL, Reply
+from switchyard.engine.reply import Reply
 from switchyard.engine.reply_model import DEFAULT as REPLY_MODEL_DEFAULT
 from switchyard.engine.reply_model import ReplyModel, reply_model
+from switchyard.engine.restriction import RestrictedError, Restriction, restriction_for
 from switchyard.engine.router_call import RouterCall
 from switchyard.engine.session import identify
+from switchyard.engine.state_watch import watched
 from switchyard.engine.stream_out import encode_stream, stream_aborter
-from switchyard.engine.target import Completion, Route, Target
+from switchyard.engine.target import Completion, NoBackend, Route, Target, close_all
 from switchyard.engine.timeouts import Budget, budget
+from switchyard.engine.verify import gate, gated_stream
 from switchyard.engine.windows import PromptSize
 from switchyard.protocol.access import may_use, no_such_model
 from switchyard.protocol.call import CallOptions
@@ -104,6 +107,7 @@ class _Prepared:
     headers: Mapping[str, str] = field(default_factory=dict)
     budget: Budget = field(default_factory=Budget)
     body_bytes: int | None = None  # the caller's body size, when the request is that body unchanged
+    restriction: Restriction | None = None  # the labels the request requires (None: unrestricted)
 
 
 class Engine:
@@ -142,6 +146,9 @@ class Engine:
         self._aliases: dict[str, str] = {}
         # RouteContext.targets per route: fixed after start-up, so built once, not per request.
         self._route_targets: dict[str, Mapping[str, TargetInfo]] = {}
+        self._infos: Mapping[str, TargetInfo] = MappingProxyType({n: t.info for n, t in self.targets.items()})
+        # Per route, what a restriction may remove (its targets, fallbacks and judges): the record's list.
+        self._relevant: dict[str, tuple[str, ...]] = {}
         for route in self.routes.values():
             if route.store is None:
                 route.store = NamespacedStore(self.store, f"{route.name}:")
@@ -149,6 +156,7 @@ class Engine:
                 self._aliases[alias] = route.name
             infos = {t: self.targets[t].info for t in (*route.targets, *route.fallbacks) if t in self.targets}
             self._route_targets[route.name] = MappingProxyType(infos)
+            self._relevant[route.name] = tuple(dict.fromkeys((*route.targets, *route.fallbacks, *route.auxiliary)))
         self._warned_no_session: set[str] = set()
         self.keepalive_s: float | None = KEEPALIVE_S
         self.monitor = BackendMonitor(self.targets, self.health)
@@ -229,15 +237,25 @@ class Engine:
             record.details["traceparent"] = traceparent
         if self.preview_chars:  # server.dashboard's session timeline (memory only)
             record._preview = prompt_preview(request, self.preview_chars)
-        decision = await self._decide(route, request, session, headers, record, limits)
+        restriction = restriction_for(request, headers, route.restrict, self._infos, self._relevant[route.name])
+        if restriction is not None:
+            record.details["restriction"] = restriction.to_dict()
+        decision = await self._decide(route, request, session, headers, record, limits, restriction)
         candidates = route.order(decision.candidates)
+        if restriction is not None:
+            try:
+                candidates = restriction.narrow(route.name, decision, candidates, record)
+            except RestrictedError as exc:
+                raise self._exhausted(record, exc, t0) from None
         record.candidates = candidates
         options = CallOptions(
             raw_body=raw if decision.request is None else None,
             raw_format=inbound.value if inbound else None,
             headers=forwarded(headers),
         )
-        return _Prepared(route, decision.request or request, decision, record, candidates, options, t0, headers, limits)
+        prep = _Prepared(route, decision.request or request, decision, record, candidates, options, t0, headers, limits)
+        prep.restriction = restriction
+        return prep
 
     async def _decide(
         self,
@@ -247,6 +265,7 @@ class Engine:
         headers: Mapping[str, str],
         record: DecisionRecord,
         limits: Budget | None = None,
+        restriction: Restriction | None = None,
     ) -> Decision:
         if route.stateful and session.key is None and route.name not in self._warned_no_session:
             self._warned_no_session.add(route.name)
@@ -260,7 +279,8 @@ class Engine:
             store = MemoryStore(max_entries=64)
         else:
             assert route.store is not None
-            store = NamespacedStore(route.store, f"{session.key}:")  # the session's slot of the route
+            # The session's slot of the route (watched when POST /v1/decision reports changes).
+            store = watched(NamespacedStore(route.store, f"{session.key}:"))
         ctx = RouteContext(
             route=route.name,
             session=session,
@@ -268,7 +288,7 @@ class Engine:
             store=store,
             headers=headers,
         )
-        router_call = RouterCall(self.targets, self.health, record, limits)
+        router_call = RouterCall(self.targets, self.health, record, limits, restriction, route.name)
         try:
             decision = await route.router.route(request, ctx, router_call)
         except SwitchyardError:
@@ -332,6 +352,7 @@ class Engine:
             skipped=prep.record.skipped,
             prompt=PromptSize(prep.request, prep.body_bytes),
             defer_success=stream,
+            allowed=prep.restriction.allowed if prep.restriction is not None else None,
         )
 
     async def _complete(self, target: Target, prep: _Prepared, options: CallOptions) -> ChatResponse:
@@ -340,14 +361,11 @@ class Engine:
         if target.reliability.markup_leak != "off":
             marker = response_marker(response)
             if marker is not None:
-                self._markup_leak(target, marker, prep.record)
+                flag_leak(self.health, target, marker, prep.record, replaceable=True)
         return response
 
-    def _markup_leak(self, target: Target, marker: str, record: DecisionRecord, *, streamed: bool = False) -> None:
-        flag_leak(self.health, target, marker, record, replaceable=not streamed)
-
-    async def _answer(self, prep: _Prepared) -> Completion:
-        record = prep.record
+    async def _answer(self, prep: _Prepared, *, emit: bool = True) -> Completion:
+        record, verify = prep.record, prep.route.verify
         if prep.decision.response is not None:
             return self._answered(prep)
         record.overhead_ms = (time.perf_counter() - prep.t0) * 1000
@@ -356,6 +374,9 @@ class Engine:
         runner = self._fallback(prep)
         try:
             target, response = await runner.run(prep.candidates, lambda t, o: self._complete(t, prep, o), prep.options)
+            if verify is not None and verify.gates(target.info.name, prep.request):  # docs/verify.md
+                again = lambda names: runner.run(names, lambda t, o: self._complete(t, prep, o), prep.options)  # noqa: E731
+                target, response = await gate(verify, prep.request, record, target, response, again)
         except UpstreamError as exc:
             raise self._exhausted(record, exc, prep.t0, runner) from None
         except asyncio.CancelledError as exc:
@@ -366,7 +387,8 @@ class Engine:
         record.set_usage(response.usage)
         record.cost_usd = target.info.price.cost(response.usage)
         record.duration_ms = (time.perf_counter() - prep.t0) * 1000
-        self._emit(record)
+        if emit:
+            self._emit(record)
         return Completion(response, record, target.info.name)
 
     def _answered(self, prep: _Prepared) -> Completion:
@@ -384,6 +406,9 @@ class Engine:
         record = prep.record
         if prep.decision.response is not None:
             return self._answered_stream(prep)
+        verify = prep.route.verify
+        if verify is not None and verify.buffers(prep.candidates, prep.request):
+            return await self._buffered(prep)
         record.overhead_ms = (time.perf_counter() - prep.t0) * 1000
         if not prep.candidates:
             raise self._exhausted(record, None, prep.t0)
@@ -399,7 +424,7 @@ class Engine:
                 if target.reliability.markup_leak == "fallback":
                     marker = first_marker(first)
                     if marker is not None:
-                        self._markup_leak(target, marker, record)
+                        flag_leak(self.health, target, marker, record, replaceable=True)
             except BaseException:
                 await aclose_events(events)
                 raise
@@ -415,7 +440,7 @@ class Engine:
             raise
         record.fallbacks_tried = len(runner.tried) - 1
         self._served(record, target)
-
+        events = gated_stream(verify, prep.request, record, target.info.name, first, events)  # docs/verify.md
         name = target.info.name
         leak_failed: list[bool] = []
 
@@ -424,7 +449,7 @@ class Engine:
             self.health.failed(name, target.reliability.breaker)
 
         def leaked(marker: str) -> None:
-            self._markup_leak(target, marker, record, streamed=True)
+            flag_leak(self.health, target, marker, record, replaceable=False)
             if target.reliability.markup_leak == "fallback":
                 leak_failed.append(True)  # counted as a failure: the clean end is no success
 
@@ -448,11 +473,18 @@ class Engine:
             on_end=ended,
         )
 
+    async def _buffered(self, prep: _Prepared) -> EventStream:
+        """Active verification of a stream: the answer is checked whole before any is released."""
+        prep.options = replace(prep.options, raw_body=None)  # fetched whole: no streamed body replay
+        done = await self._answer(prep, emit=False)
+        target = self.targets[done.target]
+        return EventStream(response_to_events(done.response), None, prep.record, target, self._emit, prep.t0)
+
     def _answered_stream(self, prep: _Prepared) -> EventStream:
         completion = self._answered_unemitted(prep)
         events = response_to_events(completion.response)
         fake_target = self.targets.get(completion.target) or Target(
-            TargetInfo(name=completion.target, model=completion.response.model), _NoBackend()
+            TargetInfo(name=completion.target, model=completion.response.model), NoBackend()
         )
         return EventStream(events, None, prep.record, fake_target, self._emit, prep.t0)
 
@@ -467,7 +499,7 @@ class Engine:
                 # The router made this call itself: too late to fall back, but worth flagging.
                 marker = response_marker(response)
                 if marker is not None:
-                    self._markup_leak(target, marker, prep.record, streamed=True)
+                    flag_leak(self.health, target, marker, prep.record, replaceable=False)
         # The answer call a router made itself is not routing overhead.
         answer_ms = float(prep.record.details.get("answer_elapsed_ms", 0.0))
         prep.record.overhead_ms = (time.perf_counter() - prep.t0) * 1000 - answer_ms
@@ -479,7 +511,7 @@ class Engine:
         record.selected_model = target.info.model
 
     def _exhausted(
-        self, record: DecisionRecord, error: UpstreamError | None, t0: float, runner: Fallback | None = None
+        self, record: DecisionRecord, error: SwitchyardError | None, t0: float, runner: Fallback | None = None
     ) -> SwitchyardError:
         record.fallbacks_tried = max(0, len(runner.tried) - 1) if runner else 0
         failure: SwitchyardError = error or RouterError("route has no candidate targets")
@@ -492,16 +524,8 @@ class Engine:
     def _cancelled(self, record: DecisionRecord, t0: float, runner: Fallback, exc: asyncio.CancelledError) -> None:
         """The request was cancelled (the caller went away, or the server is shutting down:
         ``task.cancel(SHUTDOWN_CANCEL)``): record it, then let it unwind."""
-        record.fallbacks_tried = max(0, len(runner.tried) - 1)
-        if exc.args and exc.args[0] == SHUTDOWN_CANCEL:
-            record.status = 503
-            record.error = "ended by the server's shutdown before the answer"
-            record.details["interrupted"] = SHUTDOWN_CANCEL
-        else:
+        if not mark_cancelled(record, t0, len(runner.tried), exc):
             self.health.count("cancelled")
-            record.status = 499
-            record.error = "cancelled: the caller went away before the answer"
-        record.duration_ms = (time.perf_counter() - t0) * 1000
         self._emit(record)
 
     def _emit(self, record: DecisionRecord) -> None:
@@ -573,26 +597,4 @@ class Engine:
     async def aclose(self) -> None:
         """Closes every backend, and every router that holds connections (``aclose``)."""
         await self.monitor.aclose()
-        closed: set[int] = set()
-        for target in self.targets.values():
-            if id(target.backend) not in closed:
-                closed.add(id(target.backend))
-                await target.backend.aclose()
-        for route in self.routes.values():
-            closer = getattr(route.router, "aclose", None)
-            if closer is not None and id(route.router) not in closed:
-                closed.add(id(route.router))
-                await closer()
-
-
-class _NoBackend:
-    async def complete(self, request: ChatRequest, target: TargetInfo, options: CallOptions) -> ChatResponse:
-        raise RouterError("no backend")
-
-    async def open_stream(
-        self, request: ChatRequest, target: TargetInfo, options: CallOptions
-    ) -> AsyncIterator[StreamEvent]:
-        raise RouterError("no backend")
-
-    async def aclose(self) -> None:
-        return None
+        await close_all(self.targets.values(), self.routes.values())

@@ -11,6 +11,7 @@ from typing import Any
 
 from switchyard.engine.replies import HEADER_ROUTE, HEADER_SELECTED, error_reply, forwarded, lower
 from switchyard.engine.reply import Reply
+from switchyard.engine.restriction import restriction_for
 from switchyard.engine.target import Route, Target
 from switchyard.protocol.call import CallOptions
 from switchyard.protocol.errors import (
@@ -50,6 +51,14 @@ async def count_tokens(
             raise InvalidRequestError("'model' is required: name a route (see GET /v1/models)", param="model")
         route = route_for(request.model)
         names = [n for n in route.order(()) if n in targets]
+        infos = {n: t.info for n, t in targets.items()}
+        restriction = restriction_for(request, hdrs, route.restrict, infos, names)
+        if restriction is not None:
+            # A count sends the prompt upstream too: only to a target the request may reach.
+            kept = restriction.keep(names)
+            if not kept:
+                raise restriction.error(route.name, names, "count its tokens")
+            names = kept
         if not names:
             raise RouterError(f"route {route.name!r} has no targets")
         name = next((n for n in names if targets[n].info.format == fmt.value), names[0])

@@ -104,6 +104,9 @@ class Fallback:
         defer_success: A successful call does not close the target's breaker (nor reset its
             failure count): the caller reports the outcome later — a stream, whose success is
             known only at its end, after failures mid-stream could still happen.
+        allowed: The targets a restricted request may reach (``None``: any); every other
+            candidate is skipped as ``restricted`` — the last line behind the engine's own
+            filtering (see :mod:`switchyard.engine.restriction`).
         sleep: Awaitable sleep (tests inject a fake).
         rng: Uniform [0, 1) source for jitter.
     """
@@ -119,6 +122,7 @@ class Fallback:
         skipped: list[Skipped] | None = None,
         prompt: PromptSize | None = None,
         defer_success: bool = False,
+        allowed: frozenset[str] | None = None,
         sleep: Callable[[float], Awaitable[object]] = asyncio.sleep,
         rng: Callable[[], float] = random.random,
     ) -> None:
@@ -131,6 +135,7 @@ class Fallback:
         self.tried: list[str] = []
         self.prompt = prompt
         self.defer_success = defer_success
+        self.allowed = allowed
         self._unfit: dict[str, int] = {}
         self._last: UpstreamError | None = None
         self._sleep = sleep
@@ -158,6 +163,9 @@ class Fallback:
         floor = _Floor()
         last: UpstreamError | None = None
         for name in candidates:
+            if self.allowed is not None and name not in self.allowed:
+                self.skipped.append(Skipped(name, "restricted"))
+                continue
             target = self.targets[name]
             if floor.overflowed and await self._too_small(target, floor):
                 continue
@@ -399,6 +407,8 @@ def skip_reason(skip: Skipped) -> str:
         return f"{skip.target}: circuit breaker open after repeated upstream failures{wait}"
     if skip.reason == "unhealthy":
         return f"{skip.target}: backend unhealthy (its health check failed){wait}"
+    if skip.reason == "restricted":
+        return f"{skip.target}: lacks a label the request requires"
     if skip.reason == "context_window":
         size = f" of {skip.window} tokens" if skip.window else ""
         prompt = f" (prompt ~{skip.prompt_tokens} tokens)" if skip.prompt_tokens else ""

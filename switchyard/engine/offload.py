@@ -61,6 +61,22 @@ def _decode(codec: Any, body: bytes) -> tuple[dict[str, Any], ChatRequest]:
             _resume_gc()
 
 
+def _decode_raw(codec: Any, raw: dict[str, Any]) -> ChatRequest:
+    paused = _pause_gc()
+    try:
+        request: ChatRequest = codec.decode_request(raw)
+        return request
+    finally:
+        if paused:
+            _resume_gc()
+
+
+async def decode_raw_off_loop(codec: Any, raw: dict[str, Any]) -> ChatRequest:
+    """The IR request of an already parsed body, decoded on a worker thread (as
+    :func:`decode_off_loop`, for a caller that had to look at the JSON first)."""
+    return await asyncio.to_thread(_decode_raw, codec, raw)
+
+
 async def decode_off_loop(codec: Any, body: bytes) -> tuple[dict[str, Any], ChatRequest]:
     """The raw JSON object and its IR request, decoded on a worker thread.
 

@@ -15,6 +15,7 @@ from typing import Any
 
 import orjson
 
+from switchyard.engine.reply import SHUTDOWN_CANCEL
 from switchyard.protocol.messages import TextPart, ToolResultPart
 from switchyard.protocol.request import ChatRequest
 from switchyard.protocol.response import Usage
@@ -56,7 +57,7 @@ class Skipped:
         reason: ``circuit_open`` (its breaker is open or a probe is in flight),
             ``unhealthy`` (a health probe found its backend down) or ``context_window`` (its
             window is not larger than one that already overflowed, or the prompt clearly does
-            not fit it).
+            not fit it) or ``restricted`` (it lacks a label the request requires).
         retry_in_s: For ``circuit_open`` and ``unhealthy``: seconds until it may be tried again.
         window: For ``context_window`` skips before any call: the target's context window.
         prompt_tokens: For those skips: the prompt's estimated tokens.
@@ -196,6 +197,22 @@ def prompt_preview(request: ChatRequest, limit: int) -> str | None:
             if text:
                 return f"{message.role}: {text[:limit]}"
     return None
+
+
+def mark_cancelled(record: DecisionRecord, t0: float, tried: int, exc: BaseException) -> bool:
+    """Marks a request cancelled before its answer: by the server's shutdown
+    (``task.cancel(SHUTDOWN_CANCEL)``; returns ``True``) or by the caller going away (``False``)."""
+    record.fallbacks_tried = max(0, tried - 1)
+    shutdown = bool(exc.args) and exc.args[0] == SHUTDOWN_CANCEL
+    if shutdown:
+        record.status = 503
+        record.error = "ended by the server's shutdown before the answer"
+        record.details["interrupted"] = SHUTDOWN_CANCEL
+    else:
+        record.status = 499
+        record.error = "cancelled: the caller went away before the answer"
+    record.duration_ms = (time.perf_counter() - t0) * 1000
+    return shutdown
 
 
 DecisionSink = Callable[[DecisionRecord], None]

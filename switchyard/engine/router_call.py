@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from switchyard.engine.fallback import Fallback
 from switchyard.engine.health import Health
 from switchyard.engine.records import Attempt, DecisionRecord
+from switchyard.engine.restriction import Restriction
 from switchyard.engine.target import Target
 from switchyard.engine.timeouts import Budget
 from switchyard.engine.windows import PromptSize
@@ -25,9 +26,11 @@ class RouterCall:
     retries (:mod:`switchyard.engine.fallback`), the request's deadline, and cost booking.
 
     Every call is booked in ``record.router_cost`` (calls, tokens, USD, elapsed), including
-    calls a router's own deadline cancelled. When a router returns one of these answers as the
-    request's answer (escalation serving its buffered efficient turn), :meth:`unbook` moves it
-    out of the overhead so it is not counted twice.
+    calls a router's own deadline cancelled. A restricted request's calls reach only eligible
+    targets; a call none of whose targets is eligible raises
+    :class:`~switchyard.engine.restriction.RestrictedError` without being made. When a router
+    returns one of these answers as the request's answer (escalation serving its buffered
+    efficient turn), :meth:`unbook` moves it out of the overhead so it is not counted twice.
     """
 
     def __init__(
@@ -36,11 +39,15 @@ class RouterCall:
         health: Health,
         record: DecisionRecord,
         budget: Budget | None = None,
+        restriction: Restriction | None = None,
+        route: str = "",
     ) -> None:
         self._targets = targets
         self._health = health
         self._record = record
         self._budget = budget
+        self._restriction = restriction
+        self._route = route
         self._booked: dict[int, tuple[ChatResponse, float, float]] = {}
 
     def unbook(self, response: ChatResponse) -> float | None:
@@ -64,6 +71,15 @@ class RouterCall:
         unknown = [n for n in names if n not in self._targets]
         if unknown:
             raise RouterError(f"router asked for a model call on unknown target(s) {unknown}")
+        restriction = self._restriction
+        if restriction is not None:
+            kept = restriction.keep(names)
+            if not kept:
+                # Refused before any byte leaves: the router degrades as after a failed call.
+                restriction.refused.append(names)
+                self._record.details["restriction"] = restriction.to_dict()
+                raise restriction.error(self._route, names, "see this router call")
+            names = kept
         cost = self._record.router_cost
         attempts: list[Attempt] = []
         runner = Fallback(
@@ -72,6 +88,7 @@ class RouterCall:
             budget=self._budget,
             attempts=attempts,
             prompt=PromptSize(request),
+            allowed=restriction.allowed if restriction is not None else None,
         )
         started = time.perf_counter()
         try:

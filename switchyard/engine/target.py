@@ -6,18 +6,26 @@ monitor can name :class:`Target` without importing the engine (no import cycle).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from switchyard.clients.retry import RetryPolicy
 from switchyard.engine.health import BreakerPolicy, HealthCheckPolicy
 from switchyard.engine.records import DecisionRecord
 from switchyard.engine.reply_model import ReplyModel
-from switchyard.protocol.call import ModelBackend
+from switchyard.protocol.call import CallOptions, ModelBackend
+from switchyard.protocol.errors import RouterError
+from switchyard.protocol.request import ChatRequest
 from switchyard.protocol.response import ChatResponse
 from switchyard.protocol.session import StateStore
+from switchyard.protocol.stream import StreamEvent
 from switchyard.protocol.targets import TargetInfo
 from switchyard.routers.base import Router
+from switchyard.routers.restrict import RestrictPolicy
+
+if TYPE_CHECKING:  # engine.verify names Target: imported for the annotation only
+    from switchyard.engine.verify import Verifier
 
 
 @dataclass(slots=True)
@@ -69,6 +77,10 @@ class Route:
         hash_session_fallback: Key requests without a session id by a hash of their first user
             message (the route's ``message_hash_fallback``).
         fallback_on_auth_error: Fall back on 401/403 instead of returning the error.
+        restrict: The route's ``restrict:`` rules (``None``: none).
+        auxiliary: Targets the router calls but never routes to (judges, advisors), for the
+            record of what a restriction removed.
+        verify: The route's verification gate (``verify:``; ``None``: none).
     """
 
     name: str
@@ -84,6 +96,9 @@ class Route:
     hash_session_fallback: bool = False
     fallback_on_auth_error: bool = False
     reply_model: ReplyModel | None = None  # None: the engine's setting
+    restrict: RestrictPolicy | None = None
+    auxiliary: tuple[str, ...] = ()
+    verify: Verifier | None = None
 
     def order(self, first: Sequence[str]) -> list[str]:
         """The router's candidates, then the route's other targets, then its fallbacks."""
@@ -100,3 +115,32 @@ class Completion:
     response: ChatResponse
     record: DecisionRecord
     target: str
+
+
+class NoBackend:
+    """The backend of a target that exists only in a router's answer (never called)."""
+
+    async def complete(self, request: ChatRequest, target: TargetInfo, options: CallOptions) -> ChatResponse:
+        raise RouterError("no backend")
+
+    async def open_stream(
+        self, request: ChatRequest, target: TargetInfo, options: CallOptions
+    ) -> AsyncIterator[StreamEvent]:
+        raise RouterError("no backend")
+
+    async def aclose(self) -> None:
+        return None
+
+
+async def close_all(targets: Iterable[Target], routes: Iterable[Route]) -> None:
+    """Closes every backend once, then every router that holds connections (``aclose``)."""
+    closed: set[int] = set()
+    for target in targets:
+        if id(target.backend) not in closed:
+            closed.add(id(target.backend))
+            await target.backend.aclose()
+    for route in routes:
+        closer = getattr(route.router, "aclose", None)
+        if closer is not None and id(route.router) not in closed:
+            closed.add(id(route.router))
+            await closer()

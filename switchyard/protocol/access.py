@@ -17,6 +17,10 @@ from contextvars import ContextVar
 allowed_routes: ContextVar[frozenset[str] | None] = ContextVar("switchyard_allowed_routes", default=None)
 """Routes the current request's API key may use; ``None``: any (no key, or ``routes: ["*"]``)."""
 
+required_labels: ContextVar[tuple[str, frozenset[str]] | None] = ContextVar("switchyard_required_labels", default=None)
+"""The current request's API key's name and its ``require_labels`` (``None``: the key requires
+none); the engine removes every target lacking one of them (``switchyard.engine.restriction``)."""
+
 
 def may_use(name: str) -> bool:
     """Whether the current key may use route ``name`` (any key may, without an allowlist)."""

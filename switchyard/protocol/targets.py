@@ -55,6 +55,8 @@ class TargetInfo(BaseModel):
         context_window: Tokens the model accepts, when known.
         max_output_tokens: Most tokens the model may generate in one answer, when configured;
             larger requested caps are clamped (see ``switchyard.clients.limits``).
+        labels: What the target is (``onprem``, ``eu`` …): a restricted request may be served
+            only by targets carrying every label it requires (see docs/restrictions.md).
     """
 
     model_config = ConfigDict(extra="forbid", defer_build=True)
@@ -67,3 +69,4 @@ class TargetInfo(BaseModel):
     extra_body: dict[str, Any] = Field(default_factory=dict)
     context_window: int | None = None
     max_output_tokens: int | None = None
+    labels: frozenset[str] = frozenset()

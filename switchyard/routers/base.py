@@ -26,6 +26,8 @@ from switchyard.protocol.request import ChatRequest
 from switchyard.protocol.response import ChatResponse
 from switchyard.protocol.session import SessionInfo, StateStore
 from switchyard.protocol.targets import TargetInfo
+from switchyard.routers.restrict import RestrictRule
+from switchyard.routers.verify import VerifySpec
 
 
 @dataclass(slots=True)
@@ -63,7 +65,7 @@ class Decision:
             which lets the engine replay the caller's body verbatim to a same-format upstream.
         source: Why: ``passthrough``, ``random``, ``override``, ``dimensions``,
             ``llm-classifier``, ``fail_open``, ``affinity``, ``escalation``, ``latched``,
-            ``probe``, …
+            ``probe``, ``plan``, ``execute``, ``replan``, ``profile:<route>/<source>``, …
         score: Probability that the capable target is needed, when the router has one.
         confidence: The router's confidence in its choice, when it has one.
         reason: One short human-readable line.
@@ -147,6 +149,11 @@ class RouterSpec(BaseModel):
             top-level ``reply_model``.
         subagents: An inline router spec for sub-agents' delegated calls (see
             docs/subagents.md); validated by ``config`` like a route block.
+        restrict: Rules over the request's text (a regex or a built-in detector) that, when
+            they match, allow only targets carrying the rule's labels (see
+            docs/restrictions.md).
+        verify: Checks the efficient target's answers before release and lets the capable
+            target answer when one fails (see docs/verify.md).
     """
 
     model_config = ConfigDict(extra="forbid", defer_build=True)
@@ -163,6 +170,8 @@ class RouterSpec(BaseModel):
     fallback_on_auth_error: bool = False
     reply_model: Literal["requested", "upstream"] | None = None
     subagents: dict[str, Any] | None = None
+    restrict: list[RestrictRule] = Field(default_factory=list)
+    verify: VerifySpec | None = None
 
     _nested: dict[str, RouterSpec] = PrivateAttr(default_factory=dict)
 
@@ -174,6 +183,8 @@ class RouterSpec(BaseModel):
         "fallback_on_auth_error",
         "subagents",
         "reply_model",
+        "restrict",
+        "verify",
     )
     """Keys that belong to a route, not to a policy: not allowed in an inline router spec."""
 

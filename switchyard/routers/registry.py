@@ -23,6 +23,8 @@ _BUILTIN: dict[str, str] = {
     "knn": "switchyard.routers.learned.knn:KnnSpec",
     "cascade": "switchyard.routers.cascade:CascadeSpec",
     "advisor": "switchyard.routers.advisor.spec:AdvisorSpec",
+    "plan_execute": "switchyard.routers.plan_execute.spec:PlanExecuteSpec",
+    "profiles": "switchyard.routers.profiles:ProfilesSpec",
 }
 
 _UNAVAILABLE: dict[str, str] = {}

@@ -57,12 +57,14 @@ class ApiKey:
         routes: Routes it may use; ``None``: all.
         budget_usd_per_day: Spend allowed per UTC day, or ``None``.
         admin: May read the operator's views (see ``ApiKeyConfig.admin``).
+        require_labels: Labels every target serving this key's requests must carry.
     """
 
     name: str
     routes: frozenset[str] | None
     budget_usd_per_day: float | None
     admin: bool = False
+    require_labels: frozenset[str] = frozenset()
 
 
 def presented_key(headers: Mapping[str, str]) -> str | None:
@@ -99,7 +101,8 @@ class KeyRing:
                 digest = hash_key(secret)
             assert digest is not None  # the config model requires hash or key_env
             routes = None if "*" in cfg.routes else frozenset(cfg.routes)
-            self._by_hash[digest] = ApiKey(cfg.name, routes, cfg.budget_usd_per_day, cfg.admin)
+            labels = frozenset(cfg.require_labels)
+            self._by_hash[digest] = ApiKey(cfg.name, routes, cfg.budget_usd_per_day, cfg.admin, labels)
 
     def __bool__(self) -> bool:
         return bool(self._by_hash)

@@ -21,6 +21,12 @@ uvicorn's HTTP protocol (httptools or h11, whichever uvicorn would pick) with:
   is answered 431 (RFC 6585 §5) and the connection closed. What is held is bounded by the cap
   plus one socket read. (With h11 instead of httptools only the first request of a connection
   is metered; h11 caps later heads itself at 16 KiB.)
+* a gentler close of idle keep-alive connections at shutdown — uvicorn closes them at once,
+  and a client whose next request is already on its way then sees the connection close with no
+  answer (a POST it may not retry). Instead such a connection stays open for
+  :data:`IDLE_CLOSE_GRACE_S`: a request that arrives meanwhile is answered with
+  ``connection: close``; one that stays silent is closed after it. This is what lets
+  ``serve --workers`` reload under load without failed requests (benchmarks/workers_reload.py).
 
 The body deadline is the ASGI app's (:mod:`switchyard.server.app`), where the body is read.
 """
@@ -32,6 +38,9 @@ import logging
 from typing import Any
 
 logger = logging.getLogger("switchyard.server")
+
+IDLE_CLOSE_GRACE_S = 1.0
+"""At shutdown, how long an idle keep-alive connection stays open for a request in flight."""
 
 _BUSY_BODY = (
     b'{"error":{"message":"too many open connections to this proxy '
@@ -164,6 +173,67 @@ def _base_protocol() -> Any:
     return HttpToolsProtocol
 
 
+# A base typed as Any: the mixin's super() calls reach the uvicorn protocol it is mixed into.
+_ProtocolBase: Any = object
+
+
+class _GentleClose(_ProtocolBase):  # type: ignore[misc]
+    """Shutdown without cutting a keep-alive client's next request (see the module docstring)."""
+
+    _sy_closing: asyncio.TimerHandle | None = None
+    _sy_timer: asyncio.TimerHandle | None = None
+    _sy_drain_after = False
+
+    def shutdown(self) -> None:
+        cycle = self.cycle
+        if self.transport.is_closing():
+            return
+        if cycle is None or cycle.response_complete:
+            self._sy_idle_grace()
+        elif cycle.response_started:
+            # Its headers promised keep-alive, so the client will send its next request here:
+            # close only after a grace that answers it with connection: close.
+            self._sy_drain_after = True
+        else:
+            super().shutdown()  # the answer's headers will say connection: close
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        if self._sy_drain_after and not self.transport.is_closing():
+            self._sy_drain_after = False
+            self._sy_idle_grace()
+
+    def _sy_headers_done(self) -> None:
+        """A request's headers are complete: the app now owns its deadlines (the header timer
+        stops), and during a shutdown grace the request is answered with connection: close."""
+        if self._sy_timer is not None:
+            self._sy_timer.cancel()
+            self._sy_timer = None
+        if self._sy_closing is not None:
+            self._sy_answer_then_close()
+
+    def _sy_answer_then_close(self) -> None:
+        """A request arrived during the grace: answer it with connection: close."""
+        if self._sy_closing is not None:
+            self._sy_closing.cancel()
+            self._sy_closing = None
+        self.cycle.keep_alive = False
+
+    def _sy_idle_grace(self) -> None:
+        if self._sy_closing is None:
+            self._sy_closing = self.loop.call_later(IDLE_CLOSE_GRACE_S, self._sy_close_idle)
+
+    def _sy_close_idle(self) -> None:
+        self._sy_closing = None
+        if not self.transport.is_closing():
+            super().shutdown()
+
+    def _sy_forget(self) -> None:
+        if self._sy_closing is not None:
+            self._sy_closing.cancel()
+            self._sy_closing = None
+
+
 def guarded_protocol(
     header_s: float,
     max_connections: int,
@@ -183,7 +253,7 @@ def guarded_protocol(
     """
     parent = base or _base_protocol()
 
-    class GuardedProtocol(parent):  # type: ignore[misc,valid-type]
+    class GuardedProtocol(_GentleClose, parent):  # type: ignore[misc,valid-type]
         _sy_timer: asyncio.TimerHandle | None = None
 
         def connection_made(self, transport: asyncio.Transport) -> None:
@@ -210,9 +280,8 @@ def guarded_protocol(
                 self._sy_refuse()
                 return
             super().data_received(data)
-            if self.cycle is not cycle and self._sy_timer is not None:
-                self._sy_timer.cancel()  # headers complete: the app now owns the deadlines
-                self._sy_timer = None
+            if self.cycle is not cycle:
+                self._sy_headers_done()
 
         def on_message_begin(self) -> None:
             self._sy_between = False
@@ -231,6 +300,7 @@ def guarded_protocol(
             if self._sy_timer is not None:
                 self._sy_timer.cancel()
                 self._sy_timer = None
+            self._sy_forget()
             super().connection_lost(exc)
 
         def _sy_refuse(self) -> None:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from switchyard.config.server import ServerConfig
 from switchyard.engine.reply import Reply
-from switchyard.protocol.access import allowed_routes
+from switchyard.protocol.access import allowed_routes, required_labels
 from switchyard.protocol.errors import ErrorInfo
 from switchyard.server.auth import ApiKey, Budgets, KeyRing, current_key, presented_key, seconds_to_midnight
 from switchyard.wire import codec as get_codec
@@ -236,6 +236,7 @@ class Gate:
         admission.key = key
         current_key.set(key)
         allowed_routes.set(key.routes)
+        required_labels.set((key.name, key.require_labels) if key.require_labels else None)
         if key.budget_usd_per_day is not None and self.budgets is not None:
             spent = await self.budgets.spent(key.name)
             if spent >= key.budget_usd_per_day:

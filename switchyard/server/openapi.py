@@ -170,6 +170,79 @@ def _responses_request() -> dict[str, Any]:
     }
 
 
+_TARGET: dict[str, Any] = {
+    "type": "object",
+    "required": ["target", "model"],
+    "properties": {
+        "target": {"type": ["string", "null"]},
+        "model": {"type": ["string", "null"]},
+        "client": {"type": ["string", "null"]},
+        "format": {"type": ["string", "null"]},
+    },
+}
+
+
+def _decision() -> dict[str, Any]:
+    """``POST /v1/decision``: any of the three request bodies in, the decision out."""
+    answer = {
+        "type": "object",
+        "required": ["object", "route", "target", "model", "source", "fallbacks", "session"],
+        "properties": {
+            "object": {"const": "switchyard.decision"},
+            "request_id": {"type": "string"},
+            "route": {"type": "string"},
+            "router": {"type": "string"},
+            "request_format": {"enum": ["openai_chat", "anthropic_messages", "openai_responses"]},
+            **_TARGET["properties"],
+            "source": {"type": "string"},
+            "score": {"type": ["number", "null"]},
+            "confidence": {"type": ["number", "null"]},
+            "reason": {"type": "string"},
+            "fallbacks": {"type": "array", "items": _TARGET},
+            "answered": {"type": "boolean"},
+            "request": {"type": ["object", "null"]},
+            "session": {
+                "type": "object",
+                "required": ["id", "state_changes"],
+                "properties": {
+                    "id": {"type": ["string", "null"]},
+                    "state_changes": {
+                        "type": "array",
+                        "items": {"type": "object", "required": ["key", "before", "after"]},
+                    },
+                },
+            },
+            "router_cost": _OBJECT,
+            "overhead_ms": {"type": "number"},
+        },
+    }
+    request = {"anyOf": [_chat_request(), _messages_request(count=False), _responses_request()]}
+    operation = _post(
+        "The route's decision for a request in any of the three formats, without the answer call",
+        request,
+        answer,
+        {"anyOf": [_OPENAI_ERROR, _ANTHROPIC_ERROR]},
+    )
+    post = operation["post"]
+    post["responses"]["200"] = {
+        "description": "The decision: target and model to call, why, fallbacks, the session's state changes",
+        "content": {"application/json": {"schema": answer}},
+    }
+    post["parameters"] = [
+        {
+            "name": "format",
+            "in": "query",
+            "required": False,
+            "description": "The body's format; without it: anthropic-version header → Anthropic Messages, "
+            "a body with input and no messages → OpenAI Responses, else OpenAI Chat",
+            "schema": {
+                "enum": ["openai_chat", "anthropic_messages", "openai_responses", "chat", "messages", "responses"]
+            },
+        }
+    ]
+    return operation
+
+
 def document() -> dict[str, Any]:
     """The OpenAPI 3.1 document."""
     chat_answer = {"type": "object", "required": ["choices"], "properties": {"choices": {"type": "array"}}}
@@ -202,6 +275,7 @@ def document() -> dict[str, Any]:
                 "Anthropic token count", _messages_request(count=True), count_answer, _ANTHROPIC_ERROR
             ),
             "/v1/responses": _post("OpenAI Responses", _responses_request(), responses_answer, _OPENAI_ERROR),
+            "/v1/decision": _decision(),
             "/v1/models": _get(
                 "The routes, as models (Anthropic's paginated List Models page when the request sends "
                 "anthropic-version)",

@@ -10,6 +10,7 @@ import contextlib
 import socket
 import threading
 import time
+from collections.abc import Callable
 from typing import Any, cast
 
 from switchyard.api import Switchyard
@@ -22,12 +23,17 @@ DRAIN_GRACE_S = 5.0
 """After ``drain_s`` and the error events, how long uvicorn still waits before cancelling."""
 
 
-def bind(host: str, port: int) -> socket.socket:
+def bind(host: str, port: int, *, reuse_port: bool = False) -> socket.socket:
     """A listening TCP socket with ``TCP_NODELAY`` (inherited by accepted connections on Linux),
-    so small SSE frames leave immediately instead of waiting for Nagle's algorithm."""
+    so small SSE frames leave immediately instead of waiting for Nagle's algorithm.
+
+    With ``reuse_port`` (``SO_REUSEPORT``), several sockets may bind the same port and the
+    kernel spreads new connections across them (``serve --workers``, workers.py)."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    if reuse_port:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     try:
         sock.bind((host, port))
@@ -66,14 +72,31 @@ def _uvicorn_config(app: Any, log_level: str) -> Any:
     )
 
 
-def _server(config: Any) -> Any:
-    """A uvicorn server whose shutdown ends open requests ``drain_s`` after it began."""
+def _server(
+    config: Any, *, on_started: Callable[[], None] | None = None, on_closed: Callable[[], None] | None = None
+) -> Any:
+    """A uvicorn server whose shutdown ends open requests ``drain_s`` after it began.
+
+    ``on_started`` runs once the server accepts connections; ``on_closed`` once shutdown has
+    stopped accepting (open requests still run): a supervisor waits for these (workers.py).
+    """
     import uvicorn
 
     class DrainingServer(uvicorn.Server):
+        async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+            await super().startup(sockets)
+            if on_started is not None and self.started:
+                on_started()
+
         async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
             # A SwitchyardApp, possibly inside AccessLog (which forwards attributes).
             app: Any = self.config.app
+            if on_closed is not None:
+                # Stop accepting first (uvicorn's shutdown does the same; closing twice is a
+                # no-op), so the supervisor learns that new connections go elsewhere now.
+                for listener in self.servers:
+                    listener.close()
+                on_closed()
             timer = None
             drain = getattr(app, "drain", None)
             if isinstance(drain, Drain):
@@ -96,13 +119,30 @@ def serve(
     With ``access_log``, one line per request goes to the ``switchyard.access`` logger
     (see :mod:`switchyard.server.access_log`).
     """
-    sock = bind(host, port)
+    serve_socket(sy, bind(host, port), log_level=log_level, access_log=access_log)
+
+
+def serve_socket(
+    sy: Switchyard,
+    sock: socket.socket,
+    *,
+    log_level: str = "info",
+    access_log: bool = False,
+    on_started: Callable[[], None] | None = None,
+    on_closed: Callable[[], None] | None = None,
+) -> None:
+    """Serves ``sy`` on an already listening socket until SIGINT/SIGTERM (see :func:`serve`).
+
+    A worker of ``serve --workers`` runs this on the socket its supervisor bound; ``on_started``
+    runs (in the event loop) once connections are accepted, ``on_closed`` once shutdown has
+    stopped accepting.
+    """
     app: Any = create_app(sy)
     if access_log:
         from switchyard.server.access_log import AccessLog
 
         app = AccessLog(app)  # our line (route, model, overhead) replaces uvicorn's
-    server = _server(_uvicorn_config(app, log_level))
+    server = _server(_uvicorn_config(app, log_level), on_started=on_started, on_closed=on_closed)
     server.run(sockets=[sock])
 
 

@@ -166,12 +166,18 @@ def advisor_turn(review: str) -> Turn:
 
 def simulated_brain(body: dict[str, Any], model: FakeModel) -> Turn:
     """Judge calls (``response_format`` set) get a verdict, advisor reviews ``APPROVE``/``REDO``;
-    everything else is echoed."""
+    an efficient model asked something ``sloppy`` with tools calls the first tool with no
+    arguments; everything else is echoed."""
     if body.get("response_format"):
         return judge_turn(body)
     user = last_user_text(body)
     if any(header in user for header in REVIEW_HEADERS):
         return advisor_turn(user)
+    tools = body.get("tools") or []
+    if tools and "sloppy" in user.lower() and kind_of(model.name) == "efficient":
+        # A small model's slip: the first tool, called without the arguments its schema
+        # requires (what a route's `verify:` block catches; docs/verify.md).
+        return Turn(tool_calls=[(str((tools[0].get("function") or {}).get("name", "tool")), {})])
     return echo_brain(body, model)
 
 

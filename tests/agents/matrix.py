@@ -27,7 +27,7 @@ from switchyard.testing import FakeModel, FakeUpstream, serve_fake
 from switchyard.testing.agent_loop import ToolLoop
 
 AGENT_TIMEOUT_S = 150.0
-ROUTES = ("chat", "anthropic", "responses", "staged")
+ROUTES = ("chat", "anthropic", "responses", "staged", "planned")
 """Route names = the upstream format they reach; ``staged`` starts on chat and escalates to anthropic."""
 
 TARGET_OF_ROUTE = {"chat": "vllm", "anthropic": "claude", "responses": "gpt"}
@@ -64,6 +64,8 @@ def router_config(upstream_port: int) -> dict[str, Any]:
             # No tool_semantics: the default profile knows every agent's shell tool here,
             # Qwen Code's run_shell_command included.
             "staged": {"type": "stage_router", "efficient": "vllm", "capable": "claude"},
+            # Plan on the anthropic target, execute on the chat target (docs/plan-execute.md).
+            "planned": {"type": "plan_execute", "efficient": "vllm", "capable": "claude"},
         },
     }
 

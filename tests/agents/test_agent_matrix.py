@@ -2,9 +2,10 @@
 frameworks) complete a write → shell → answer tool loop through ``switchyard serve``.
 
 Routes: ``chat`` (an OpenAI-Chat upstream, as Lightning on vLLM), ``anthropic`` (Anthropic
-Messages), ``responses`` (OpenAI Responses) and ``staged`` (stage router: the chat target until
+Messages), ``responses`` (OpenAI Responses), ``staged`` (stage router: the chat target until
 the shell output shows a CUDA OOM, then the anthropic target continues the history the chat
-model wrote). Each test asserts the file on disk, the agent's final answer and the decision
+model wrote) and ``planned`` (plan_execute: the anthropic target plans the user's request, the
+chat target executes the tool turns). Each test asserts the file on disk, the agent's final answer and the decision
 records. Agents are installed into ``.agents/`` by ``make agents``; without them these tests
 skip, except under ``CI=true``. See docs/agents.md.
 """
@@ -48,7 +49,13 @@ def check(outcome: Outcome, route: str, agent: str = "") -> None:
         sessions = {r["session_id"] for r in mine}
         assert len(sessions) == 1 and None not in sessions, f"one session per run expected: {sessions}\n" + why
     selected = [r["selected"] for r in mine]
-    if route == "staged":
+    if route == "planned":
+        # The user's request is planned by the capable tier; the tool turns are executed by the
+        # efficient one, with the plan in the history it continues.
+        assert (mine[0]["selected"], mine[0]["source"]) == ("claude", "plan"), why
+        executed = [r for r in mine[1:] if r["source"] == "execute"]
+        assert executed and all(r["selected"] == "vllm" for r in executed), why
+    elif route == "staged":
         # The shell output (the file) shows an OOM: the capable tier writes the final answer,
         # continuing the tool calls and reasoning the efficient tier wrote in another format.
         assert selected[0] == "vllm", why
@@ -67,12 +74,12 @@ def _run(stack: Stack, agent: str, route: str, api: str | None = None) -> None:
 # -- CLI agents ---------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("route", ["anthropic", "chat", "staged"])
+@pytest.mark.parametrize("route", ["anthropic", "chat", "staged", "planned"])
 def test_claude_code(stack: Stack, route: str) -> None:
     _run(stack, "claude-code", route)
 
 
-@pytest.mark.parametrize("route", ["responses", "chat", "anthropic", "staged"])
+@pytest.mark.parametrize("route", ["responses", "chat", "anthropic", "staged", "planned"])
 def test_codex(stack: Stack, route: str) -> None:
     _run(stack, "codex", route)
 

@@ -159,6 +159,42 @@ BROKEN = {
     "advisor with an unknown gate trigger": {
         "routes": {"r": {"type": "advisor", "executor_target": "a", "advisor_target": "b", "gate_trigger": "always"}}
     },
+    # Target restrictions (docs/restrictions.md).
+    "restrict rule with an unknown detector": {
+        "routes": {"r": {"type": "passthrough", "target": "a", "restrict": [{"detector": "ssn", "require": ["x"]}]}}
+    },
+    "restrict rule without labels": {
+        "routes": {"r": {"type": "passthrough", "target": "a", "restrict": [{"detector": "emails", "require": []}]}}
+    },
+    "restrict on an inline stage": {
+        "routes": {
+            "r": {
+                "type": "cascade",
+                "stages": [
+                    {"type": "passthrough", "target": "a", "restrict": [{"detector": "emails", "require": ["x"]}]}
+                ],
+                "default": "b",
+            }
+        }
+    },
+    "verify with an unknown mode": {
+        "routes": {"r": {"type": "stage_router", "capable": "b", "efficient": "a", "verify": {"mode": "loud"}}}
+    },
+    "verify with an unknown check": {
+        "routes": {"r": {"type": "stage_router", "capable": "b", "efficient": "a", "verify": {"checks": ["vibes"]}}}
+    },
+    "profiles chooser with a typo": {
+        "routes": {
+            "r": {
+                "type": "profiles",
+                "choose": {"type": "passthrough", "targt": "a"},
+                "profiles": {"a": "s"},
+                "default": "s",
+            },
+            "s": {"type": "passthrough", "target": "a"},
+        }
+    },
+    "target labels not a list": {"targets": {"a": {"client": "v", "model": "m", "labels": "onprem"}}, "routes": {}},
     "advisor max_reviews zero": {
         "routes": {"r": {"type": "advisor", "executor_target": "a", "advisor_target": "b", "max_reviews": 0}}
     },

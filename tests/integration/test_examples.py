@@ -36,10 +36,14 @@ SERVED = [
     "escalation.yaml",
     "lightning.yaml",
     "llm-classifier.yaml",
+    "plan-execute.yaml",
+    "profiles.yaml",
     "reliability.yaml",
+    "restricted.yaml",
     "stage-router.yaml",
     "coding-agent.yaml",
     "translation.yaml",
+    "verify.yaml",
     "compose.yaml",
     "eval/routellm.yaml",
     "eval/swebench.yaml",
@@ -77,6 +81,39 @@ WALKTHROUGH: dict[str, list[tuple[dict[str, Any], dict[str, str], Expect]]] = {
         ),
         (_chat("reviewed", "hello"), {}, ("advisor:no_trigger", "efficient")),
         (_turn("finished-turn.json"), {"x-switchyard-session-id": "review-1"}, ("advisor:redo", "efficient")),
+    ],
+    "plan-execute.yaml": [
+        (_chat("agent", "add a --verbose flag to the CLI"), {"x-switchyard-session-id": "pe-1"}, ("plan", "capable")),
+        (_turn("tool-loop.json"), {"x-switchyard-session-id": "pe-1"}, ("execute", "efficient")),
+    ],
+    "profiles.yaml": [
+        (
+            _chat("agent", "add a docstring to utils.py"),
+            {"x-switchyard-session-id": "p-1"},
+            ("profile:efficient_first/fall_open", "efficient"),
+        ),
+        (
+            _chat("agent", "debug the race condition in the scheduler"),
+            {"x-switchyard-session-id": "p-2"},
+            ("profile:capable_first/fall_open", "capable"),
+        ),
+        # The same hard task in the first session: its profile was chosen at its first turn.
+        (
+            _chat("agent", "debug the race condition in the scheduler"),
+            {"x-switchyard-session-id": "p-1"},
+            ("profile:efficient_first/fall_open", "efficient"),
+        ),
+    ],
+    "restricted.yaml": [
+        (_turn("stuck-agent.json"), {"x-switchyard-session-id": "r-1"}, ("override", "capable")),
+        (
+            _turn("stuck-agent.json"),
+            {"x-switchyard-session-id": "r-2", "x-switchyard-require": "onprem"},
+            ("override", "efficient"),
+        ),
+        (_chat("guarded", "summarise the release notes"), {}, ("passthrough", "capable")),
+        (_chat("guarded", "why does sk-ant-api03-" + "x" * 40 + " fail?"), {}, ("passthrough", "efficient")),
+        (_chat("guarded", "write to jane.doe@example.com about INC-004211"), {}, ("passthrough", "efficient")),
     ],
 }  # a `features` block read by train-probe, not a router config
 
@@ -233,3 +270,60 @@ def test_dropin_example_runs(fake: int) -> None:
     )
     assert proc.returncode == 0, proc.stderr
     assert "answer:" in proc.stdout and "tokens:" in proc.stdout
+
+
+def test_restricted_example_refuses_what_no_target_may_serve(fake: int, tmp_path: Path) -> None:
+    """A label no target carries: a 403 in the caller's shape, and no upstream call."""
+    path = _copy("restricted.yaml", fake, tmp_path)
+    port = _free_port()
+    proc = subprocess.Popen(
+        [*CLI, "serve", "-c", str(path), "--port", str(port)],
+        env=_env(fake),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        _wait(f"http://127.0.0.1:{port}/health", proc)
+        body = {"model": "agent", "max_tokens": 64, "messages": [{"role": "user", "content": "hi"}]}
+        headers = {"x-switchyard-require": "onprem, eu"}
+        resp = httpx.post(f"http://127.0.0.1:{port}/v1/messages", json=body, headers=headers, timeout=30)
+        assert resp.status_code == 403, resp.text
+        error = resp.json()
+        assert error["type"] == "error" and error["error"]["type"] == "permission_error"
+        assert "x-switchyard-require" in error["error"]["message"]
+        assert "efficient, capable" in error["error"]["message"]
+    finally:
+        _stop(proc)
+
+
+def test_verify_example_serves_claude_when_lightnings_tool_call_is_malformed(fake: int, tmp_path: Path) -> None:
+    """The README's request for examples/verify.yaml, as JSON and as a stream, and in shadow mode."""
+    path = _copy("verify.yaml", fake, tmp_path)
+    port = _free_port()
+    proc = subprocess.Popen(
+        [*CLI, "serve", "-c", str(path), "--port", str(port)],
+        env=_env(fake),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    url = f"http://127.0.0.1:{port}/v1/chat/completions"
+    try:
+        _wait(f"http://127.0.0.1:{port}/health", proc)
+        body = _turn("sloppy-tool-call.json")
+        resp = httpx.post(url, json=body, timeout=30)
+        assert resp.status_code == 200 and resp.headers["x-switchyard-selected-model"] == "capable", resp.text
+        [call] = resp.json()["choices"][0]["message"]["tool_calls"]
+        assert "path" in json.loads(call["function"]["arguments"])
+        streamed = httpx.post(url, json={**body, "stream": True}, timeout=30)
+        assert streamed.headers["x-switchyard-selected-model"] == "capable"
+        assert "path" in streamed.text and streamed.text.rstrip().endswith("data: [DONE]")
+        shadow = httpx.post(url, json={**body, "model": "measured"}, timeout=30)
+        [call] = shadow.json()["choices"][0]["message"]["tool_calls"]
+        assert (
+            shadow.headers["x-switchyard-selected-model"] == "efficient"
+            and json.loads(call["function"]["arguments"]) == {}
+        )
+    finally:
+        _stop(proc)

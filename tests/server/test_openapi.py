@@ -22,7 +22,7 @@ schemathesis = pytest.importorskip("schemathesis")
 
 positive_data_acceptance = schemathesis.checks.positive_data_acceptance
 
-SERVED_EXTRA = {"/v1/messages/count_tokens", "/v1/models", "/v1/stats", "/health", OPENAPI_PATH}
+SERVED_EXTRA = {"/v1/messages/count_tokens", "/v1/decision", "/v1/models", "/v1/stats", "/health", OPENAPI_PATH}
 
 
 @pytest.fixture(scope="module")
@@ -53,7 +53,7 @@ def test_document_is_valid_openapi_31() -> None:
 def test_schemathesis_accepts_the_document() -> None:
     schema = schemathesis.openapi.from_dict(document())
     operations = {(op.ok().method.upper(), op.ok().path) for op in schema.get_all_operations()}
-    assert ("POST", "/v1/chat/completions") in operations and len(operations) == 8
+    assert ("POST", "/v1/chat/completions") in operations and len(operations) == 9
 
 
 def test_document_matches_the_served_routes(live: ServerThread) -> None:
@@ -94,7 +94,8 @@ def test_live_proxy_upholds_its_description(live: ServerThread) -> None:
             case.validate_response(response, excluded_checks=[positive_data_acceptance])
 
         check()
-    posts = {f"POST /v1{p}" for p in _INFERENCE_PATHS} | {"POST /v1/messages/count_tokens"}
+    posts = {f"POST /v1{p}" for p in _INFERENCE_PATHS} | {"POST /v1/messages/count_tokens", "POST /v1/decision"}
     assert posts | {"GET /v1/models", "GET /health"} <= set(seen), sorted(seen)
     # The generated requests reached real answers, not only refusals.
     assert 200 in seen["POST /v1/chat/completions"] and 400 in seen["POST /v1/chat/completions"]
+    assert 200 in seen["POST /v1/decision"] and 400 in seen["POST /v1/decision"]

@@ -1,0 +1,307 @@
+"""``switchyard serve --workers 2`` as a subprocess: both workers serve, metrics are summed,
+SIGHUP reloads (a bad config is refused while serving goes on, a stream in flight completes),
+and a killed worker is started again.
+
+Every wait is on a condition with a bound (a log line, an answer), never a bare sleep.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import yaml
+from _configs import skeleton_config
+from _redis import free_port
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.multiprocess import MultiProcessCollector
+from prometheus_client.parser import text_string_to_metric_families
+
+from switchyard.testing import FakeUpstream, serve_fake
+from switchyard.testing.streams import check_chat, parse
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
+
+ROOT = Path(__file__).resolve().parents[2]
+GATED = "fake-gated"
+
+
+class Gate:
+    """Wraps the fake upstream: a stream of model ``fake-gated`` stops after its first content
+    frame until :attr:`release` is set, so the test holds a stream open across a reload."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+        self.release = threading.Event()
+        self.opened = threading.Event()
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        first = await receive()
+        gated = GATED.encode() in first.get("body", b"")
+        replayed = False
+
+        async def replay() -> Any:
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return first
+            return await receive()
+
+        frames = 0
+
+        async def held(message: Any) -> None:
+            nonlocal frames
+            if gated and message["type"] == "http.response.body" and message.get("body"):
+                frames += 1
+                if frames == 3:  # the role frame and the first content frame went out
+                    self.opened.set()
+                    await asyncio.to_thread(self.release.wait, 120)
+            await send(message)
+
+        await self.app(scope, replay, held)
+
+
+def wait_for(what: str, done: Callable[[], bool], timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not done():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.05)
+
+
+class Served:
+    """``switchyard serve --workers 2`` in a subprocess, its output in a log file."""
+
+    def __init__(self, config: Path, workdir: Path, metrics_dir: Path) -> None:
+        self.config = config
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log = workdir / "serve.log"
+        env = {**os.environ, "PYTHONPATH": str(ROOT), "PROMETHEUS_MULTIPROC_DIR": str(metrics_dir)}
+        env["TMPDIR"] = str(workdir)  # the supervisor's private folder, even when it is SIGKILLed
+        args = [sys.executable, "-m", "switchyard", "serve", "-c", str(config), "--port", str(self.port)]
+        with self.log.open("wb") as log:
+            self.proc = subprocess.Popen(
+                [*args, "--workers", "2", "--log-level", "warning"], stdout=log, stderr=subprocess.STDOUT, env=env
+            )
+        wait_for("2 workers ready", lambda: "2 worker(s) ready" in self.text() or self.proc.poll() is not None, 120)
+        assert self.proc.poll() is None, self.text()
+
+    def text(self) -> str:
+        return self.log.read_text(errors="replace")
+
+    def hup(self) -> None:
+        self.proc.send_signal(signal.SIGHUP)
+
+    def health(self) -> dict[str, Any]:
+        # A new connection per call, so the kernel picks a worker each time.
+        return dict(httpx.get(f"{self.url}/health", timeout=10).json()["process"])
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(timeout=10)
+
+
+def config_for(port: int, **routes: Any) -> dict[str, Any]:
+    config = skeleton_config(port)
+    config["targets"]["gated"] = {"client": "local", "model": GATED}
+    config["routes"] |= {
+        "slow": {"type": "passthrough", "target": "gated"},
+        "agent": {"type": "stage_router", "capable": "capable", "efficient": "efficient", "hold_turns": 1},
+    } | routes
+    # Long enough that the drain never ends the held stream: the test releases it itself.
+    config["server"] = {"drain_s": 120}
+    return config
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Served, Gate, Path, int]]:
+    workdir = tmp_path_factory.mktemp("workers")
+    metrics_dir = Path(tempfile.mkdtemp(prefix="metrics-", dir=workdir))
+    gate = Gate(FakeUpstream())
+    fake = serve_fake(gate)  # type: ignore[arg-type]
+    path = workdir / "router.yaml"
+    path.write_text(yaml.safe_dump(config_for(fake.port)))
+    server = Served(path, workdir, metrics_dir)
+    try:
+        yield server, gate, metrics_dir, fake.port
+    finally:
+        gate.release.set()
+        server.stop()
+        fake.stop()
+        shutil.rmtree(metrics_dir, ignore_errors=True)
+
+
+def chat(url: str, route: str, **extra: Any) -> httpx.Response:
+    body = {"model": route, "messages": [{"role": "user", "content": "hello workers"}], **extra}
+    response = httpx.post(f"{url}/v1/chat/completions", json=body, timeout=30)
+    assert response.status_code == 200, response.text
+    return response
+
+
+def pids_seen(server: Served, generation: int, count: int = 2, tries: int = 200) -> set[int]:
+    seen: set[int] = set()
+    for _ in range(tries):
+        process = server.health()
+        if process.get("generation") == generation:
+            seen.add(process["pid"])
+        if len(seen) == count:
+            break
+    return seen
+
+
+def decisions(text: str, route: str) -> float:
+    total = 0.0
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if sample.name == "switchyard_decisions_total" and sample.labels.get("route") == route:
+                total += sample.value
+    return total
+
+
+def test_both_workers_serve_and_warn_about_memory_state(served: Any) -> None:
+    server, *_ = served
+    assert len(pids_seen(server, 1)) == 2
+    # stage_router keeps session state; with memory state each worker would keep its own.
+    assert "route(s) agent keep per-session state" in server.text()
+
+
+def test_metrics_are_summed_over_the_workers(served: Any) -> None:
+    server, _, metrics_dir, _ = served
+    for _ in range(40):  # a new connection each: the kernel spreads them over both workers
+        chat(server.url, "fast")
+    per_worker: list[float] = []
+    for db in sorted(metrics_dir.glob("counter_*.db")):
+        alone = Path(tempfile.mkdtemp(dir=metrics_dir.parent))
+        shutil.copy(db, alone / db.name)
+        registry = CollectorRegistry()
+        MultiProcessCollector(registry, path=str(alone))  # type: ignore[no-untyped-call]
+        per_worker.append(decisions(generate_latest(registry).decode(), "fast"))
+    assert len([n for n in per_worker if n]) == 2, per_worker  # both workers answered some
+    assert sum(per_worker) == 40
+    for _ in range(4):  # whichever worker answers the scrape, it shows the sum
+        assert decisions(httpx.get(f"{server.url}/metrics", timeout=10).text, "fast") == 40
+
+
+def test_sighup_reloads_keeps_a_stream_and_refuses_a_bad_config(served: Any) -> None:
+    server, gate, _, fake_port = served
+    body = {"model": "slow", "stream": True, "messages": [{"role": "user", "content": "a long story"}]}
+    with httpx.stream("POST", f"{server.url}/v1/chat/completions", json=body, timeout=120) as stream:
+        assert stream.status_code == 200
+        chunks = stream.iter_bytes()
+        received = b""
+        while not gate.opened.is_set() or b"content" not in received:
+            received += next(chunks)
+        # A valid new config: one more route.
+        server.config.write_text(
+            yaml.safe_dump(config_for(fake_port, second={"type": "passthrough", "target": "efficient"}))
+        )
+        server.hup()
+        wait_for("the reload", lambda: "reload complete: generation 2" in server.text(), 180)
+        # No worker of the old config accepts any more: every new connection sees the new route.
+        for _ in range(10):
+            assert server.health()["generation"] == 2
+            chat(server.url, "second")
+        assert len(pids_seen(server, 2)) == 2
+        # The stream opened before the reload is still open on its old worker; let it finish.
+        gate.release.set()
+        for chunk in chunks:
+            received += chunk
+    events = parse(received)
+    check_chat(events, include_usage=False)
+    deltas = [e.json["choices"][0]["delta"] for e in events if e.json and e.json["choices"]]
+    text = "".join(d.get("content") or "" for d in deltas)
+    assert text == "[fake-gated] a long story"
+
+    # An invalid config: refused with its YAML path; the second generation keeps serving.
+    broken = config_for(fake_port, second={"type": "passthrough", "target": "nowhere"})
+    server.config.write_text(yaml.safe_dump(broken))
+    server.hup()
+    wait_for("the refusal", lambda: "reload refused" in server.text(), 60)
+    assert "routes.second.target" in server.text()
+    for _ in range(10):
+        assert server.health()["generation"] == 2
+        chat(server.url, "second")
+
+
+def test_a_config_that_validates_but_cannot_be_built_is_refused(served: Any) -> None:
+    server, _, _, fake_port = served
+    generation = server.health()["generation"]
+    # Valid YAML and schema, but the judge's prompt file is missing: only building it fails,
+    # which the first new worker finds out.
+    judged = {"type": "llm_classifier", "mode": "escalation", "classifier_target": "capable"}
+    judged |= {"strong_target": "capable", "weak_target": "efficient", "prompt_file": "missing-prompt.txt"}
+    server.config.write_text(yaml.safe_dump(config_for(fake_port, judged=judged)))
+    refusals = server.text().count("reload refused")
+    server.hup()
+    wait_for("the refusal", lambda: server.text().count("reload refused") > refusals, 120)
+    assert "the new worker 0 did not start" in server.text()
+    assert f"cannot build {server.config}" in server.text() and "missing-prompt.txt" in server.text()
+    for _ in range(10):
+        assert server.health()["generation"] == generation
+        chat(server.url, "second")
+
+
+def test_a_killed_worker_is_started_again(served: Any) -> None:
+    server, *_ = served
+    generation = server.health()["generation"]
+    before = pids_seen(server, generation)
+    victim = min(before)
+    os.kill(victim, signal.SIGKILL)
+    wait_for("the respawn notice", lambda: f"(pid {victim}) exited" in server.text())
+    wait_for("a new worker", lambda: len(pids_seen(server, generation, tries=20) - before) == 1, 120)
+    chat(server.url, "fast")
+
+
+def _running(pid: int) -> bool:
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+    return "\nState:\tZ" not in status  # a zombie has exited; only its parent's reaping is left
+
+
+def test_workers_stop_when_the_supervisor_is_killed(tmp_path: Path) -> None:
+    config = tmp_path / "router.yaml"
+    config.write_text(yaml.safe_dump(skeleton_config(9)))
+    server = Served(config, tmp_path, tmp_path)
+    try:
+        pids = pids_seen(server, 1)
+        assert len(pids) == 2
+        server.proc.kill()  # SIGKILL: no chance to stop its workers itself
+        server.proc.wait(timeout=10)
+        wait_for("the orphaned workers to stop", lambda: not any(_running(p) for p in pids), 60)
+        assert server.text().count("the supervisor is gone; stopping") == 2
+    finally:
+        if server.proc.poll() is None:
+            server.stop()
+        for pid in pids_or_empty(server):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+
+
+def pids_or_empty(server: Served) -> set[int]:
+    """The worker pids the supervisor announced (none if it never got that far)."""
+    found = re.search(r"ready \(pids ([\d, ]+)\)", server.text())
+    return {int(p) for p in found.group(1).split(", ")} if found else set()
