@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from switchyard.engine import threads
 from switchyard.engine.counting import count_tokens
 from switchyard.engine.event_stream import EventStream, aclose_events, first_content
 from switchyard.engine.fallback import Fallback
@@ -43,7 +44,7 @@ from switchyard.engine.reply_model import ReplyModel, reply_model
 from switchyard.engine.router_call import RouterCall
 from switchyard.engine.session import identify
 from switchyard.engine.stream_out import encode_stream, stream_aborter
-from switchyard.engine.target import Completion, Route, Target
+from switchyard.engine.target import Completion, NoBackend, Route, Target
 from switchyard.engine.timeouts import Budget, budget
 from switchyard.engine.windows import PromptSize
 from switchyard.protocol.access import check_route, known_routes
@@ -53,15 +54,13 @@ from switchyard.protocol.errors import (
     RouteNotFoundError,
     RouterError,
     SwitchyardError,
+    ThreadNotFoundError,
     UpstreamError,
 )
 from switchyard.protocol.request import ChatRequest
 from switchyard.protocol.response import ChatResponse
 from switchyard.protocol.session import NamespacedStore, SessionInfo, StateStore
-from switchyard.protocol.stream import (
-    StreamEvent,
-    response_to_events,
-)
+from switchyard.protocol.stream import MessageStart, StreamEvent, response_to_events
 from switchyard.protocol.targets import TargetInfo
 from switchyard.routers.base import Decision, RouteContext
 from switchyard.state.memory import MemoryStore
@@ -213,6 +212,7 @@ class Engine:
             hash_fallback=self.hash_session_fallback or route.hash_session_fallback,
             derive=self.derive_session,
         )
+        session = await threads.resume(self.store, request, session)  # a thread's `continue` keeps its session
         record = DecisionRecord(
             request_id=headers.get(HEADER_REQUEST_ID) or uuid.uuid4().hex[:16],
             route=route.name,
@@ -228,6 +228,11 @@ class Engine:
             record.details["traceparent"] = traceparent
         decision = await self._decide(route, request, session, headers, record, limits)
         candidates = route.order(decision.candidates)
+        if decision.response is None:
+            try:
+                candidates = threads.servable(decision.request or request, candidates, self.targets)
+            except ThreadNotFoundError as exc:
+                raise self._exhausted(record, exc, t0) from None
         record.candidates = candidates
         options = CallOptions(
             raw_body=raw if decision.request is None else None,
@@ -360,6 +365,7 @@ class Engine:
             raise
         record.fallbacks_tried = len(runner.tried) - 1
         self._served(record, target)
+        await self._remember_thread(prep, target, response.id)
         record.set_usage(response.usage)
         record.cost_usd = target.info.price.cost(response.usage)
         record.duration_ms = (time.perf_counter() - prep.t0) * 1000
@@ -412,6 +418,7 @@ class Engine:
             raise
         record.fallbacks_tried = len(runner.tried) - 1
         self._served(record, target)
+        await self._remember_thread(prep, target, next((e.id for e in first if isinstance(e, MessageStart)), ""))
 
         name = target.info.name
         leak_failed: list[bool] = []
@@ -449,7 +456,7 @@ class Engine:
         completion = self._answered_unemitted(prep)
         events = response_to_events(completion.response)
         fake_target = self.targets.get(completion.target) or Target(
-            TargetInfo(name=completion.target, model=completion.response.model), _NoBackend()
+            TargetInfo(name=completion.target, model=completion.response.model), NoBackend()
         )
         return EventStream(events, None, prep.record, fake_target, self._emit, prep.t0)
 
@@ -470,13 +477,21 @@ class Engine:
         prep.record.overhead_ms = (time.perf_counter() - prep.t0) * 1000 - answer_ms
         return Completion(response, prep.record, name)
 
+    async def _remember_thread(self, prep: _Prepared, target: Target, message_id: str) -> None:
+        record = prep.record
+        await threads.remember(self.store, prep.request, target, message_id, record.session_id, record.turn_index)
+
     @staticmethod
     def _served(record: DecisionRecord, target: Target) -> None:
         record.selected = target.info.name
         record.selected_model = target.info.model
 
     def _exhausted(
-        self, record: DecisionRecord, error: UpstreamError | None, t0: float, runner: Fallback | None = None
+        self,
+        record: DecisionRecord,
+        error: UpstreamError | ThreadNotFoundError | None,
+        t0: float,
+        runner: Fallback | None = None,
     ) -> SwitchyardError:
         record.fallbacks_tried = max(0, len(runner.tried) - 1) if runner else 0
         failure: SwitchyardError = error or RouterError("route has no candidate targets")
@@ -580,16 +595,3 @@ class Engine:
             if closer is not None and id(route.router) not in closed:
                 closed.add(id(route.router))
                 await closer()
-
-
-class _NoBackend:
-    async def complete(self, request: ChatRequest, target: TargetInfo, options: CallOptions) -> ChatResponse:
-        raise RouterError("no backend")
-
-    async def open_stream(
-        self, request: ChatRequest, target: TargetInfo, options: CallOptions
-    ) -> AsyncIterator[StreamEvent]:
-        raise RouterError("no backend")
-
-    async def aclose(self) -> None:
-        return None

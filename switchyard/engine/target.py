@@ -6,16 +6,19 @@ monitor can name :class:`Target` without importing the engine (no import cycle).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 
 from switchyard.clients.retry import RetryPolicy
 from switchyard.engine.health import BreakerPolicy, HealthCheckPolicy
 from switchyard.engine.records import DecisionRecord
 from switchyard.engine.reply_model import ReplyModel
-from switchyard.protocol.call import ModelBackend
+from switchyard.protocol.call import CallOptions, ModelBackend
+from switchyard.protocol.errors import RouterError
+from switchyard.protocol.request import ChatRequest
 from switchyard.protocol.response import ChatResponse
 from switchyard.protocol.session import StateStore
+from switchyard.protocol.stream import StreamEvent
 from switchyard.protocol.targets import TargetInfo
 from switchyard.routers.base import Router
 
@@ -100,3 +103,21 @@ class Completion:
     response: ChatResponse
     record: DecisionRecord
     target: str
+
+
+class NoBackend:
+    """The backend of a stand-in target (a router's own answer replayed as a stream): never called."""
+
+    async def complete(self, request: ChatRequest, target: TargetInfo, options: CallOptions) -> ChatResponse:
+        """Always fails: a stand-in target makes no calls."""
+        raise RouterError("no backend")
+
+    async def open_stream(
+        self, request: ChatRequest, target: TargetInfo, options: CallOptions
+    ) -> AsyncIterator[StreamEvent]:
+        """Always fails: a stand-in target makes no calls."""
+        raise RouterError("no backend")
+
+    async def aclose(self) -> None:
+        """Nothing to close."""
+        return None

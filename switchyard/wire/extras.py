@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from switchyard.protocol.errors import InvalidRequestError
+from switchyard.protocol.errors import InvalidRequestError, ThreadNotFoundError
 from switchyard.protocol.request import ChatRequest
 from switchyard.wire import diagnostics
 
@@ -26,6 +26,11 @@ PORTABLE: dict[str, frozenset[str]] = {
     "anthropic_messages": frozenset({"top_k"}),
     "openai_responses": frozenset({"prompt_cache_key", "safety_identifier", "prompt_cache_retention"}),
 }
+
+
+_NOT_LOSSY = frozenset({"n", "thread"})
+"""Caller fields left out without a diagnostic: ``n`` (checked above) and ``thread``, whose
+``create`` loses nothing on an upstream without threads (a later ``continue`` is refused)."""
 
 
 def extras_for(request: ChatRequest, fmt: str) -> dict[str, Any]:
@@ -45,6 +50,15 @@ def extras_for(request: ChatRequest, fmt: str) -> dict[str, Any]:
                 "OpenAI responses; send the whole conversation in 'input' (store=false)",
                 param=key,
             )
+    thread = request.extra.get("thread")
+    if isinstance(thread, dict) and thread.get("type") == "continue":
+        # Normally refused by the engine before any call (switchyard.engine.threads); this
+        # covers calls routers make with the caller's request.
+        raise ThreadNotFoundError(
+            f"thread {thread.get('previous_message_id')!r} cannot be continued on this route: its {fmt} "
+            "upstream keeps no Anthropic message threads; send the whole conversation",
+            param="thread.previous_message_id",
+        )
     n = request.extra.get("n")
     if isinstance(n, int) and n > 1:
         raise InvalidRequestError(
@@ -57,7 +71,7 @@ def extras_for(request: ChatRequest, fmt: str) -> dict[str, Any]:
     for key, value in request.extra.items():
         if key in keep:
             out[key] = value
-        elif key != "n":
+        elif key not in _NOT_LOSSY:
             dropped.append(key)
     if dropped:
         diagnostics.report(
