@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from switchyard.engine import threads
+from switchyard.engine import served_model, threads
 from switchyard.engine.counting import count_tokens
 from switchyard.engine.event_stream import EventStream, aclose_events, first_content
 from switchyard.engine.fallback import Fallback
@@ -44,7 +44,7 @@ from switchyard.engine.reply_model import ReplyModel, reply_model
 from switchyard.engine.router_call import RouterCall
 from switchyard.engine.session import identify
 from switchyard.engine.stream_out import encode_stream, stream_aborter
-from switchyard.engine.target import Completion, NoBackend, Route, Target
+from switchyard.engine.target import Completion, NoBackend, Route, Target, close_all
 from switchyard.engine.timeouts import Budget, budget
 from switchyard.engine.windows import PromptSize
 from switchyard.protocol.access import check_route, known_routes
@@ -365,7 +365,7 @@ class Engine:
             raise
         record.fallbacks_tried = len(runner.tried) - 1
         self._served(record, target)
-        await self._remember_thread(prep, target, response.id)
+        await self._answered_by(prep, target, response.id, response.model)
         record.set_usage(response.usage)
         record.cost_usd = target.info.price.cost(response.usage)
         record.duration_ms = (time.perf_counter() - prep.t0) * 1000
@@ -418,7 +418,8 @@ class Engine:
             raise
         record.fallbacks_tried = len(runner.tried) - 1
         self._served(record, target)
-        await self._remember_thread(prep, target, next((e.id for e in first if isinstance(e, MessageStart)), ""))
+        start = next((e for e in first if isinstance(e, MessageStart)), MessageStart(id="", model=""))
+        await self._answered_by(prep, target, start.id, start.model)
 
         name = target.info.name
         leak_failed: list[bool] = []
@@ -467,6 +468,7 @@ class Engine:
         target = self.targets.get(name)
         if target is not None:
             self._served(prep.record, target)
+            served_model.note(prep.record, response.model)
             if target.reliability.markup_leak != "off":
                 # The router made this call itself: too late to fall back, but worth flagging.
                 marker = response_marker(response)
@@ -477,8 +479,10 @@ class Engine:
         prep.record.overhead_ms = (time.perf_counter() - prep.t0) * 1000 - answer_ms
         return Completion(response, prep.record, name)
 
-    async def _remember_thread(self, prep: _Prepared, target: Target, message_id: str) -> None:
+    async def _answered_by(self, prep: _Prepared, target: Target, message_id: str, model: str) -> None:
+        """What the answer says of itself: the model that served it, the reply a thread continues."""
         record = prep.record
+        served_model.note(record, model)
         await threads.remember(self.store, prep.request, target, message_id, record.session_id, record.turn_index)
 
     @staticmethod
@@ -585,13 +589,4 @@ class Engine:
     async def aclose(self) -> None:
         """Closes every backend, and every router that holds connections (``aclose``)."""
         await self.monitor.aclose()
-        closed: set[int] = set()
-        for target in self.targets.values():
-            if id(target.backend) not in closed:
-                closed.add(id(target.backend))
-                await target.backend.aclose()
-        for route in self.routes.values():
-            closer = getattr(route.router, "aclose", None)
-            if closer is not None and id(route.router) not in closed:
-                closed.add(id(route.router))
-                await closer()
+        await close_all(self.targets.values(), self.routes.values())

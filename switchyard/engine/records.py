@@ -108,6 +108,10 @@ class DecisionRecord:
     candidates: list[str] = field(default_factory=list)
     selected: str | None = None
     selected_model: str | None = None
+    served_model: str | None = None
+    """The ``model`` the upstream's answer named (see :mod:`switchyard.engine.served_model`)."""
+    model_mismatch: bool = False
+    """Whether ``served_model`` is another model than ``selected_model`` (aliases tolerated)."""
     attempts: list[Attempt] = field(default_factory=list)
     skipped: list[Skipped] = field(default_factory=list)
     fallbacks_tried: int = 0

@@ -6,7 +6,7 @@ monitor can name :class:`Target` without importing the engine (no import cycle).
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from switchyard.clients.retry import RetryPolicy
@@ -121,3 +121,17 @@ class NoBackend:
     async def aclose(self) -> None:
         """Nothing to close."""
         return None
+
+
+async def close_all(targets: Iterable[Target], routes: Iterable[Route]) -> None:
+    """Closes every target's backend and every router that holds connections (``aclose``), once each."""
+    closed: set[int] = set()
+    for target in targets:
+        if id(target.backend) not in closed:
+            closed.add(id(target.backend))
+            await target.backend.aclose()
+    for route in routes:
+        closer = getattr(route.router, "aclose", None)
+        if closer is not None and id(route.router) not in closed:
+            closed.add(id(route.router))
+            await closer()

@@ -315,7 +315,7 @@ def message(request: dict[str, Any], model: FakeModel, turn: Turn, ids: Any) -> 
         "id": f"msg_fake{next(ids)}",
         "type": "message",
         "role": "assistant",
-        "model": model.name,
+        "model": model.served,
         "content": blocks,
         "stop_reason": stop,
         "stop_sequence": None,

@@ -165,7 +165,7 @@ def completion(request: dict[str, Any], model: FakeModel, turn: Turn, ids: Itera
         "id": f"chatcmpl-fake{next(ids)}",
         "object": "chat.completion",
         "created": int(time.time()),
-        "model": model.name,
+        "model": model.served,
         "choices": [{"index": 0, "message": message, "finish_reason": finish}],
         "usage": usage(request, turn, model),
     }
@@ -181,7 +181,7 @@ def frames(request: dict[str, Any], model: FakeModel, turn: Turn, ids: Iterator[
             "id": cid,
             "object": "chat.completion.chunk",
             "created": created,
-            "model": model.name,
+            "model": model.served,
             "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
         }
         return b"data: " + orjson.dumps(payload) + b"\n\n"
@@ -222,7 +222,7 @@ def frames(request: dict[str, Any], model: FakeModel, turn: Turn, ids: Iterator[
             "id": cid,
             "object": "chat.completion.chunk",
             "created": created,
-            "model": model.name,
+            "model": model.served,
             "choices": [],
             "usage": usage(request, turn, model),
         }
