@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from switchyard.engine import served_model, threads
+from switchyard.engine import caller_view, served_model, threads
 from switchyard.engine.counting import count_tokens
 from switchyard.engine.event_stream import EventStream, aclose_events, first_content
 from switchyard.engine.fallback import Fallback
@@ -562,6 +562,8 @@ class Engine:
                 encoder = codec.stream_encoder(
                     model=self._reply_model(prep, request.model, events.record), include_usage=request.include_usage
                 )
+                if caller_view.hides_reasoning(request):
+                    encoder = caller_view.NoReasoning(encoder)
                 return Reply(
                     200,
                     reply_headers(events.record, stream=True),
@@ -573,9 +575,10 @@ class Engine:
             completion = await self._answer(prep)
         except SwitchyardError as exc:
             return error_reply(self.targets, fmt, exc, prep.record if prep is not None else None)
-        payload = codec.encode_response(
-            completion.response, model=self._reply_model(prep, request.model, completion.record)
-        )
+        response = completion.response
+        if caller_view.hides_reasoning(request):  # no thinking blocks for callers that did not enable thinking
+            response = caller_view.without_reasoning(response)
+        payload = codec.encode_response(response, model=self._reply_model(prep, request.model, completion.record))
         return Reply(200, reply_headers(completion.record, stream=False), body=dumps(payload))
 
     def _reply_model(self, prep: _Prepared, requested: str, record: DecisionRecord) -> str:

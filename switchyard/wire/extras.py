@@ -28,6 +28,18 @@ PORTABLE: dict[str, frozenset[str]] = {
 }
 
 
+CARRIED: dict[tuple[str, str], frozenset[str]] = {
+    # Anthropic: output_config.format becomes the IR response_format, .effort the reasoning
+    # effort; thinking's type and budget_tokens the reasoning config.
+    ("anthropic_messages", "output_config"): frozenset({"format", "effort"}),
+    ("anthropic_messages", "thinking"): frozenset({"type", "budget_tokens"}),
+    # Responses: text.format becomes the IR response_format.
+    ("openai_responses", "text"): frozenset({"format"}),
+}
+"""Caller fields (by caller format) that the decoder already carried into IR slots, with the
+sub-keys it carried: only their other sub-keys are lost on another format, and only those are
+reported (as ``field.key``)."""
+
 _NOT_LOSSY = frozenset({"n", "thread"})
 """Caller fields left out without a diagnostic: ``n`` (checked above) and ``thread``, whose
 ``create`` loses nothing on an upstream without threads (a later ``continue`` is refused)."""
@@ -69,8 +81,11 @@ def extras_for(request: ChatRequest, fmt: str) -> dict[str, Any]:
     out: dict[str, Any] = {}
     dropped: list[str] = []
     for key, value in request.extra.items():
+        carried = CARRIED.get((request.origin, key))
         if key in keep:
             out[key] = value
+        elif carried is not None and isinstance(value, dict):
+            dropped.extend(f"{key}.{sub}" for sub in value if sub not in carried)
         elif key not in _NOT_LOSSY:
             dropped.append(key)
     if dropped:
