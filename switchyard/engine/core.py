@@ -226,13 +226,14 @@ class Engine:
         )
         if traceparent := headers.get("traceparent"):  # W3C trace context: spans join the caller's trace
             record.details["traceparent"] = traceparent
-        decision = await self._decide(route, request, session, headers, record, limits)
-        candidates = route.order(decision.candidates)
-        if decision.response is None:
-            try:
+        try:
+            threads.check_route(request, (*route.targets, *route.fallbacks), self.targets)  # before routing
+            decision = await self._decide(route, request, session, headers, record, limits)
+            candidates = route.order(decision.candidates)
+            if decision.response is None:
                 candidates = threads.servable(decision.request or request, candidates, self.targets)
-            except ThreadNotFoundError as exc:
-                raise self._exhausted(record, exc, t0) from None
+        except ThreadNotFoundError as exc:
+            raise self._exhausted(record, exc, t0) from None
         record.candidates = candidates
         options = CallOptions(
             raw_body=raw if decision.request is None else None,

@@ -102,6 +102,27 @@ async def remember(
     await store_of(store).set(message_id, value)
 
 
+def check_route(request: ChatRequest, names: Sequence[str], targets: Mapping[str, Target]) -> None:
+    """Refuses a ``continue`` before routing when none of the route's targets is Anthropic's:
+    the router would decide on a lone tool result, and the answer would be refused anyway.
+
+    Raises:
+        ThreadNotFoundError: As :func:`servable`.
+    """
+    previous = continued_from(request)
+    if previous is not None and not any(n in targets and targets[n].info.format == THREAD_FORMAT for n in names):
+        raise _not_found(previous, "none of this route's targets")
+
+
+def _not_found(previous: str, which: str) -> ThreadNotFoundError:
+    return ThreadNotFoundError(
+        f"thread {previous!r} cannot be continued on this route: {which} keeps Anthropic message threads; "
+        'send the whole conversation (the Anthropic SDKs do this on their own), with thread: {"type": "create"} '
+        "or without thread",
+        param="thread.previous_message_id",
+    )
+
+
 def servable(request: ChatRequest, candidates: Sequence[str], targets: Mapping[str, Target]) -> list[str]:
     """The candidates that can answer ``request``: for a ``continue``, its Anthropic ones.
 
@@ -116,10 +137,5 @@ def servable(request: ChatRequest, candidates: Sequence[str], targets: Mapping[s
     if not same or (candidates and candidates[0] not in same):
         chosen = candidates[0] if candidates else None
         fmt = targets[chosen].info.format if chosen is not None and chosen in targets else "no"
-        raise ThreadNotFoundError(
-            f"thread {previous!r} cannot be continued on this route: the chosen target {chosen!r} ({fmt} "
-            "upstream) keeps no Anthropic message threads; send the whole conversation "
-            '(the Anthropic SDKs do this on their own; or send thread: {"type": "create"} with it)',
-            param="thread.previous_message_id",
-        )
+        raise _not_found(previous, f"the chosen target {chosen!r} ({fmt} upstream) never")
     return same

@@ -45,6 +45,7 @@ def _config(port: int) -> dict[str, Any]:
             "chat": {"type": "passthrough", "target": "lightning"},
             "responses": {"type": "passthrough", "target": "codex"},
             "claude-then-chat": {"type": "passthrough", "target": "opus", "fallbacks": ["lightning"]},
+            "picks-chat": {"type": "random", "targets": ["lightning", "opus"], "weights": [1, 0]},
         },
     }
 
@@ -164,8 +165,12 @@ def test_thread_not_found_in_anthropic_error_shape(stack: _Stack) -> None:
         "messages": [{"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "x"}]}],
         "thread": {"type": "continue", "previous_message_id": "msg_abc"},
     }
+    seen = len(stack.records)
     reply = httpx.post(root + "/v1/messages", json=body, headers={"anthropic-beta": BETA}, timeout=10)
     assert reply.status_code == 404
+    # Refused before routing (no target of the route can continue a thread), and recorded.
+    (record,) = stack.records[seen:]
+    assert (record.status, record.source, record.candidates) == (404, "", [])
     error = reply.json()["error"]
     assert error["type"] == "not_found_error" and error["details"] == {"error_code": "thread_not_found"}
     with anthropic.Anthropic(base_url=root, api_key="test", max_retries=0) as client:
@@ -235,3 +240,18 @@ async def test_a_thread_keeps_its_session_across_replicas_sharing_redis(module_u
         await two.aclose()
     finally:
         server.stop()
+
+
+def test_a_router_choosing_another_format_for_a_continue_gets_thread_not_found(stack: _Stack) -> None:
+    root = stack.server.base_url.removesuffix("/v1")
+    body = {
+        "model": "picks-chat",
+        "max_tokens": 64,
+        "messages": [{"role": "user", "content": "more"}],
+        "thread": {"type": "continue", "previous_message_id": "msg_elsewhere"},
+    }
+    seen = len(stack.records)
+    reply = httpx.post(root + "/v1/messages", json=body, headers={"anthropic-beta": BETA}, timeout=10)
+    assert reply.status_code == 404 and reply.json()["error"]["details"]["error_code"] == "thread_not_found"
+    (record,) = stack.records[seen:]
+    assert record.source and record.status == 404 and "lightning" in (record.error or "")
