@@ -33,6 +33,7 @@ CARRIED: dict[tuple[str, str], frozenset[str]] = {
     # effort; thinking's type and budget_tokens the reasoning config.
     ("anthropic_messages", "output_config"): frozenset({"format", "effort"}),
     ("anthropic_messages", "thinking"): frozenset({"type", "budget_tokens"}),
+    ("anthropic_messages", "output_format"): frozenset({"type", "schema"}),
     # Responses: text.format becomes the IR response_format.
     ("openai_responses", "text"): frozenset({"format"}),
 }

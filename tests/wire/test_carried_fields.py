@@ -48,3 +48,15 @@ def test_anthropic_output_config_and_thinking_are_carried(fmt: str, caplog: pyte
     body["output_config"]["task_budget"] = {"type": "tokens", "total": 10}
     lost = _dropped("anthropic_messages", body, fmt, caplog)
     assert "output_config.task_budget" in lost and "'output_config'" not in lost
+
+
+def test_the_earlier_output_format_field_is_carried_too(caplog: pytest.LogCaptureFixture) -> None:
+    body = {
+        "model": "m",
+        "max_tokens": 256,
+        "messages": [{"role": "user", "content": "hi"}],
+        "output_format": {"type": "json_schema", "schema": SCHEMA},
+    }
+    assert _dropped("anthropic_messages", body, "openai_chat", caplog) == ""
+    out = codec("openai_chat").encode_request(codec("anthropic_messages").decode_request(body), model="m", stream=False)
+    assert out["response_format"]["json_schema"]["schema"] == SCHEMA
