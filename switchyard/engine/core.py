@@ -232,6 +232,8 @@ class Engine:
             candidates = route.order(decision.candidates)
             if decision.response is None:
                 candidates = threads.servable(decision.request or request, candidates, self.targets)
+            else:  # a router's own answer can be continued as well
+                await threads.remember_answer(self.store, request, decision, self.targets, session)
         except ThreadNotFoundError as exc:
             raise self._exhausted(record, exc, t0) from None
         record.candidates = candidates
@@ -271,7 +273,7 @@ class Engine:
             store=store,
             headers=headers,
         )
-        router_call = RouterCall(self.targets, self.health, record, limits)
+        router_call = RouterCall(self.targets, self.health, record, limits, forwarded(headers))
         try:
             decision = await route.router.route(request, ctx, router_call)
         except SwitchyardError:

@@ -36,8 +36,12 @@ class RouterCall:
         health: Health,
         record: DecisionRecord,
         budget: Budget | None = None,
+        headers: Mapping[str, str] | None = None,
     ) -> None:
         self._targets = targets
+        # The caller's forwarded headers (anthropic-beta …): a router's answer call continues
+        # the caller's request, beta features (message threads) included.
+        self._options = CallOptions(headers=dict(headers or {}))
         self._health = health
         self._record = record
         self._budget = budget
@@ -76,7 +80,7 @@ class RouterCall:
         started = time.perf_counter()
         try:
             target, response = await runner.run(
-                names, lambda t, o: t.backend.complete(request, t.info, o), CallOptions()
+                names, lambda t, o: t.backend.complete(request, t.info, o), self._options
             )
         finally:
             # Booked even when a router deadline (e.g. judge_timeout_s) cancelled the call; a call

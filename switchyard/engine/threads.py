@@ -29,6 +29,7 @@ from switchyard.engine.target import Target
 from switchyard.protocol.errors import ThreadNotFoundError
 from switchyard.protocol.request import ChatRequest
 from switchyard.protocol.session import NamespacedStore, SessionInfo, StateStore
+from switchyard.routers.base import Decision
 
 THREAD_FORMAT = "anthropic_messages"
 NAMESPACE = "~threads:"
@@ -100,6 +101,15 @@ async def remember(
         return
     value = {"session_id": session_id or f"thread:{message_id}", "turn_index": turn_index + 1}
     await store_of(store).set(message_id, value)
+
+
+async def remember_answer(
+    store: StateStore, request: ChatRequest, decision: Decision, targets: Mapping[str, Target], session: SessionInfo
+) -> None:
+    """:func:`remember` for an answer a router produced itself (escalation, advisor)."""
+    name = decision.answered_by or (decision.candidates[0] if decision.candidates else None)
+    if decision.response is not None and name is not None and name in targets:
+        await remember(store, request, targets[name], decision.response.id, session.session_id, session.turn_index)
 
 
 def check_route(request: ChatRequest, names: Sequence[str], targets: Mapping[str, Target]) -> None:

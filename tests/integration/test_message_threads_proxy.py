@@ -24,6 +24,7 @@ from switchyard.server.runner import ServerThread
 from switchyard.testing import FakeModel
 from switchyard.testing.agent_loop import ToolLoop
 from switchyard.testing.fake_threads import BETA
+from switchyard.testing.judges import escalation_brain
 
 pytestmark = pytest.mark.integration
 
@@ -39,6 +40,8 @@ def _config(port: int) -> dict[str, Any]:
             "lightning": {"client": "vllm", "model": "thread-vllm"},
             "opus": {"client": "claude", "model": "thread-claude"},
             "codex": {"client": "gpt", "model": "thread-gpt"},
+            "opus-weak": {"client": "claude", "model": "thread-claude-weak"},
+            "judge": {"client": "vllm", "model": "thread-judge"},
         },
         "routes": {
             "anthropic": {"type": "passthrough", "target": "opus"},
@@ -46,6 +49,13 @@ def _config(port: int) -> dict[str, Any]:
             "responses": {"type": "passthrough", "target": "codex"},
             "claude-then-chat": {"type": "passthrough", "target": "opus", "fallbacks": ["lightning"]},
             "picks-chat": {"type": "random", "targets": ["lightning", "opus"], "weights": [1, 0]},
+            "reviewed": {
+                "type": "llm_classifier",
+                "mode": "escalation",
+                "classifier_target": "judge",
+                "strong_target": "opus",
+                "weak_target": "opus-weak",
+            },
         },
     }
 
@@ -64,6 +74,7 @@ def stack(module_upstream: Any) -> Iterator[_Stack]:
         return holder[0].loop.turn(body, model)
 
     fake = module_upstream.app
+    fake.models["thread-judge"] = FakeModel("thread-judge", brain=escalation_brain(lambda view: False))
     for name in ("thread-vllm", "thread-claude", "thread-gpt"):
         fake.models[name] = FakeModel(name, brain=brain, reasoning=f"{name} considers the next step.")
     sy = Switchyard.from_config(_config(module_upstream.port))
@@ -255,3 +266,29 @@ def test_a_router_choosing_another_format_for_a_continue_gets_thread_not_found(s
     assert reply.status_code == 404 and reply.json()["error"]["details"]["error_code"] == "thread_not_found"
     (record,) = stack.records[seen:]
     assert record.source and record.status == 404 and "lightning" in (record.error or "")
+
+
+def test_a_routers_own_answer_can_be_continued_in_the_same_session(stack: _Stack) -> None:
+    """The escalation route answers with the efficient model itself (decision.response): that
+    reply is recorded for its thread as well, so the continue keeps the session."""
+    root = stack.server.base_url.removesuffix("/v1")
+    first = {
+        "model": "reviewed",
+        "max_tokens": 64,
+        "messages": [{"role": "user", "content": "a reviewed question"}],
+        "thread": {"type": "create"},
+    }
+    seen = len(stack.records)
+    reply = httpx.post(root + "/v1/messages", json=first, headers={"anthropic-beta": BETA}, timeout=20)
+    assert reply.status_code == 200, reply.text
+    cont = {
+        "model": "reviewed",
+        "max_tokens": 64,
+        "messages": [{"role": "user", "content": "and a follow-up"}],
+        "thread": {"type": "continue", "previous_message_id": reply.json()["id"]},
+    }
+    again = httpx.post(root + "/v1/messages", json=cont, headers={"anthropic-beta": BETA}, timeout=20)
+    assert again.status_code == 200, again.text
+    one, two = stack.records[seen:]
+    assert one.selected == "opus-weak" and one.session_id is not None, (one.source, one.reason)
+    assert (two.session_id, two.session_source, two.turn_index) == (one.session_id, "thread", 1)
