@@ -40,6 +40,7 @@ METRIC_NAMES = (
     "switchyard_upstream_retries",
     "switchyard_fallbacks",
     "switchyard_mid_stream_failures",
+    "switchyard_model_mismatches",
     "switchyard_overhead_seconds",
     "switchyard_request_duration_seconds",
     "switchyard_tokens",
@@ -130,6 +131,12 @@ class Metrics:
             ["route", "error_class"],
             registry=r,
         )
+        self.mismatches = Counter(
+            "switchyard_model_mismatches",
+            "Answers whose upstream named another model than the target's (dated snapshots tolerated)",
+            ["route", "target"],
+            registry=r,
+        )
         self.overhead = Histogram(
             "switchyard_overhead_seconds",
             "Routing overhead per request (everything before the answer call)",
@@ -190,6 +197,8 @@ class Metrics:
         if record.details.get("mid_stream_failure"):
             cls = record.details.get("mid_stream_error_class")
             self.mid_stream.labels(route, str(cls or "unknown")).inc()
+        if record.model_mismatch:
+            self.mismatches.labels(route, record.selected or "none").inc()
         self.overhead.labels(route).observe(record.overhead_ms / 1000)
         self.duration.labels(route).observe(record.duration_ms / 1000)
         if record.selected is not None:
