@@ -29,9 +29,10 @@ from switchyard.protocol.errors import (
     UpstreamTimeoutError,
 )
 from switchyard.protocol.messages import ReasoningPart
+from switchyard.protocol.redact import Redactor, header_secrets, redact_urls
 from switchyard.protocol.request import ChatRequest
 from switchyard.protocol.response import ChatResponse
-from switchyard.protocol.stream import StreamEvent
+from switchyard.protocol.stream import StreamError, StreamEvent
 from switchyard.protocol.targets import TargetInfo
 from switchyard.wire import codec as get_codec
 from switchyard.wire import custom_tools, reasoning
@@ -89,6 +90,9 @@ class HttpBackend:
         base_headers.update(self._auth_headers(api_key))
         base_headers.update(headers or {})
         self._headers = base_headers
+        # The credentials this backend sends (its key, any secret-bearing header): masked in every
+        # upstream error it passes on (docs/security.md, "hostile network").
+        self._redact = Redactor([*([api_key] if api_key else []), *header_secrets(base_headers)])
         self._drains: set[asyncio.Task[None]] = set()
         self._no_health_endpoint = False  # learned: the default /health answered 404/405
         self._injected = transport
@@ -328,7 +332,9 @@ class HttpBackend:
         except self._errors as exc:
             raise self._transport_error(exc, target) from exc
         if resp.status_code >= 400:
-            raise status_error(self.codec, resp.status_code, resp.content, resp.headers, target=target.name)
+            raise status_error(
+                self.codec, resp.status_code, resp.content, resp.headers, target=target.name, redact=self._redact
+            )
         try:
             data = orjson.loads(resp.content)
         except orjson.JSONDecodeError as exc:
@@ -364,7 +370,9 @@ class HttpBackend:
                 body = b""
             finally:
                 await resp.aclose()
-            raise status_error(self.codec, resp.status_code, body, resp.headers, target=target.name)
+            raise status_error(
+                self.codec, resp.status_code, body, resp.headers, target=target.name, redact=self._redact
+            )
         # The lean pool's response carries its content type parsed (no header mapping built).
         content_type = getattr(resp, "content_type", None)
         if content_type is None:
@@ -414,7 +422,7 @@ class HttpBackend:
                     break
                 for sse in parser.feed(chunk):
                     for event in decoder.feed(sse):
-                        yield event
+                        yield _masked(event, self._redact) if type(event) is StreamError else event
                     if decoder.done:
                         break
                 if decoder.done:
@@ -426,9 +434,9 @@ class HttpBackend:
                     return
             for sse in parser.finish():
                 for event in decoder.feed(sse):
-                    yield event
+                    yield _masked(event, self._redact) if type(event) is StreamError else event
             for event in decoder.finish():
-                yield event
+                yield _masked(event, self._redact) if type(event) is StreamError else event
         except self._errors as exc:
             raise self._transport_error(exc, target) from exc
         except UpstreamError as exc:
@@ -542,7 +550,9 @@ class HttpBackend:
         except self._errors as exc:
             raise self._transport_error(exc, target) from exc
         if resp.status_code >= 400:
-            raise status_error(self.codec, resp.status_code, resp.content, resp.headers, target=target.name)
+            raise status_error(
+                self.codec, resp.status_code, resp.content, resp.headers, target=target.name, redact=self._redact
+            )
         try:
             data = orjson.loads(resp.content)
         except orjson.JSONDecodeError as exc:
@@ -562,7 +572,8 @@ class HttpBackend:
         if is_timeout(exc):
             kind = type(exc).__name__
             return UpstreamTimeoutError(f"{target.name}: upstream timed out ({kind})", target=target.name)
-        return UpstreamConnectionError(f"{target.name}: {type(exc).__name__}: {exc}", target=target.name)
+        said = self._redact.text(redact_urls(f"{type(exc).__name__}: {exc}"))
+        return UpstreamConnectionError(f"{target.name}: {said}", target=target.name)
 
     async def aclose(self) -> None:
         """Closes pooled connections."""
@@ -572,3 +583,10 @@ class HttpBackend:
             await self._pool.aclose()
         if self._http is not None:
             await self._http.aclose()
+
+
+def _masked(event: StreamError, redact: Redactor) -> StreamError:
+    """An upstream's in-band stream error with the backend's secrets masked in its message."""
+    if not redact or not event.error.message:
+        return event
+    return StreamError(error=event.error.model_copy(update={"message": redact.text(event.error.message)}))

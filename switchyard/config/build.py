@@ -20,6 +20,7 @@ from switchyard.engine.health import BreakerPolicy, Health, HealthCheckPolicy
 from switchyard.engine.records import DecisionSink, JsonlSink, log_sink
 from switchyard.protocol.call import ModelBackend
 from switchyard.protocol.features import FeatureError, FeatureExtractor
+from switchyard.protocol.redact import redact_urls
 from switchyard.protocol.session import StateStore
 from switchyard.protocol.targets import TargetInfo
 from switchyard.routers.base import BuildContext, Router
@@ -220,7 +221,8 @@ def build_store(loaded: LoadedConfig) -> StateStore:
             loaded.source,
         ) from exc
     except ValueError as exc:  # redis-py rejects a malformed URL
-        raise ConfigError([ConfigIssue("state.url", str(exc))], loaded.source) from exc
+        # redis-py's message may quote the URL: never its password (docs/security.md).
+        raise ConfigError([ConfigIssue("state.url", redact_urls(str(exc)))], loaded.source) from exc
 
 
 def build_engine(
