@@ -56,6 +56,7 @@ def http_backend(name: str, cfg: LlmClientConfig, api_key: str | None) -> ModelB
         headers=cfg.headers,
         timeouts=Timeouts(cfg.timeout.connect, cfg.timeout.read, cfg.timeout.total),
         max_connections=cfg.max_connections,
+        max_response_bytes=cfg.max_response_bytes,
     )
 
 
