@@ -22,6 +22,7 @@ from switchyard.clients.http_parts import (
     MAX_RESPONSE_BYTES,
     drain,
     env_proxy,
+    is_connect_timeout,
     is_decoding_error,
     is_pool_timeout,
     is_timeout,
@@ -345,12 +346,9 @@ class HttpBackend:
             async with asyncio.timeout(left(deadline)):
                 resp = await self._post(content, options, timeouts, deadline=deadline)
         except TimeoutError as exc:
-            raise UpstreamTimeoutError(
-                f"{target.name}: no complete answer within its {label}",
-                target=target.name,
-            ) from exc
+            raise _timed_out(f"{target.name}: no complete answer within its {label}", target, label) from exc
         except self._errors as exc:
-            raise self._transport_error(exc, target) from exc
+            raise self._transport_error(exc, target, timeouts) from exc
         if resp.status_code >= 400:
             raise status_error(
                 self.codec, resp.status_code, resp.content, resp.headers, target=target.name, redact=self._redact
@@ -377,12 +375,9 @@ class HttpBackend:
             async with asyncio.timeout(left(deadline)):
                 resp = await self._post(content, options, timeouts, deadline=deadline, stream=True)
         except TimeoutError as exc:
-            raise UpstreamTimeoutError(
-                f"{target.name}: no response headers within its {label}",
-                target=target.name,
-            ) from exc
+            raise _timed_out(f"{target.name}: no response headers within its {label}", target, label) from exc
         except self._errors as exc:
-            raise self._transport_error(exc, target) from exc
+            raise self._transport_error(exc, target, timeouts) from exc
         if resp.status_code >= 400:
             try:
                 body = await resp.aread()
@@ -405,16 +400,14 @@ class HttpBackend:
                 async with asyncio.timeout(left(deadline)):
                     body = await resp.aread()
             except TimeoutError as exc:
-                raise UpstreamTimeoutError(
-                    f"{target.name}: no complete answer within its {label}", target=target.name
-                ) from exc
+                raise _timed_out(f"{target.name}: no complete answer within its {label}", target, label) from exc
             except self._errors as exc:
-                raise self._transport_error(exc, target) from exc
+                raise self._transport_error(exc, target, timeouts) from exc
             finally:
                 await resp.aclose()
             events = self._replay_json(body, target)
         else:
-            events = self._events(resp, target, deadline)
+            events = self._events(resp, target, deadline, timeouts, label)
         return custom_tools.restore_stream(events, names) if names else events
 
     async def _replay_json(self, body: bytes, target: TargetInfo) -> AsyncIterator[StreamEvent]:
@@ -427,7 +420,9 @@ class HttpBackend:
         for event in response_to_events(self.codec.decode_response(data)):
             yield event
 
-    async def _events(self, resp: Any, target: TargetInfo, deadline: float | None) -> AsyncIterator[StreamEvent]:
+    async def _events(
+        self, resp: Any, target: TargetInfo, deadline: float | None, timeouts: Timeouts, label: str
+    ) -> AsyncIterator[StreamEvent]:
         parser = SSEParser()
         decoder = self.codec.stream_decoder()
         chunks = resp.aiter_bytes()
@@ -446,9 +441,8 @@ class HttpBackend:
                         async with asyncio.timeout(left(deadline)):
                             chunk = await anext(chunks, None)
                     except TimeoutError as exc:
-                        raise UpstreamTimeoutError(
-                            f"{target.name}: stream exceeded its total deadline", target=target.name
-                        ) from exc
+                        said = f"{target.name}: stream exceeded its {label}"
+                        raise _timed_out(said, target, label) from exc
                 if chunk is None:
                     break
                 for sse in parser.feed(chunk):
@@ -469,7 +463,7 @@ class HttpBackend:
             for event in decoder.finish():
                 yield _masked(event, self._redact) if type(event) is StreamError else event
         except self._errors as exc:
-            raise self._transport_error(exc, target) from exc
+            raise self._transport_error(exc, target, timeouts) from exc
         except UpstreamError as exc:
             exc.target = target.name
             raise
@@ -536,7 +530,7 @@ class HttpBackend:
 
         return await count_tokens(self, request, target, options)
 
-    def _transport_error(self, exc: BaseException, target: TargetInfo) -> UpstreamError:
+    def _transport_error(self, exc: BaseException, target: TargetInfo, limits: Timeouts | None = None) -> UpstreamError:
         if is_pool_timeout(exc):
             return UpstreamTimeoutError(
                 f"{target.name}: connection pool exhausted: all {self.max_connections} connections to "
@@ -545,7 +539,15 @@ class HttpBackend:
             )
         if is_timeout(exc):
             kind = type(exc).__name__
-            return UpstreamTimeoutError(f"{target.name}: upstream timed out ({kind})", target=target.name)
+            error = UpstreamTimeoutError(f"{target.name}: upstream timed out ({kind})", target=target.name)
+            if limits is not None:
+                # The caller's x-switchyard-timeout may only tighten a limit: when the one that
+                # passed is tighter than configured, it was the caller's choice.
+                if is_connect_timeout(exc):
+                    error.caller_limit = limits.connect < self.timeouts.connect
+                else:
+                    error.caller_limit = limits.read < self.timeouts.read
+            return error
         said = self._redact.text(redact_urls(f"{type(exc).__name__}: {exc}"))
         if is_decoding_error(exc):
             # The body could not be decoded (corrupt, or past max_response_bytes once inflated):
@@ -561,6 +563,14 @@ class HttpBackend:
             await self._pool.aclose()
         if self._http is not None:
             await self._http.aclose()
+
+
+def _timed_out(message: str, target: TargetInfo, label: str) -> UpstreamTimeoutError:
+    """A deadline passed: the request's own (``x-switchyard-timeout``, the caller's choice) or
+    the client's configured total (the target's)."""
+    error = UpstreamTimeoutError(message, target=target.name)
+    error.caller_limit = label == "request deadline"
+    return error
 
 
 def _masked(event: StreamError, redact: Redactor) -> StreamError:

@@ -86,6 +86,11 @@ def is_timeout(exc: BaseException) -> bool:
     return _raised(exc, "TimeoutException")
 
 
+def is_connect_timeout(exc: BaseException) -> bool:
+    """No connection (or no free pooled one) within the connect limit, in either client."""
+    return _raised(exc, "ConnectTimeout") or _raised(exc, "PoolTimeout")
+
+
 def is_decoding_error(exc: BaseException) -> bool:
     """A body that could not be decoded (corrupt, unsupported, or too large once inflated)."""
     return _raised(exc, "DecodingError")

@@ -416,9 +416,10 @@ class Engine:
         name = target.info.name
         leak_failed: list[bool] = []
 
-        def failed_mid_stream() -> None:
+        def failed_mid_stream(blame: bool) -> None:
             self.health.count("mid_stream_failures")
-            self.health.failed(name, target.reliability.breaker)
+            if blame:  # not for a deadline the caller chose
+                self.health.failed(name, target.reliability.breaker)
 
         def leaked(marker: str) -> None:
             self._markup_leak(target, marker, record, streamed=True)

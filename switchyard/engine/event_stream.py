@@ -13,7 +13,7 @@ from switchyard.clients.retry import classify
 from switchyard.engine.markup import MarkupScanner
 from switchyard.engine.records import DecisionRecord
 from switchyard.engine.target import Target
-from switchyard.protocol.errors import ErrorInfo, UpstreamError
+from switchyard.protocol.errors import ErrorInfo, UpstreamError, UpstreamTimeoutError
 from switchyard.protocol.response import ChatResponse, Usage
 from switchyard.protocol.stream import (
     MessageStart,
@@ -34,7 +34,8 @@ class EventStream:
     Iterate it for events; ``record`` is complete once the stream is exhausted or closed.
     An upstream failure after the first event ends the stream with a :class:`StreamError` —
     never a clean finish — marks the record (``details["mid_stream_failure"]``) and calls
-    ``on_failure`` (the engine counts it and tells the target's circuit breaker); ``on_end`` is
+    ``on_failure(blame)`` (the engine counts it and, when ``blame`` — not for a deadline the
+    caller chose — tells the target's circuit breaker); ``on_end`` is
     called once with ``True`` when the stream ended cleanly, ``False`` when the consumer stopped
     reading first (the breaker hears of a stream's success only at its end). With
     ``on_markup``, text deltas are checked for leaked reasoning/tool-call markup as they pass
@@ -49,7 +50,7 @@ class EventStream:
         target: Target,
         finalize: Callable[[DecisionRecord], None],
         t0: float,
-        on_failure: Callable[[], None] | None = None,
+        on_failure: Callable[[bool], None] | None = None,
         on_markup: Callable[[str], None] | None = None,
         on_end: Callable[[bool], None] | None = None,
     ) -> None:
@@ -65,6 +66,7 @@ class EventStream:
         self._on_end = on_end
         self._scanner = MarkupScanner() if on_markup is not None else None
         self._failed = False
+        self._blamed = False
         self._complete = False
         self._usage = Usage()
         self._closed = False
@@ -90,7 +92,9 @@ class EventStream:
                 except UpstreamError as exc:
                     info = exc.info()
                     self.record.details["mid_stream_error_class"] = classify(exc).value
-                    self._fail(info)
+                    # A deadline the caller chose is no failure of the target: its breaker is
+                    # not told (the attempt is released instead, see ``_done``).
+                    self._fail(info, blame=not (isinstance(exc, UpstreamTimeoutError) and exc.caller_limit))
                     yield StreamError(error=info)
                 except Exception as exc:  # a bug must not look like a clean finish either
                     logger.exception("stream of target %r failed", self.target)
@@ -114,14 +118,15 @@ class EventStream:
                 assert self._on_markup is not None
                 self._on_markup(marker)
 
-    def _fail(self, error: ErrorInfo) -> None:
+    def _fail(self, error: ErrorInfo, *, blame: bool = True) -> None:
         self.record.error = error.message
         self.record.status = error.status
         self.record.details["mid_stream_failure"] = True
         if not self._failed:
             self._failed = True
+            self._blamed = blame
             if self._on_failure is not None:
-                self._on_failure()
+                self._on_failure(blame)
 
     async def _close_rest(self) -> None:
         rest, self._rest = self._rest, None
@@ -139,8 +144,8 @@ class EventStream:
             self.record.details["closed_early"] = True
             self.record.status = 499
             self.record.error = "cancelled: the caller stopped reading the stream"
-        if self._on_end is not None and not self._failed:
-            self._on_end(self._complete)
+        if self._on_end is not None and not (self._failed and self._blamed):
+            self._on_end(self._complete and not self._failed)
         self.record.set_usage(self._usage)
         self.record.cost_usd = self._price.cost(self._usage)
         self.record.duration_ms = (time.perf_counter() - self._t0) * 1000
