@@ -444,6 +444,7 @@ class Engine:
             on_failure=failed_mid_stream,
             on_markup=leaked if target.reliability.markup_leak != "off" else None,
             on_end=ended,
+            prompt_tokens=PromptSize(prep.request).tokens,  # charged when no usage report came
         )
 
     def _answered_stream(self, prep: _Prepared) -> EventStream:

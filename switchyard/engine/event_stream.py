@@ -17,13 +17,16 @@ from switchyard.protocol.errors import ErrorInfo, UpstreamError, UpstreamTimeout
 from switchyard.protocol.response import ChatResponse, Usage
 from switchyard.protocol.stream import (
     MessageStart,
+    ReasoningDelta,
     StreamAccumulator,
     StreamError,
     StreamEvent,
     TextDelta,
+    ToolCallDelta,
     UsageDelta,
     merge_usage,
 )
+from switchyard.wire.tokens import CHARS_PER_TOKEN
 
 logger = logging.getLogger("switchyard.engine")
 
@@ -53,6 +56,7 @@ class EventStream:
         on_failure: Callable[[bool], None] | None = None,
         on_markup: Callable[[str], None] | None = None,
         on_end: Callable[[bool], None] | None = None,
+        prompt_tokens: Callable[[], int] | None = None,
     ) -> None:
         self.record = record
         self.target = target.info.name
@@ -69,6 +73,8 @@ class EventStream:
         self._blamed = False
         self._complete = False
         self._usage = Usage()
+        self._chars = 0  # characters of output streamed so far (text, reasoning, tool calls)
+        self._prompt_tokens = prompt_tokens
         self._closed = False
         self._interrupted = False
         self._gen = self._run()
@@ -107,16 +113,24 @@ class EventStream:
             self._done()
 
     def _observe(self, event: StreamEvent) -> None:
-        if isinstance(event, UsageDelta):
-            self._usage = merge_usage(self._usage, event.usage)
-        elif isinstance(event, StreamError):
-            self._fail(event.error)
-        elif self._scanner is not None and type(event) is TextDelta:
-            marker = self._scanner.feed(event.text)
-            if marker is not None:
-                self._scanner = None  # one report per stream
-                assert self._on_markup is not None
-                self._on_markup(marker)
+        kind = type(event)  # exact types: this runs once per event
+        if kind is TextDelta:
+            text: str = event.text  # type: ignore[union-attr]
+            self._chars += len(text)
+            if self._scanner is not None:
+                marker = self._scanner.feed(text)
+                if marker is not None:
+                    self._scanner = None  # one report per stream
+                    assert self._on_markup is not None
+                    self._on_markup(marker)
+        elif kind is UsageDelta:
+            self._usage = merge_usage(self._usage, event.usage)  # type: ignore[union-attr]
+        elif kind is ReasoningDelta:
+            self._chars += len(event.text)  # type: ignore[union-attr]
+        elif kind is ToolCallDelta:
+            self._chars += len(event.name or "") + len(event.arguments or "")  # type: ignore[union-attr]
+        elif kind is StreamError:
+            self._fail(event.error)  # type: ignore[union-attr]
 
     def _fail(self, error: ErrorInfo, *, blame: bool = True) -> None:
         self.record.error = error.message
@@ -146,10 +160,30 @@ class EventStream:
             self.record.error = "cancelled: the caller stopped reading the stream"
         if self._on_end is not None and not (self._failed and self._blamed):
             self._on_end(self._complete and not self._failed)
-        self.record.set_usage(self._usage)
-        self.record.cost_usd = self._price.cost(self._usage)
+        usage = self._usage if self._complete and not self._failed else self._estimated()
+        self.record.set_usage(usage)
+        self.record.cost_usd = self._price.cost(usage)
         self.record.duration_ms = (time.perf_counter() - self._t0) * 1000
         self._finalize(self.record)
+
+    def _estimated(self) -> Usage:
+        """The usage of a stream that ended before its final usage report (the caller left, the
+        upstream broke off, a shutdown): what the upstream reported so far, raised to what it
+        visibly generated — four streamed characters per output token, and the prompt estimate
+        when no input count came — so a stream cut short is charged, not free. The estimated
+        fields are listed in ``details["usage_estimated"]``."""
+        usage = self._usage
+        estimated: list[str] = []
+        output = -(-self._chars // CHARS_PER_TOKEN)
+        if output > usage.output_tokens:
+            usage = usage.model_copy(update={"output_tokens": output})
+            estimated.append("output_tokens")
+        if usage.input_tokens == 0 and self._prompt_tokens is not None:
+            usage = usage.model_copy(update={"input_tokens": self._prompt_tokens()})
+            estimated.append("input_tokens")
+        if estimated:
+            self.record.details["usage_estimated"] = estimated
+        return usage
 
     def interrupt(self, error: ErrorInfo) -> None:
         """Marks the record for a stream the server ends itself (a shutdown past its drain
