@@ -17,6 +17,8 @@ import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
+from switchyard.server.app import ABORT_EXTENSION, connection_aborter
+
 logger = logging.getLogger("switchyard.access")
 
 Scope = MutableMapping[str, Any]
@@ -89,6 +91,11 @@ class AccessLog:
             if message["type"] == "http.response.body" and not message.get("more_body", False):
                 emit()
 
+        # ``watch`` hides uvicorn's own send: hand its way of dropping the connection on (the
+        # app's write deadline needs it, see switchyard.server.app).
+        abort = connection_aborter(scope, send)
+        if abort is not None:
+            scope.setdefault("extensions", {})[ABORT_EXTENSION] = abort
         try:
             await self.app(scope, receive, watch)
         finally:
