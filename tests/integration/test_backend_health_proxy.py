@@ -188,7 +188,9 @@ def test_deep_health_is_bounded_by_the_probe_timeout(healthy: Stack) -> None:
     healthy.vllm.health_delay_s = 5.0
     started = time.perf_counter()
     report = healthy.health(deep=True)
-    assert time.perf_counter() - started < 2.0  # timeout_s 0.3, probes run at once
+    # Bounded by the 0.3 s probe timeout, not by the 5 s the backend takes (the margin is for a
+    # busy machine; the error below says which limit ended it).
+    assert time.perf_counter() - started < 4.5
     assert report["backends"]["vllm"]["state"] == "down"
     assert report["backends"]["vllm"]["error"] == "no answer within 0.3s"
 
@@ -203,16 +205,20 @@ def test_background_probes_start_with_the_server_and_stop_with_it() -> None:
     sy = Switchyard.from_config(config)
     try:
         with ServerThread(sy) as proxy:
-            deadline = time.monotonic() + 3
-            while "/health" not in vllm.app.gets and time.monotonic() < deadline:
+            # Probed at start-up, no request needed: wait (bounded) until the probe is recorded,
+            # which is a moment after the fake saw it.
+            deadline = time.monotonic() + 30
+            while (report := httpx.get(proxy.root_url + "/health", timeout=5).json())["backends"]["vllm"][
+                "state"
+            ] != "up":
+                assert time.monotonic() < deadline, report
                 time.sleep(0.05)
-            assert "/health" in vllm.app.gets  # probed at start-up, no request needed
-            report = httpx.get(proxy.root_url + "/health", timeout=5).json()
-            assert report["backends"]["vllm"]["state"] == "up"
+            assert "/health" in vllm.app.gets
             assert report["backends"]["vllm"]["probed"] == "every 1s"
+        assert not sy._background_probing()  # the prober stopped with the server
         probes = vllm.app.gets.count("/health")
         time.sleep(1.3)
-        assert vllm.app.gets.count("/health") == probes  # the prober stopped with the server
+        assert vllm.app.gets.count("/health") <= probes + 1  # at most one that was already on its way
     finally:
         sy.close()
         vllm.stop()
@@ -254,15 +260,19 @@ async def test_library_api_health_and_background_probes() -> None:
     try:
         report = await sy.health()  # first use in this loop: the background prober starts
         assert report["status"] == "ok" and report["routes"] == ["agent"]
-        for _ in range(100):
-            if "/health" in vllm.app.gets:
-                break
+        # Wait until the prober has *recorded* a probe (not merely until the fake saw the
+        # request: the answer is recorded a moment later), bounded in wall time.
+        deadline = time.monotonic() + 30
+        while sy.stats()["backends"].get("vllm", {}).get("probes", 0) < 1:
+            assert time.monotonic() < deadline, "the background prober never probed"
             await asyncio.sleep(0.03)
+        assert "/health" in vllm.app.gets
         assert (await sy.health())["backends"]["vllm"]["state"] == "up"
         vllm.app.health_status = 500
         deep = await sy.health(deep=True)
         assert deep["status"] == "degraded" and deep["targets"]["efficient"]["available"] is False
-        assert sy.stats()["backends"]["vllm"]["failed_probes"] == 1
+        # The background prober (every 1 s) may have failed a probe of its own meanwhile.
+        assert sy.stats()["backends"]["vllm"]["failed_probes"] >= 1
         engine = sy.engine
         await sy.aclose()
         assert not engine.monitor.running
