@@ -74,6 +74,7 @@ class EventStream:
         self._complete = False
         self._usage = Usage()
         self._chars = 0  # characters of output streamed so far (text, reasoning, tool calls)
+        self._usage_seen = False
         self._prompt_tokens = prompt_tokens
         self._closed = False
         self._interrupted = False
@@ -125,6 +126,7 @@ class EventStream:
                     self._on_markup(marker)
         elif kind is UsageDelta:
             self._usage = merge_usage(self._usage, event.usage)  # type: ignore[union-attr]
+            self._usage_seen = True
         elif kind is ReasoningDelta:
             self._chars += len(event.text)  # type: ignore[union-attr]
         elif kind is ToolCallDelta:
@@ -160,7 +162,10 @@ class EventStream:
             self.record.error = "cancelled: the caller stopped reading the stream"
         if self._on_end is not None and not (self._failed and self._blamed):
             self._on_end(self._complete and not self._failed)
-        usage = self._usage if self._complete and not self._failed else self._estimated()
+        # Trusted as reported when the stream ended cleanly with a usage report; estimated when it
+        # was cut short, or when the upstream never reported usage at all.
+        reported = self._complete and not self._failed and self._usage_seen
+        usage = self._usage if reported else self._estimated()
         self.record.set_usage(usage)
         self.record.cost_usd = self._price.cost(usage)
         self.record.duration_ms = (time.perf_counter() - self._t0) * 1000
@@ -168,7 +173,7 @@ class EventStream:
 
     def _estimated(self) -> Usage:
         """The usage of a stream that ended before its final usage report (the caller left, the
-        upstream broke off, a shutdown): what the upstream reported so far, raised to what it
+        upstream broke off, a shutdown) or had none: what the upstream reported so far, raised to what it
         visibly generated — four streamed characters per output token, and the prompt estimate
         when no input count came — so a stream cut short is charged, not free. The estimated
         fields are listed in ``details["usage_estimated"]``."""
