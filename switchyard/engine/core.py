@@ -45,6 +45,7 @@ from switchyard.engine.restriction import RestrictedError, Restriction, restrict
 from switchyard.engine.router_call import RouterCall
 from switchyard.engine.session import identify
 from switchyard.engine.state_watch import watched
+from switchyard.engine.stream_health import StreamHealth
 from switchyard.engine.stream_out import encode_stream, stream_aborter
 from switchyard.engine.target import Completion, NoBackend, Route, Target, close_all, find_route
 from switchyard.engine.timeouts import Budget, budget
@@ -434,26 +435,7 @@ class Engine:
         start = next((e for e in first if isinstance(e, MessageStart)), MessageStart(id="", model=""))
         await self._answered_by(prep, target, start.id, start.model)
         events = gated_stream(verify, prep.request, record, target.info.name, first, events)  # docs/verify.md
-        name = target.info.name
-        leak_failed: list[bool] = []
-
-        def failed_mid_stream() -> None:
-            self.health.count("mid_stream_failures")
-            self.health.failed(name, target.reliability.breaker)
-
-        def leaked(marker: str) -> None:
-            flag_leak(self.health, target, marker, record, replaceable=False)
-            if target.reliability.markup_leak == "fallback":
-                leak_failed.append(True)  # counted as a failure: the clean end is no success
-
-        def ended(complete: bool) -> None:
-            if complete and not leak_failed:
-                self.health.succeeded(name)
-            elif not complete:
-                self.health.released(name)  # the caller left: says nothing about the upstream
-                if record.status == 499:
-                    self.health.count("cancelled")
-
+        hooks = StreamHealth(self.health, target, record)
         return EventStream(
             first,
             events,
@@ -461,9 +443,10 @@ class Engine:
             target,
             self._emit,
             prep.t0,
-            on_failure=failed_mid_stream,
-            on_markup=leaked if target.reliability.markup_leak != "off" else None,
-            on_end=ended,
+            on_failure=hooks.failed_mid_stream,
+            on_markup=hooks.leaked if target.reliability.markup_leak != "off" else None,
+            on_end=hooks.ended,
+            prompt_tokens=PromptSize(prep.request).tokens,  # charged when no usage report came
         )
 
     async def _buffered(self, prep: _Prepared) -> EventStream:

@@ -184,11 +184,18 @@ class UpstreamConnectionError(UpstreamError):
 
 
 class UpstreamTimeoutError(UpstreamError):
-    """A connect, read or total deadline passed."""
+    """A connect, read or total deadline passed.
+
+    Attributes:
+        caller_limit: The limit that passed was one the caller chose (``x-switchyard-timeout``
+            tighter than the client's configured limits), not the target's own: it says nothing
+            about the target's health, so it never counts towards its circuit breaker.
+    """
 
     status = 504
     type = "timeout_error"
     code = "upstream_timeout"
+    caller_limit = False
 
 
 class UpstreamProtocolError(UpstreamError):
