@@ -120,7 +120,7 @@ test: lint typecheck contracts docs unit
 # busy loops (tools/cpu_hog.py) keep the cores busy; the hog is stopped however the runs end.
 STRESS_RUNS  ?= 5
 STRESS_PROCS ?= 2
-test-stress: $(STAMP) redis-server $(NEMO_STAMP) $(AGENTS_STAMP)
+test-stress: $(STAMP) redis-server chromium nginx $(NEMO_STAMP) $(AGENTS_STAMP)
 	@$(BIN)/python tools/cpu_hog.py --procs $(STRESS_PROCS) --seconds 7200 & hog=$$!; \
 	trap 'kill $$hog 2>/dev/null; wait $$hog 2>/dev/null' EXIT INT TERM; \
 	for i in $$(seq 1 $(STRESS_RUNS)); do \
