@@ -10,11 +10,12 @@ AGENTS := .agents
 AGENTS_STAMP := $(AGENTS)/.installed
 include tests/agents/pins.mk
 
-.PHONY: demo test lint typecheck contracts unit bench clean help redis-server chromium nginx docs nemo-venv agents
+.PHONY: demo test lint typecheck contracts unit bench clean help redis-server chromium nginx docs nemo-venv agents test-stress
 
 help:
 	@echo "make demo   - set up .venv and run the routed agent demo on simulated models"
 	@echo "make test   - set up .venv and run ruff, mypy, import contracts and the whole test suite"
+	@echo "make test-stress - the test suite 5 times in a row while tools/cpu_hog.py keeps the cores busy"
 	@echo "make bench  - proxy overhead benchmark (see docs/benchmarks.md)"
 	@echo "make docs   - build the documentation site into site/ (strict: broken links fail)"
 	@echo "make agents - install the real agents the agent matrix runs into .agents/ (see docs/agents.md)"
@@ -114,6 +115,18 @@ docs: $(STAMP)
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 
 test: lint typecheck contracts docs unit
+
+# The suite must not depend on timing: run it STRESS_RUNS times in a row while STRESS_PROCS
+# busy loops (tools/cpu_hog.py) keep the cores busy; the hog is stopped however the runs end.
+STRESS_RUNS  ?= 5
+STRESS_PROCS ?= 2
+test-stress: $(STAMP) redis-server chromium nginx $(NEMO_STAMP) $(AGENTS_STAMP)
+	@$(BIN)/python tools/cpu_hog.py --procs $(STRESS_PROCS) --seconds 7200 & hog=$$!; \
+	trap 'kill $$hog 2>/dev/null; wait $$hog 2>/dev/null' EXIT INT TERM; \
+	for i in $$(seq 1 $(STRESS_RUNS)); do \
+	  echo "== stress run $$i of $(STRESS_RUNS) =="; \
+	  $(BIN)/python -m pytest -q || exit 1; \
+	done
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/proxy_overhead.py

@@ -46,23 +46,28 @@ class RedisServer:
 
     Args:
         workdir: Its working directory (a pytest ``tmp_path``).
+        password: Require this password (``requirepass``); :attr:`url` then carries it.
     """
 
-    def __init__(self, workdir: Path) -> None:
+    def __init__(self, workdir: Path, password: str | None = None) -> None:
         self.binary = redis_binary()
         self.workdir = workdir
+        self.password = password
         self.port = free_port()
         self.proc: subprocess.Popen[bytes] | None = None
 
     @property
     def url(self) -> str:
-        """``redis://127.0.0.1:PORT/0``."""
-        return f"redis://127.0.0.1:{self.port}/0"
+        """``redis://127.0.0.1:PORT/0`` (``redis://:PASSWORD@…`` with a password)."""
+        auth = f":{self.password}@" if self.password else ""
+        return f"redis://{auth}127.0.0.1:{self.port}/0"
 
     def start(self) -> RedisServer:
         """Starts the server and waits (≤ 10 s) until it answers PING."""
         args = [self.binary, "--port", str(self.port), "--bind", "127.0.0.1", "--dir", str(self.workdir)]
         args += ["--save", "", "--appendonly", "no", "--protected-mode", "no", "--loglevel", "warning"]
+        if self.password:
+            args += ["--requirepass", self.password]
         with (self.workdir / "redis.log").open("ab") as log:
             self.proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 10
@@ -76,6 +81,10 @@ class RedisServer:
         """Whether the server answers ``PING`` right now."""
         try:
             with socket.create_connection(("127.0.0.1", self.port), timeout=0.5) as sock:
+                if self.password:
+                    sock.sendall(f"AUTH {self.password}\r\n".encode())
+                    if not sock.recv(16).startswith(b"+OK"):
+                        return False
                 sock.sendall(b"PING\r\n")
                 return sock.recv(16).startswith(b"+PONG")
         except OSError:

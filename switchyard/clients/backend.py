@@ -17,7 +17,18 @@ import orjson
 
 from switchyard.clients.errors import status_error
 from switchyard.clients.health import Probe, health_url, probe_urls, server_root
-from switchyard.clients.http_parts import DEFAULT_HEADERS, drain, env_proxy, is_pool_timeout, is_timeout, left
+from switchyard.clients.http_parts import (
+    DEFAULT_HEADERS,
+    MAX_RESPONSE_BYTES,
+    drain,
+    env_proxy,
+    is_connect_timeout,
+    is_decoding_error,
+    is_pool_timeout,
+    is_timeout,
+    left,
+    read_capped,
+)
 from switchyard.clients.http_parts import Timeouts as Timeouts
 from switchyard.clients.limits import clamp_output, may_clamp
 from switchyard.clients.models import ModelListError, parse_model_list, served_window
@@ -29,9 +40,10 @@ from switchyard.protocol.errors import (
     UpstreamTimeoutError,
 )
 from switchyard.protocol.messages import ReasoningPart
+from switchyard.protocol.redact import Redactor, header_secrets, redact_urls
 from switchyard.protocol.request import ChatRequest
 from switchyard.protocol.response import ChatResponse
-from switchyard.protocol.stream import StreamEvent
+from switchyard.protocol.stream import StreamError, StreamEvent
 from switchyard.protocol.targets import TargetInfo
 from switchyard.wire import codec as get_codec
 from switchyard.wire import custom_tools, reasoning
@@ -64,6 +76,8 @@ class HttpBackend:
         timeouts: Default limits.
         max_connections: Connection-pool size.
         transport: An ``httpx`` transport to use instead of the network (tests).
+        max_response_bytes: Largest JSON answer body, and largest decoded size of a compressed
+            body, read from this upstream (a gzip bomb fails as a protocol error).
     """
 
     def __init__(
@@ -77,8 +91,10 @@ class HttpBackend:
         timeouts: Timeouts | None = None,
         max_connections: int = 256,
         transport: httpx.AsyncBaseTransport | None = None,
+        max_response_bytes: int = MAX_RESPONSE_BYTES,
     ) -> None:
         self.name = name
+        self.max_response_bytes = max_response_bytes
         self.format = WireFormat(fmt)
         self.max_connections = max_connections
         self.codec = get_codec(self.format)
@@ -89,6 +105,9 @@ class HttpBackend:
         base_headers.update(self._auth_headers(api_key))
         base_headers.update(headers or {})
         self._headers = base_headers
+        # The credentials this backend sends (its key, any secret-bearing header): masked in every
+        # upstream error it passes on (docs/security.md, "hostile network").
+        self._redact = Redactor([*([api_key] if api_key else []), *header_secrets(base_headers)])
         self._drains: set[asyncio.Task[None]] = set()
         self._no_health_endpoint = False  # learned: the default /health answered 404/405
         self._injected = transport
@@ -140,7 +159,13 @@ class HttpBackend:
         # defaults, not part of its fixed prefix: Anthropic SDKs send anthropic-version on every
         # request, and replacing it must stay as cheap as not sending it.
         defaults = {k: headers.pop(k) for k in list(headers) if k.lower() in _CALLER_DEFAULTS}
-        return H1Pool(self.url, headers, defaults=defaults, max_connections=max_connections)
+        return H1Pool(
+            self.url,
+            headers,
+            defaults=defaults,
+            max_connections=max_connections,
+            max_response_bytes=self.max_response_bytes,
+        )
 
     @staticmethod
     def _url(base: str, path: str) -> str:
@@ -299,7 +324,7 @@ class HttpBackend:
         response.request = request
         if not stream:
             try:
-                await response.aread()
+                await read_capped(response, self.max_response_bytes)
             finally:
                 await response.aclose()
         return response
@@ -321,14 +346,13 @@ class HttpBackend:
             async with asyncio.timeout(left(deadline)):
                 resp = await self._post(content, options, timeouts, deadline=deadline)
         except TimeoutError as exc:
-            raise UpstreamTimeoutError(
-                f"{target.name}: no complete answer within its {label}",
-                target=target.name,
-            ) from exc
+            raise _timed_out(f"{target.name}: no complete answer within its {label}", target, label) from exc
         except self._errors as exc:
-            raise self._transport_error(exc, target) from exc
+            raise self._transport_error(exc, target, timeouts) from exc
         if resp.status_code >= 400:
-            raise status_error(self.codec, resp.status_code, resp.content, resp.headers, target=target.name)
+            raise status_error(
+                self.codec, resp.status_code, resp.content, resp.headers, target=target.name, redact=self._redact
+            )
         try:
             data = orjson.loads(resp.content)
         except orjson.JSONDecodeError as exc:
@@ -351,12 +375,9 @@ class HttpBackend:
             async with asyncio.timeout(left(deadline)):
                 resp = await self._post(content, options, timeouts, deadline=deadline, stream=True)
         except TimeoutError as exc:
-            raise UpstreamTimeoutError(
-                f"{target.name}: no response headers within its {label}",
-                target=target.name,
-            ) from exc
+            raise _timed_out(f"{target.name}: no response headers within its {label}", target, label) from exc
         except self._errors as exc:
-            raise self._transport_error(exc, target) from exc
+            raise self._transport_error(exc, target, timeouts) from exc
         if resp.status_code >= 400:
             try:
                 body = await resp.aread()
@@ -364,18 +385,29 @@ class HttpBackend:
                 body = b""
             finally:
                 await resp.aclose()
-            raise status_error(self.codec, resp.status_code, body, resp.headers, target=target.name)
+            raise status_error(
+                self.codec, resp.status_code, body, resp.headers, target=target.name, redact=self._redact
+            )
         # The lean pool's response carries its content type parsed (no header mapping built).
         content_type = getattr(resp, "content_type", None)
         if content_type is None:
             content_type = resp.headers.get("content-type", "")
         if "text/event-stream" not in content_type:
             # The upstream ignored ``stream`` and answered in one piece: replay it as a stream.
-            body = await resp.aread()
-            await resp.aclose()
+            # A body that breaks off (truncated, badly chunked, a bomb) fails like a JSON answer
+            # would: an upstream error the engine falls back on, never a bare transport error.
+            try:
+                async with asyncio.timeout(left(deadline)):
+                    body = await resp.aread()
+            except TimeoutError as exc:
+                raise _timed_out(f"{target.name}: no complete answer within its {label}", target, label) from exc
+            except self._errors as exc:
+                raise self._transport_error(exc, target, timeouts) from exc
+            finally:
+                await resp.aclose()
             events = self._replay_json(body, target)
         else:
-            events = self._events(resp, target, deadline)
+            events = self._events(resp, target, deadline, timeouts, label)
         return custom_tools.restore_stream(events, names) if names else events
 
     async def _replay_json(self, body: bytes, target: TargetInfo) -> AsyncIterator[StreamEvent]:
@@ -388,7 +420,9 @@ class HttpBackend:
         for event in response_to_events(self.codec.decode_response(data)):
             yield event
 
-    async def _events(self, resp: Any, target: TargetInfo, deadline: float | None) -> AsyncIterator[StreamEvent]:
+    async def _events(
+        self, resp: Any, target: TargetInfo, deadline: float | None, timeouts: Timeouts, label: str
+    ) -> AsyncIterator[StreamEvent]:
         parser = SSEParser()
         decoder = self.codec.stream_decoder()
         chunks = resp.aiter_bytes()
@@ -407,14 +441,13 @@ class HttpBackend:
                         async with asyncio.timeout(left(deadline)):
                             chunk = await anext(chunks, None)
                     except TimeoutError as exc:
-                        raise UpstreamTimeoutError(
-                            f"{target.name}: stream exceeded its total deadline", target=target.name
-                        ) from exc
+                        said = f"{target.name}: stream exceeded its {label}"
+                        raise _timed_out(said, target, label) from exc
                 if chunk is None:
                     break
                 for sse in parser.feed(chunk):
                     for event in decoder.feed(sse):
-                        yield event
+                        yield _masked(event, self._redact) if type(event) is StreamError else event
                     if decoder.done:
                         break
                 if decoder.done:
@@ -426,11 +459,11 @@ class HttpBackend:
                     return
             for sse in parser.finish():
                 for event in decoder.feed(sse):
-                    yield event
+                    yield _masked(event, self._redact) if type(event) is StreamError else event
             for event in decoder.finish():
-                yield event
+                yield _masked(event, self._redact) if type(event) is StreamError else event
         except self._errors as exc:
-            raise self._transport_error(exc, target) from exc
+            raise self._transport_error(exc, target, timeouts) from exc
         except UpstreamError as exc:
             exc.target = target.name
             raise
@@ -486,73 +519,18 @@ class HttpBackend:
             self._no_health_endpoint = True
         return probe
 
-    # -- token counting ---------------------------------------------------------------------
-
-    _COUNT_FIELDS = {
-        WireFormat.ANTHROPIC_MESSAGES: ("model", "messages", "system", "tools", "tool_choice", "thinking"),
-        WireFormat.OPENAI_RESPONSES: (
-            "model",
-            "input",
-            "instructions",
-            "tools",
-            "tool_choice",
-            "parallel_tool_calls",
-            "reasoning",
-            "text",
-        ),
-    }
-
-    def _count_url(self) -> str:
-        if self.format is WireFormat.ANTHROPIC_MESSAGES:
-            return self.url + "/count_tokens"
-        if self.format is WireFormat.OPENAI_RESPONSES:
-            return self.url + "/input_tokens"
-        # vLLM serves /tokenize at the server root, beside /v1.
-        root = self.url.removesuffix(self.codec.path)
-        return root.removesuffix("/v1") + "/tokenize"
-
     async def count_tokens(self, request: ChatRequest, target: TargetInfo, options: CallOptions) -> int:
-        """Prompt tokens of ``request`` as this upstream counts them.
-
-        Anthropic: ``POST /v1/messages/count_tokens``; OpenAI Responses:
-        ``POST /v1/responses/input_tokens``; Chat Completions: vLLM's ``POST /tokenize`` with the
-        chat messages (rendered by the model's chat template).
+        """Prompt tokens of ``request`` as this upstream counts them (see
+        :func:`switchyard.clients.token_count.count_tokens`).
 
         Raises:
             UpstreamError: The upstream has no such endpoint or failed.
         """
-        if self._replays(request, options):
-            assert options.raw_body is not None
-            body: dict[str, Any] = dict(options.raw_body)
-            body["model"] = target.model
-        else:
-            body = self.codec.encode_request(request, model=target.model, stream=False)
-        if self.format is WireFormat.OPENAI_CHAT:
-            keep: tuple[str, ...] = ("model", "messages", "tools", "chat_template_kwargs")
-            body = {k: body[k] for k in keep if k in body} | {"add_generation_prompt": True}
-        else:
-            body = {k: body[k] for k in self._COUNT_FIELDS[self.format] if k in body}
-        timeouts = self.timeouts.merged(options.timeout)
-        req = self._request(orjson.dumps(body), options, timeouts, url=self._count_url())
-        try:
-            async with asyncio.timeout(timeouts.total):
-                resp = await self._client.send(req)
-        except TimeoutError as exc:
-            raise UpstreamTimeoutError(f"{target.name}: token count timed out", target=target.name) from exc
-        except self._errors as exc:
-            raise self._transport_error(exc, target) from exc
-        if resp.status_code >= 400:
-            raise status_error(self.codec, resp.status_code, resp.content, resp.headers, target=target.name)
-        try:
-            data = orjson.loads(resp.content)
-        except orjson.JSONDecodeError as exc:
-            raise UpstreamProtocolError(f"{target.name}: token count answer is not JSON", target=target.name) from exc
-        count = data.get("input_tokens", data.get("count")) if isinstance(data, dict) else None
-        if not isinstance(count, int) or isinstance(count, bool):
-            raise UpstreamProtocolError(f"{target.name}: token count answer has no count", target=target.name)
-        return count
+        from switchyard.clients.token_count import count_tokens
 
-    def _transport_error(self, exc: BaseException, target: TargetInfo) -> UpstreamError:
+        return await count_tokens(self, request, target, options)
+
+    def _transport_error(self, exc: BaseException, target: TargetInfo, limits: Timeouts | None = None) -> UpstreamError:
         if is_pool_timeout(exc):
             return UpstreamTimeoutError(
                 f"{target.name}: connection pool exhausted: all {self.max_connections} connections to "
@@ -561,8 +539,21 @@ class HttpBackend:
             )
         if is_timeout(exc):
             kind = type(exc).__name__
-            return UpstreamTimeoutError(f"{target.name}: upstream timed out ({kind})", target=target.name)
-        return UpstreamConnectionError(f"{target.name}: {type(exc).__name__}: {exc}", target=target.name)
+            error = UpstreamTimeoutError(f"{target.name}: upstream timed out ({kind})", target=target.name)
+            if limits is not None:
+                # The caller's x-switchyard-timeout may only tighten a limit: when the one that
+                # passed is tighter than configured, it was the caller's choice.
+                if is_connect_timeout(exc):
+                    error.caller_limit = limits.connect < self.timeouts.connect
+                else:
+                    error.caller_limit = limits.read < self.timeouts.read
+            return error
+        said = self._redact.text(redact_urls(f"{type(exc).__name__}: {exc}"))
+        if is_decoding_error(exc):
+            # The body could not be decoded (corrupt, or past max_response_bytes once inflated):
+            # the upstream answered, but with nothing usable — a protocol failure, not a lost link.
+            return UpstreamProtocolError(f"{target.name}: {said}", target=target.name)
+        return UpstreamConnectionError(f"{target.name}: {said}", target=target.name)
 
     async def aclose(self) -> None:
         """Closes pooled connections."""
@@ -572,3 +563,18 @@ class HttpBackend:
             await self._pool.aclose()
         if self._http is not None:
             await self._http.aclose()
+
+
+def _timed_out(message: str, target: TargetInfo, label: str) -> UpstreamTimeoutError:
+    """A deadline passed: the request's own (``x-switchyard-timeout``, the caller's choice) or
+    the client's configured total (the target's)."""
+    error = UpstreamTimeoutError(message, target=target.name)
+    error.caller_limit = label == "request deadline"
+    return error
+
+
+def _masked(event: StreamError, redact: Redactor) -> StreamError:
+    """An upstream's in-band stream error with the backend's secrets masked in its message."""
+    if not redact or not event.error.message:
+        return event
+    return StreamError(error=event.error.model_copy(update={"message": redact.text(event.error.message)}))

@@ -12,6 +12,7 @@ from typing import Any
 import orjson
 
 from switchyard.protocol.errors import ContextWindowExceededError, UpstreamStatusError
+from switchyard.protocol.redact import Redactor
 from switchyard.wire.base import Codec
 
 # Phrases providers use for "the prompt does not fit" (OpenAI, Anthropic, vLLM, SGLang …).
@@ -68,9 +69,21 @@ def is_context_overflow(status: int, body_text: str, code: str | None) -> bool:
 
 
 def status_error(
-    codec: Codec, status: int, body: bytes, headers: Mapping[str, str], *, target: str | None
+    codec: Codec,
+    status: int,
+    body: bytes,
+    headers: Mapping[str, str],
+    *,
+    target: str | None,
+    redact: Redactor | None = None,
 ) -> UpstreamStatusError:
-    """Builds the typed error for an upstream HTTP error answer."""
+    """Builds the typed error for an upstream HTTP error answer.
+
+    With ``redact``, the secrets the proxy sent upstream are masked in the body first, so neither
+    the relayed body nor the message (nor any log line made from them) can quote them.
+    """
+    if redact:
+        body = redact.data(body)
     parsed: Any
     try:
         parsed = orjson.loads(body) if body else None

@@ -14,7 +14,9 @@ What it keeps from the httpx path, so that callers see no difference:
 - the same failures under the same names (``ConnectError``, ``ConnectTimeout``,
   ``ReadTimeout``, ``ReadError``, ``RemoteProtocolError``, ``DecodingError``: subclasses of
   :class:`TransportError` here), which the backend turns into the same upstream errors;
-- ``gzip``/``deflate`` bodies are decoded;
+- ``gzip``/``deflate`` bodies are decoded — in pieces of at most :data:`DECODE_PIECE` bytes, and
+  never past the pool's ``max_response_bytes`` (a 32 KiB gzip bomb does not become 32 MiB in
+  memory: the response fails with :class:`ResponseTooLarge`, a :class:`DecodingError`);
 - TLS with the context httpx would build (``httpx.create_ssl_context``: certifi,
   ``SSL_CERT_FILE``/``SSL_CERT_DIR``).
 
@@ -37,6 +39,26 @@ from urllib.parse import urlsplit
 
 import httptools
 
+from switchyard.clients.h1_errors import (
+    ConnectError,
+    ConnectTimeout,
+    DecodingError,
+    PoolTimeout,
+    ReadError,
+    ReadTimeout,
+    RemoteProtocolError,
+    ResponseTooLarge,
+    TimeoutException,
+    TransportError,
+)
+
+DECODE_PIECE = 64 * 1024
+"""Most bytes one decompression step may produce (the rest of the input waits its turn)."""
+
+MAX_RESPONSE_BYTES = 16 * 1024 * 1024
+"""Default cap on a response body: the whole body of a JSON answer, and the decoded size of a
+compressed one (streamed or not)."""
+
 MAX_BUFFER = 256 * 1024
 """Unread response bytes held per connection before reading from the socket pauses (the
 buffer can exceed it by one socket read)."""
@@ -47,42 +69,6 @@ _ILLEGAL = re.compile(r"[\r\n\x00]")
 
 _OWN = frozenset({"host", "content-length"})
 """Headers the pool writes itself (the origin it connects to, the body it sends)."""
-
-
-class TransportError(Exception):
-    """The request failed below HTTP (connection, timeout, malformed or undecodable answer)."""
-
-
-class TimeoutException(TransportError):
-    """No connection or no bytes within the limit."""
-
-
-class ConnectTimeout(TimeoutException):
-    """Connecting took longer than the connect timeout."""
-
-
-class ReadTimeout(TimeoutException):
-    """The upstream was silent for longer than the read timeout."""
-
-
-class PoolTimeout(TimeoutException):
-    """Every pooled connection stayed busy for longer than the pool timeout."""
-
-
-class ConnectError(TransportError):
-    """The connection could not be opened (refused, unreachable, TLS handshake failed)."""
-
-
-class ReadError(TransportError):
-    """The connection broke in the middle of a response."""
-
-
-class RemoteProtocolError(TransportError):
-    """The upstream closed without answering, or answered with something that is not HTTP/1.1."""
-
-
-class DecodingError(TransportError):
-    """The body's content-encoding is unsupported or the compressed body is corrupt."""
 
 
 class H1Response:
@@ -97,8 +83,10 @@ class H1Response:
         "_conn",
         "_decoder",
         "_error",
+        "_limit",
         "_raw_headers",
         "_read_timeout",
+        "_received",
         "_waiter",
         "buffered",
         "complete",
@@ -107,7 +95,7 @@ class H1Response:
         "status_code",
     )
 
-    def __init__(self, read_timeout: float | None) -> None:
+    def __init__(self, read_timeout: float | None, limit: int | None = None, *, whole: bool = True) -> None:
         self.status_code = 0
         self._raw_headers: list[tuple[bytes, bytes]] = []
         self.content_type = ""
@@ -120,6 +108,10 @@ class H1Response:
         self._conn: _Connection | None = None
         self._read_timeout = read_timeout
         self._decoder: Any = None
+        # Bytes counted against ``limit``: every body byte of a JSON answer (``whole``), only the
+        # decoded bytes of a compressed stream (a plain stream is bounded by backpressure).
+        self._limit = limit
+        self._received = 0 if whole else None
 
     @property
     def headers(self) -> dict[str, str]:
@@ -139,19 +131,34 @@ class H1Response:
             waiter.set_result(None)
 
     def _feed(self, data: bytes) -> None:
-        if self._decoder is not None:
-            data = self._decoder.decompress(data)
-            if not data:
-                return
+        decoder = self._decoder
+        if decoder is None:
+            self._take(data)
+            return
+        # Bounded steps: a small compressed input may inflate a thousandfold; each step's output
+        # is counted before the next one is made.
+        while data:
+            self._take(decoder.decompress(data, DECODE_PIECE))
+            data = decoder.unconsumed_tail
+
+    def _take(self, data: bytes) -> None:
+        if not data:
+            return
+        if self._received is not None or self._decoder is not None:
+            self._received = (self._received or 0) + len(data)
+            if self._limit is not None and self._received > self._limit:
+                raise ResponseTooLarge(
+                    f"upstream body exceeds {self._limit} bytes"
+                    + (" once decoded" if self._decoder is not None else "")
+                    + " (llm_clients.<name>.max_response_bytes)"
+                )
         self._chunks.append(data)
         self.buffered += len(data)
         self._wake()
 
     def _finish(self) -> None:
         if self._decoder is not None:
-            tail = self._decoder.flush()
-            if tail:
-                self._chunks.append(tail)
+            self._take(self._decoder.flush())
         self.complete = True
         self._conn = None
         self._wake()
@@ -266,7 +273,10 @@ class _Connection(asyncio.Protocol):
         resp = self.response
         if resp is not None and not resp.complete:
             if self.head is not None and self.head.done() and _reads_to_close(resp):
-                resp._finish()  # a body delimited by the end of the connection
+                try:
+                    resp._finish()  # a body delimited by the end of the connection
+                except (zlib.error, DecodingError) as err:
+                    resp._fail(err if isinstance(err, DecodingError) else DecodingError(f"cannot decode: {err}"))
             elif self.got_bytes:
                 self._broken(ReadError("upstream closed the connection mid-response"))
             else:
@@ -300,6 +310,9 @@ class _Connection(asyncio.Protocol):
         except zlib.error as exc:
             self._broken(DecodingError(f"cannot decode the upstream body: {exc}"))
             return
+        except DecodingError as exc:
+            self._broken(exc)
+            return
         if resp.buffered > MAX_BUFFER and not self.paused and self.transport is not None:
             self.paused = True
             self.transport.pause_reading()
@@ -310,7 +323,12 @@ class _Connection(asyncio.Protocol):
             self.abort()  # a second response to one request: never reuse this connection
             return
         keep = self.parser.should_keep_alive()
-        resp._finish()
+        try:
+            resp._finish()
+        except (zlib.error, DecodingError) as exc:
+            self.response = resp
+            self._broken(exc if isinstance(exc, DecodingError) else DecodingError(f"cannot decode: {exc}"))
+            return
         if keep and not self.closed:
             self.resume()
             self.pool.release(self)
@@ -383,6 +401,8 @@ class H1Pool:
             send themselves. Kept out of the prefix, so replacing one costs nothing extra.
         max_connections: Open connections at most; further requests wait for one.
         ssl_context: TLS settings for ``https`` (httpx's defaults when ``None``).
+        max_response_bytes: Cap on a JSON answer's body and on a compressed body's decoded
+            size (``None``: no cap).
     """
 
     def __init__(
@@ -393,8 +413,10 @@ class H1Pool:
         defaults: Mapping[str, str] | None = None,
         max_connections: int = 256,
         ssl_context: ssl.SSLContext | None = None,
+        max_response_bytes: int | None = MAX_RESPONSE_BYTES,
     ) -> None:
         parts = urlsplit(url)
+        self.max_response_bytes = max_response_bytes
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError(f"not an http(s) URL: {url!r}")
         self.host = parts.hostname
@@ -529,7 +551,7 @@ class H1Pool:
         # The head first: a header that cannot be sent must not cost a pooled connection.
         head = self._head(extra_headers, len(body))
         conn = await self._connection(connect_timeout, pool_timeout)
-        resp = H1Response(read_timeout)
+        resp = H1Response(read_timeout, self.max_response_bytes, whole=not stream)
         try:
             waiter = conn.send(head + body if len(body) < 65536 else head, resp)
             if len(body) >= 65536:
@@ -558,3 +580,19 @@ class H1Pool:
         for conn in list(self._open):
             conn.abort()
         self._idle.clear()
+
+
+__all__ = [
+    "ConnectError",
+    "ConnectTimeout",
+    "DecodingError",
+    "H1Pool",
+    "H1Response",
+    "PoolTimeout",
+    "ReadError",
+    "ReadTimeout",
+    "RemoteProtocolError",
+    "ResponseTooLarge",
+    "TimeoutException",
+    "TransportError",
+]

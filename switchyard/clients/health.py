@@ -27,6 +27,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
+from switchyard.protocol.redact import redact_url, redact_urls
+
 if TYPE_CHECKING:
     import httpx
 
@@ -83,17 +85,19 @@ async def probe_urls(
     probe = Probe("not_probed")
     for i, url in enumerate(urls):
         started = time.perf_counter()
+        shown = redact_url(url)  # what /health and the log name: never credentials in the URL
         try:
             resp = await client.get(url, headers=dict(headers), timeout=httpx.Timeout(timeout_s))
         except httpx.TimeoutException:
-            return Probe("down", url=url, latency_ms=_ms(started), error=f"no answer within {timeout_s:g}s"), False
+            return Probe("down", url=shown, latency_ms=_ms(started), error=f"no answer within {timeout_s:g}s"), False
         except httpx.HTTPError as exc:
-            return Probe("down", url=url, latency_ms=_ms(started), error=f"{type(exc).__name__}: {exc}"), False
+            error = redact_urls(f"{type(exc).__name__}: {exc}")
+            return Probe("down", url=shown, latency_ms=_ms(started), error=error), False
         status = resp.status_code
         if status in (404, 405) and i + 1 < len(urls):
             missing_first = missing_first or i == 0
             continue
-        probe = classify(status, url, _ms(started))
+        probe = classify(status, shown, _ms(started))
         break
     return probe, missing_first
 

@@ -16,6 +16,10 @@ from typing import Any
 
 from switchyard._version import __version__
 
+MAX_RESPONSE_BYTES = 16 * 1024 * 1024
+"""Default ``llm_clients.<name>.max_response_bytes``: the largest JSON answer body, and the
+largest decoded size of a compressed body, read from an upstream."""
+
 # Bounds on reading the tail of a stream whose answer is complete (see ``drain``).
 _DRAIN_S = 5.0
 _DRAIN_BYTES = 64 * 1024
@@ -82,6 +86,16 @@ def is_timeout(exc: BaseException) -> bool:
     return _raised(exc, "TimeoutException")
 
 
+def is_connect_timeout(exc: BaseException) -> bool:
+    """No connection (or no free pooled one) within the connect limit, in either client."""
+    return _raised(exc, "ConnectTimeout") or _raised(exc, "PoolTimeout")
+
+
+def is_decoding_error(exc: BaseException) -> bool:
+    """A body that could not be decoded (corrupt, unsupported, or too large once inflated)."""
+    return _raised(exc, "DecodingError")
+
+
 def is_pool_timeout(exc: BaseException) -> bool:
     """No free pooled connection in time, in either client."""
     return _raised(exc, "PoolTimeout")
@@ -95,6 +109,29 @@ def _raised(exc: BaseException, name: str) -> bool:
         if loaded is not None and isinstance(exc, getattr(loaded, name)):
             return True
     return False
+
+
+async def read_capped(response: Any, limit: int) -> bytes:
+    """Reads an httpx response's decoded body, failing past ``limit`` bytes (as the lean pool
+    does) instead of inflating a compressed bomb into memory whole.
+
+    Raises:
+        httpx.DecodingError: The decoded body grew past ``limit``.
+    """
+    import httpx
+
+    parts: list[bytes] = []
+    size = 0
+    async for chunk in response.aiter_bytes():
+        size += len(chunk)
+        if size > limit:
+            raise httpx.DecodingError(
+                f"upstream body exceeds {limit} bytes once decoded (llm_clients.<name>.max_response_bytes)"
+            )
+        parts.append(chunk)
+    body = b"".join(parts)
+    response._content = body  # what ``response.content`` returns from now on (as aread sets it)
+    return body
 
 
 async def drain(resp: Any, chunks: AsyncIterator[bytes], errors: tuple[type[BaseException], ...]) -> None:

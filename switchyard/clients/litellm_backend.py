@@ -165,6 +165,13 @@ class LiteLLMBackend:
             deadline = options.deadline if deadline is None else min(deadline, options.deadline)
         return deadline
 
+    @staticmethod
+    def _timed_out(message: str, target: TargetInfo, options: CallOptions, deadline: float | None) -> UpstreamError:
+        """A deadline passed; the caller's own (``x-switchyard-timeout``) is no fault of the target."""
+        error = UpstreamTimeoutError(message, target=target.name)
+        error.caller_limit = options.deadline is not None and deadline == options.deadline
+        return error
+
     async def complete(self, request: ChatRequest, target: TargetInfo, options: CallOptions) -> ChatResponse:
         kwargs = self._kwargs(request, target, options, stream=False)
         deadline = self._deadline(options)
@@ -173,8 +180,8 @@ class LiteLLMBackend:
             async with asyncio.timeout(_left(deadline)):
                 result = await acompletion(**kwargs)
         except TimeoutError as exc:
-            raise UpstreamTimeoutError(
-                f"{target.name}: no complete answer before its deadline", target=target.name
+            raise self._timed_out(
+                f"{target.name}: no complete answer before its deadline", target, options, deadline
             ) from exc
         except Exception as exc:
             raise map_exception(exc, target.name) from exc
@@ -197,12 +204,14 @@ class LiteLLMBackend:
             async with asyncio.timeout(_left(deadline)):
                 chunks = await acompletion(**kwargs)
         except TimeoutError as exc:
-            raise UpstreamTimeoutError(f"{target.name}: no stream before its deadline", target=target.name) from exc
+            raise self._timed_out(f"{target.name}: no stream before its deadline", target, options, deadline) from exc
         except Exception as exc:
             raise map_exception(exc, target.name) from exc
-        return self._events(chunks, target, deadline)
+        return self._events(chunks, target, deadline, options)
 
-    async def _events(self, chunks: Any, target: TargetInfo, deadline: float | None) -> AsyncIterator[StreamEvent]:
+    async def _events(
+        self, chunks: Any, target: TargetInfo, deadline: float | None, options: CallOptions
+    ) -> AsyncIterator[StreamEvent]:
         decoder = self.codec.stream_decoder()
         iterator = chunks.__aiter__()
         try:
@@ -211,8 +220,8 @@ class LiteLLMBackend:
                     async with asyncio.timeout(_left(deadline)):
                         chunk = await anext(iterator, None)
                 except TimeoutError as exc:
-                    raise UpstreamTimeoutError(
-                        f"{target.name}: stream exceeded its total deadline", target=target.name
+                    raise self._timed_out(
+                        f"{target.name}: stream exceeded its total deadline", target, options, deadline
                     ) from exc
                 except UpstreamError:
                     raise

@@ -22,6 +22,7 @@ from switchyard.engine.records import DecisionSink, JsonlSink, log_sink
 from switchyard.engine.verify import Verifier
 from switchyard.protocol.call import ModelBackend
 from switchyard.protocol.features import FeatureError, FeatureExtractor
+from switchyard.protocol.redact import redact_urls
 from switchyard.protocol.session import StateStore
 from switchyard.protocol.targets import TargetInfo
 from switchyard.routers.base import BuildContext, Router, RouterSpec
@@ -58,6 +59,7 @@ def http_backend(name: str, cfg: LlmClientConfig, api_key: str | None) -> ModelB
         headers=cfg.headers,
         timeouts=Timeouts(cfg.timeout.connect, cfg.timeout.read, cfg.timeout.total),
         max_connections=cfg.max_connections,
+        max_response_bytes=cfg.max_response_bytes,
     )
 
 
@@ -234,7 +236,8 @@ def build_store(loaded: LoadedConfig) -> StateStore:
             loaded.source,
         ) from exc
     except ValueError as exc:  # redis-py rejects a malformed URL
-        raise ConfigError([ConfigIssue("state.url", str(exc))], loaded.source) from exc
+        # redis-py's message may quote the URL: never its password (docs/security.md).
+        raise ConfigError([ConfigIssue("state.url", redact_urls(str(exc)))], loaded.source) from exc
 
 
 def build_engine(

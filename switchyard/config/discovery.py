@@ -17,6 +17,7 @@ from typing import Any
 
 from switchyard.config.load import LoadedConfig
 from switchyard.config.schema import LlmClientConfig
+from switchyard.protocol.redact import redact_url, redact_urls
 
 logger = logging.getLogger("switchyard.config")
 
@@ -83,7 +84,7 @@ def probe_context_windows(
                 logger.warning(
                     "targets.%s: could not read the served context window (%s); continuing without it",
                     name,
-                    exc,
+                    redact_urls(str(exc)),
                 )
                 lists[target.client] = None
         entries = lists[target.client]
@@ -96,13 +97,14 @@ def probe_context_windows(
                 "targets.%s: %s at %s reports no max_model_len for model %r (served: %s); context window unknown",
                 name,
                 target.client,
-                client.base_url,
+                redact_url(client.base_url or ""),
                 target.model,
                 served,
             )
             continue
         found[name] = window
-        logger.info("targets.%s: served context window %d tokens (from %s/models)", name, window, client.base_url)
+        shown = redact_url(client.base_url or "")  # never credentials of the URL in a log line
+        logger.info("targets.%s: served context window %d tokens (from %s/models)", name, window, shown)
     loaded.served_context_windows.update(found)
     return found
 

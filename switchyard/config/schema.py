@@ -139,6 +139,10 @@ class LlmClientConfig(_Strict):
         headers: Extra headers on every request (no auth headers: use ``api_key_env``).
         timeout: Time limits.
         max_connections: Connection-pool size.
+        max_response_bytes: Largest answer body read from this upstream: a JSON answer's
+            whole body, and a compressed (gzip/deflate) body's decoded size, streamed or not.
+            Past it the attempt fails as a protocol error and the next candidate is tried (a
+            32 KiB gzip bomb never becomes 32 MiB in memory).
         max_retries: Extra attempts on the same target after a retryable failure (429, 408,
             5xx, timeouts, connection errors) before falling back.
         retry: Backoff between those attempts.
@@ -161,6 +165,7 @@ class LlmClientConfig(_Strict):
     headers: dict[str, str] = Field(default_factory=dict)
     timeout: TimeoutConfig = Field(default_factory=TimeoutConfig)
     max_connections: PositiveInt = 256
+    max_response_bytes: PositiveInt = 16 * 1024 * 1024
     max_retries: int = Field(default=2, ge=0, le=10)
     retry: RetryConfig = Field(default_factory=RetryConfig)
     circuit_breaker: CircuitBreakerConfig = Field(default_factory=CircuitBreakerConfig)

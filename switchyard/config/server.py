@@ -78,12 +78,16 @@ class ClientTimeoutsConfig(_Strict):
         body_s: The whole request body must arrive within this many seconds after the headers
             (else 408 and the connection is closed).
         keepalive_s: An idle keep-alive connection is closed after this many seconds.
+        write_s: A streamed answer whose caller reads nothing for this many seconds while
+            data waits is ended: its connection is dropped and the upstream read cancelled (the
+            proxy holds at most 256 KiB of a stream the caller has not taken).
         max_connections: Open connections at once; one more is answered 503 and closed.
     """
 
     header_s: PositiveFloat = 10.0
     body_s: PositiveFloat = 60.0
     keepalive_s: PositiveFloat = 30.0
+    write_s: PositiveFloat = 30.0
     max_connections: PositiveInt = 512
 
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any
 
+from switchyard.engine import caller_view, served_model, threads
 from switchyard.engine.counting import count_tokens
 from switchyard.engine.event_stream import EventStream, aclose_events, first_content
 from switchyard.engine.fallback import Fallback
@@ -44,27 +45,24 @@ from switchyard.engine.restriction import RestrictedError, Restriction, restrict
 from switchyard.engine.router_call import RouterCall
 from switchyard.engine.session import identify
 from switchyard.engine.state_watch import watched
+from switchyard.engine.stream_health import StreamHealth
 from switchyard.engine.stream_out import encode_stream, stream_aborter
-from switchyard.engine.target import Completion, NoBackend, Route, Target, close_all
+from switchyard.engine.target import Completion, NoBackend, Route, Target, close_all, find_route
 from switchyard.engine.timeouts import Budget, budget
 from switchyard.engine.verify import gate, gated_stream
 from switchyard.engine.windows import PromptSize
-from switchyard.protocol.access import may_use, no_such_model
 from switchyard.protocol.call import CallOptions
 from switchyard.protocol.errors import (
     InvalidRequestError,
-    RouteNotFoundError,
     RouterError,
     SwitchyardError,
+    ThreadNotFoundError,
     UpstreamError,
 )
 from switchyard.protocol.request import ChatRequest
 from switchyard.protocol.response import ChatResponse
 from switchyard.protocol.session import NamespacedStore, SessionInfo, StateStore
-from switchyard.protocol.stream import (
-    StreamEvent,
-    response_to_events,
-)
+from switchyard.protocol.stream import MessageStart, StreamEvent, response_to_events
 from switchyard.protocol.targets import TargetInfo
 from switchyard.routers.base import Decision, RouteContext
 from switchyard.state.memory import MemoryStore
@@ -167,21 +165,8 @@ class Engine:
     # -- lookup -----------------------------------------------------------------------------
 
     def route(self, model: str) -> Route:
-        """The route a model id selects.
-
-        Raises:
-            RouteNotFoundError: No route, alias or default route matches.
-        """
-        found = self.routes.get(model)
-        if found is None and model in self._aliases:
-            found = self.routes[self._aliases[model]]
-        if found is None and self.default_route is not None:
-            found = self.routes[self.default_route]
-        if found is None or not may_use(found.name):
-            # The inbound API key's allowlist (switchyard.protocol.access): a route the key may
-            # not use is answered exactly as a missing one, so its name never leaks.
-            raise RouteNotFoundError(no_such_model(model, self.routes), param="model")
-        return found
+        """The route a model id selects (``RouteNotFoundError`` if none; see :func:`find_route`)."""
+        return find_route(self.routes, self._aliases, self.default_route, model)
 
     def target(self, name: str) -> Target:
         """A target by name (``KeyError`` if unknown)."""
@@ -222,6 +207,7 @@ class Engine:
             hash_fallback=self.hash_session_fallback or route.hash_session_fallback,
             derive=self.derive_session,
         )
+        session = await threads.resume(self.store, request, session)  # a thread's `continue` keeps its session
         record = DecisionRecord(
             request_id=headers.get(HEADER_REQUEST_ID) or uuid.uuid4().hex[:16],
             route=route.name,
@@ -240,13 +226,18 @@ class Engine:
         restriction = restriction_for(request, headers, route.restrict, self._infos, self._relevant[route.name])
         if restriction is not None:
             record.details["restriction"] = restriction.to_dict()
-        decision = await self._decide(route, request, session, headers, record, limits, restriction)
-        candidates = route.order(decision.candidates)
-        if restriction is not None:
-            try:
+        try:
+            threads.check_route(request, (*route.targets, *route.fallbacks), self.targets)  # before routing
+            decision = await self._decide(route, request, session, headers, record, limits, restriction)
+            candidates = route.order(decision.candidates)
+            if restriction is not None:
                 candidates = restriction.narrow(route.name, decision, candidates, record)
-            except RestrictedError as exc:
-                raise self._exhausted(record, exc, t0) from None
+            if decision.response is None:
+                candidates = threads.servable(decision.request or request, candidates, self.targets)
+            else:  # a router's own answer can be continued as well
+                await threads.remember_answer(self.store, request, decision, self.targets, session)
+        except (ThreadNotFoundError, RestrictedError) as exc:
+            raise self._exhausted(record, exc, t0) from None
         record.candidates = candidates
         options = CallOptions(
             raw_body=raw if decision.request is None else None,
@@ -288,7 +279,7 @@ class Engine:
             store=store,
             headers=headers,
         )
-        router_call = RouterCall(self.targets, self.health, record, limits, restriction, route.name)
+        router_call = RouterCall(self.targets, self.health, record, limits, restriction, route.name, forwarded(headers))
         try:
             decision = await route.router.route(request, ctx, router_call)
         except SwitchyardError:
@@ -383,7 +374,8 @@ class Engine:
             self._cancelled(record, prep.t0, runner, exc)
             raise
         record.fallbacks_tried = len(runner.tried) - 1
-        self._served(record, target)
+        record.served_by(target.info)
+        await self._answered_by(prep, target, response.id, response.model)
         record.set_usage(response.usage)
         record.cost_usd = target.info.price.cost(response.usage)
         record.duration_ms = (time.perf_counter() - prep.t0) * 1000
@@ -439,28 +431,11 @@ class Engine:
             self._cancelled(record, prep.t0, runner, exc)
             raise
         record.fallbacks_tried = len(runner.tried) - 1
-        self._served(record, target)
+        record.served_by(target.info)
+        start = next((e for e in first if isinstance(e, MessageStart)), MessageStart(id="", model=""))
+        await self._answered_by(prep, target, start.id, start.model)
         events = gated_stream(verify, prep.request, record, target.info.name, first, events)  # docs/verify.md
-        name = target.info.name
-        leak_failed: list[bool] = []
-
-        def failed_mid_stream() -> None:
-            self.health.count("mid_stream_failures")
-            self.health.failed(name, target.reliability.breaker)
-
-        def leaked(marker: str) -> None:
-            flag_leak(self.health, target, marker, record, replaceable=False)
-            if target.reliability.markup_leak == "fallback":
-                leak_failed.append(True)  # counted as a failure: the clean end is no success
-
-        def ended(complete: bool) -> None:
-            if complete and not leak_failed:
-                self.health.succeeded(name)
-            elif not complete:
-                self.health.released(name)  # the caller left: says nothing about the upstream
-                if record.status == 499:
-                    self.health.count("cancelled")
-
+        hooks = StreamHealth(self.health, target, record)
         return EventStream(
             first,
             events,
@@ -468,9 +443,10 @@ class Engine:
             target,
             self._emit,
             prep.t0,
-            on_failure=failed_mid_stream,
-            on_markup=leaked if target.reliability.markup_leak != "off" else None,
-            on_end=ended,
+            on_failure=hooks.failed_mid_stream,
+            on_markup=hooks.leaked if target.reliability.markup_leak != "off" else None,
+            on_end=hooks.ended,
+            prompt_tokens=PromptSize(prep.request).tokens,  # charged when no usage report came
         )
 
     async def _buffered(self, prep: _Prepared) -> EventStream:
@@ -494,7 +470,8 @@ class Engine:
         name = prep.decision.answered_by or (prep.candidates[0] if prep.candidates else "")
         target = self.targets.get(name)
         if target is not None:
-            self._served(prep.record, target)
+            prep.record.served_by(target.info)
+            served_model.note(prep.record, response.model)
             if target.reliability.markup_leak != "off":
                 # The router made this call itself: too late to fall back, but worth flagging.
                 marker = response_marker(response)
@@ -505,10 +482,11 @@ class Engine:
         prep.record.overhead_ms = (time.perf_counter() - prep.t0) * 1000 - answer_ms
         return Completion(response, prep.record, name)
 
-    @staticmethod
-    def _served(record: DecisionRecord, target: Target) -> None:
-        record.selected = target.info.name
-        record.selected_model = target.info.model
+    async def _answered_by(self, prep: _Prepared, target: Target, message_id: str, model: str) -> None:
+        """What the answer says of itself: the model that served it, the reply a thread continues."""
+        record = prep.record
+        served_model.note(record, model)
+        await threads.remember(self.store, prep.request, target, message_id, record.session_id, record.turn_index)
 
     def _exhausted(
         self, record: DecisionRecord, error: SwitchyardError | None, t0: float, runner: Fallback | None = None
@@ -522,8 +500,7 @@ class Engine:
         return failure
 
     def _cancelled(self, record: DecisionRecord, t0: float, runner: Fallback, exc: asyncio.CancelledError) -> None:
-        """The request was cancelled (the caller went away, or the server is shutting down:
-        ``task.cancel(SHUTDOWN_CANCEL)``): record it, then let it unwind."""
+        """Records a cancelled request (caller gone, or shutdown: ``records.mark_cancelled``)."""
         if not mark_cancelled(record, t0, len(runner.tried), exc):
             self.health.count("cancelled")
         self._emit(record)
@@ -570,6 +547,8 @@ class Engine:
                 encoder = codec.stream_encoder(
                     model=self._reply_model(prep, request.model, events.record), include_usage=request.include_usage
                 )
+                if caller_view.hides_reasoning(request):
+                    encoder = caller_view.NoReasoning(encoder)
                 return Reply(
                     200,
                     reply_headers(events.record, stream=True),
@@ -581,9 +560,10 @@ class Engine:
             completion = await self._answer(prep)
         except SwitchyardError as exc:
             return error_reply(self.targets, fmt, exc, prep.record if prep is not None else None)
-        payload = codec.encode_response(
-            completion.response, model=self._reply_model(prep, request.model, completion.record)
-        )
+        response = completion.response
+        if caller_view.hides_reasoning(request):  # no thinking blocks for callers that did not enable thinking
+            response = caller_view.without_reasoning(response)
+        payload = codec.encode_response(response, model=self._reply_model(prep, request.model, completion.record))
         return Reply(200, reply_headers(completion.record, stream=False), body=dumps(payload))
 
     def _reply_model(self, prep: _Prepared, requested: str, record: DecisionRecord) -> str:

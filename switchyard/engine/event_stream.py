@@ -13,17 +13,20 @@ from switchyard.clients.retry import classify
 from switchyard.engine.markup import MarkupScanner
 from switchyard.engine.records import DecisionRecord
 from switchyard.engine.target import Target
-from switchyard.protocol.errors import ErrorInfo, UpstreamError
+from switchyard.protocol.errors import ErrorInfo, UpstreamError, UpstreamTimeoutError
 from switchyard.protocol.response import ChatResponse, Usage
 from switchyard.protocol.stream import (
     MessageStart,
+    ReasoningDelta,
     StreamAccumulator,
     StreamError,
     StreamEvent,
     TextDelta,
+    ToolCallDelta,
     UsageDelta,
     merge_usage,
 )
+from switchyard.wire.tokens import CHARS_PER_TOKEN
 
 logger = logging.getLogger("switchyard.engine")
 
@@ -34,7 +37,8 @@ class EventStream:
     Iterate it for events; ``record`` is complete once the stream is exhausted or closed.
     An upstream failure after the first event ends the stream with a :class:`StreamError` —
     never a clean finish — marks the record (``details["mid_stream_failure"]``) and calls
-    ``on_failure`` (the engine counts it and tells the target's circuit breaker); ``on_end`` is
+    ``on_failure(blame)`` (the engine counts it and, when ``blame`` — not for a deadline the
+    caller chose — tells the target's circuit breaker); ``on_end`` is
     called once with ``True`` when the stream ended cleanly, ``False`` when the consumer stopped
     reading first (the breaker hears of a stream's success only at its end). With
     ``on_markup``, text deltas are checked for leaked reasoning/tool-call markup as they pass
@@ -49,9 +53,10 @@ class EventStream:
         target: Target,
         finalize: Callable[[DecisionRecord], None],
         t0: float,
-        on_failure: Callable[[], None] | None = None,
+        on_failure: Callable[[bool], None] | None = None,
         on_markup: Callable[[str], None] | None = None,
         on_end: Callable[[bool], None] | None = None,
+        prompt_tokens: Callable[[], int] | None = None,
     ) -> None:
         self.record = record
         self.target = target.info.name
@@ -65,8 +70,12 @@ class EventStream:
         self._on_end = on_end
         self._scanner = MarkupScanner() if on_markup is not None else None
         self._failed = False
+        self._blamed = False
         self._complete = False
         self._usage = Usage()
+        self._chars = 0  # characters of output streamed so far (text, reasoning, tool calls)
+        self._usage_seen = False
+        self._prompt_tokens = prompt_tokens
         self._closed = False
         self._interrupted = False
         self._gen = self._run()
@@ -91,7 +100,9 @@ class EventStream:
                 except UpstreamError as exc:
                     info = exc.info()
                     self.record.details["mid_stream_error_class"] = classify(exc).value
-                    self._fail(info)
+                    # A deadline the caller chose is no failure of the target: its breaker is
+                    # not told (the attempt is released instead, see ``_done``).
+                    self._fail(info, blame=not (isinstance(exc, UpstreamTimeoutError) and exc.caller_limit))
                     yield StreamError(error=info)
                 except Exception as exc:  # a bug must not look like a clean finish either
                     logger.exception("stream of target %r failed", self.target)
@@ -104,25 +115,35 @@ class EventStream:
             self._done()
 
     def _observe(self, event: StreamEvent) -> None:
-        if isinstance(event, UsageDelta):
-            self._usage = merge_usage(self._usage, event.usage)
-        elif isinstance(event, StreamError):
-            self._fail(event.error)
-        elif self._scanner is not None and type(event) is TextDelta:
-            marker = self._scanner.feed(event.text)
-            if marker is not None:
-                self._scanner = None  # one report per stream
-                assert self._on_markup is not None
-                self._on_markup(marker)
+        kind = type(event)  # exact types: this runs once per event
+        if kind is TextDelta:
+            text: str = event.text  # type: ignore[union-attr]
+            self._chars += len(text)
+            if self._scanner is not None:
+                marker = self._scanner.feed(text)
+                if marker is not None:
+                    self._scanner = None  # one report per stream
+                    assert self._on_markup is not None
+                    self._on_markup(marker)
+        elif kind is UsageDelta:
+            self._usage = merge_usage(self._usage, event.usage)  # type: ignore[union-attr]
+            self._usage_seen = True
+        elif kind is ReasoningDelta:
+            self._chars += len(event.text)  # type: ignore[union-attr]
+        elif kind is ToolCallDelta:
+            self._chars += len(event.name or "") + len(event.arguments or "")  # type: ignore[union-attr]
+        elif kind is StreamError:
+            self._fail(event.error)  # type: ignore[union-attr]
 
-    def _fail(self, error: ErrorInfo) -> None:
+    def _fail(self, error: ErrorInfo, *, blame: bool = True) -> None:
         self.record.error = error.message
         self.record.status = error.status
         self.record.details["mid_stream_failure"] = True
         if not self._failed:
             self._failed = True
+            self._blamed = blame
             if self._on_failure is not None:
-                self._on_failure()
+                self._on_failure(blame)
 
     async def _close_rest(self) -> None:
         rest, self._rest = self._rest, None
@@ -140,12 +161,35 @@ class EventStream:
             self.record.details["closed_early"] = True
             self.record.status = 499
             self.record.error = "cancelled: the caller stopped reading the stream"
-        if self._on_end is not None and not self._failed:
-            self._on_end(self._complete)
-        self.record.set_usage(self._usage)
-        self.record.cost_usd = self._price.cost(self._usage)
+        if self._on_end is not None and not (self._failed and self._blamed):
+            self._on_end(self._complete and not self._failed)
+        # Trusted as reported when the stream ended cleanly with a usage report; estimated when it
+        # was cut short, or when the upstream never reported usage at all.
+        reported = self._complete and not self._failed and self._usage_seen
+        usage = self._usage if reported else self._estimated()
+        self.record.set_usage(usage)
+        self.record.cost_usd = self._price.cost(usage)
         self.record.duration_ms = (time.perf_counter() - self._t0) * 1000
         self._finalize(self.record)
+
+    def _estimated(self) -> Usage:
+        """The usage of a stream that ended before its final usage report (the caller left, the
+        upstream broke off, a shutdown) or had none: what the upstream reported so far, raised to what it
+        visibly generated — four streamed characters per output token, and the prompt estimate
+        when no input count came — so a stream cut short is charged, not free. The estimated
+        fields are listed in ``details["usage_estimated"]``."""
+        usage = self._usage
+        estimated: list[str] = []
+        output = -(-self._chars // CHARS_PER_TOKEN)
+        if output > usage.output_tokens:
+            usage = usage.model_copy(update={"output_tokens": output})
+            estimated.append("output_tokens")
+        if usage.input_tokens == 0 and self._prompt_tokens is not None:
+            usage = usage.model_copy(update={"input_tokens": self._prompt_tokens()})
+            estimated.append("input_tokens")
+        if estimated:
+            self.record.details["usage_estimated"] = estimated
+        return usage
 
     def interrupt(self, error: ErrorInfo) -> None:
         """Marks the record for a stream the server ends itself (a shutdown past its drain

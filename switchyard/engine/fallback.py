@@ -229,7 +229,12 @@ class Fallback:
                 self._last = exc
                 verdict = judge(exc, retry, policy.retry, self._rng)
                 self._log(target, started, exc, verdict.rule, retry, waited)
-                self._health_after(target, verdict.rule, verdict.retry_after_s)
+                if isinstance(exc, UpstreamTimeoutError) and exc.caller_limit:
+                    # A deadline the caller chose passed: not a failure of the target (four
+                    # callers at 50 ms must not open its breaker for everyone else).
+                    self.health.released(name)
+                else:
+                    self._health_after(target, verdict.rule, verdict.retry_after_s)
                 failure = _Failure(exc, verdict.rule)
                 if verdict.wait_s is None:
                     return failure

@@ -28,6 +28,7 @@ from switchyard.wire.json import load_object
 
 _lock = threading.Lock()
 _paused = 0  # decodes running with the collector paused by us
+_releasing = 0  # release threads still waiting or dismantling (see pending_releases)
 
 
 def _pause_gc() -> bool:
@@ -119,14 +120,32 @@ def release_off_loop(*objs: Any) -> None:
     in between. Anything still held elsewhere after ``_RELEASE_WAIT_S`` is left to the usual
     reference counting.
     """
+    global _releasing
+    with _lock:
+        _releasing += 1
     # Its own thread, not the default executor's: it may wait as long as a stream runs.
     threading.Thread(target=_release_when_alone, args=(list(objs),), daemon=True).start()
+
+
+def pending_releases() -> int:
+    """Release threads that have not finished yet (each may still unfreeze the collector's
+    frozen objects: tests wait for 0 before they look at ``gc.get_freeze_count()``)."""
+    return _releasing
 
 
 _RELEASE_WAIT_S = 900.0
 
 
 def _release_when_alone(objs: list[Any]) -> None:
+    global _releasing
+    try:
+        _release(objs)
+    finally:
+        with _lock:
+            _releasing -= 1
+
+
+def _release(objs: list[Any]) -> None:
     deadline = time.monotonic() + _RELEASE_WAIT_S
     delay = 0.005
     # ``objs``, the loop variable and the getrefcount argument: 3 references when nobody else

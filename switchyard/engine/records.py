@@ -19,6 +19,7 @@ from switchyard.engine.reply import SHUTDOWN_CANCEL
 from switchyard.protocol.messages import TextPart, ToolResultPart
 from switchyard.protocol.request import ChatRequest
 from switchyard.protocol.response import Usage
+from switchyard.protocol.targets import TargetInfo
 
 logger = logging.getLogger("switchyard.decisions")
 
@@ -111,6 +112,10 @@ class DecisionRecord:
     candidates: list[str] = field(default_factory=list)
     selected: str | None = None
     selected_model: str | None = None
+    served_model: str | None = None
+    """The ``model`` the upstream's answer named (see :mod:`switchyard.engine.served_model`)."""
+    model_mismatch: bool = False
+    """Whether ``served_model`` is another model than ``selected_model`` (aliases tolerated)."""
     attempts: list[Attempt] = field(default_factory=list)
     skipped: list[Skipped] = field(default_factory=list)
     fallbacks_tried: int = 0
@@ -171,6 +176,11 @@ class DecisionRecord:
         out = asdict(self)
         out.pop("_preview", None)
         return out
+
+    def served_by(self, target: TargetInfo) -> None:
+        """Names the target (and its model) that answered."""
+        self.selected = target.name
+        self.selected_model = target.model
 
     def to_json(self) -> bytes:
         """One compact JSON line (no newline)."""

@@ -41,8 +41,12 @@ class RouterCall:
         budget: Budget | None = None,
         restriction: Restriction | None = None,
         route: str = "",
+        headers: Mapping[str, str] | None = None,
     ) -> None:
         self._targets = targets
+        # The caller's forwarded headers (anthropic-beta …): a router's answer call continues
+        # the caller's request, beta features (message threads) included.
+        self._options = CallOptions(headers=dict(headers or {}))
         self._health = health
         self._record = record
         self._budget = budget
@@ -93,7 +97,7 @@ class RouterCall:
         started = time.perf_counter()
         try:
             target, response = await runner.run(
-                names, lambda t, o: t.backend.complete(request, t.info, o), CallOptions()
+                names, lambda t, o: t.backend.complete(request, t.info, o), self._options
             )
         finally:
             # Booked even when a router deadline (e.g. judge_timeout_s) cancelled the call; a call

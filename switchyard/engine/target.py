@@ -14,8 +14,9 @@ from switchyard.clients.retry import RetryPolicy
 from switchyard.engine.health import BreakerPolicy, HealthCheckPolicy
 from switchyard.engine.records import DecisionRecord
 from switchyard.engine.reply_model import ReplyModel
+from switchyard.protocol.access import may_use, no_such_model
 from switchyard.protocol.call import CallOptions, ModelBackend
-from switchyard.protocol.errors import RouterError
+from switchyard.protocol.errors import RouteNotFoundError, RouterError
 from switchyard.protocol.request import ChatRequest
 from switchyard.protocol.response import ChatResponse
 from switchyard.protocol.session import StateStore
@@ -118,22 +119,25 @@ class Completion:
 
 
 class NoBackend:
-    """The backend of a target that exists only in a router's answer (never called)."""
+    """The backend of a stand-in target (a router's own answer replayed as a stream): never called."""
 
     async def complete(self, request: ChatRequest, target: TargetInfo, options: CallOptions) -> ChatResponse:
+        """Always fails: a stand-in target makes no calls."""
         raise RouterError("no backend")
 
     async def open_stream(
         self, request: ChatRequest, target: TargetInfo, options: CallOptions
     ) -> AsyncIterator[StreamEvent]:
+        """Always fails: a stand-in target makes no calls."""
         raise RouterError("no backend")
 
     async def aclose(self) -> None:
+        """Nothing to close."""
         return None
 
 
 async def close_all(targets: Iterable[Target], routes: Iterable[Route]) -> None:
-    """Closes every backend once, then every router that holds connections (``aclose``)."""
+    """Closes every target's backend and every router that holds connections (``aclose``), once each."""
     closed: set[int] = set()
     for target in targets:
         if id(target.backend) not in closed:
@@ -144,3 +148,21 @@ async def close_all(targets: Iterable[Target], routes: Iterable[Route]) -> None:
         if closer is not None and id(route.router) not in closed:
             closed.add(id(route.router))
             await closer()
+
+
+def find_route(routes: dict[str, Route], aliases: dict[str, str], default_route: str | None, model: str) -> Route:
+    """The route a model id selects: its own name, an alias, else ``default_route``.
+
+    Raises:
+        RouteNotFoundError: Nothing matches, or the inbound API key may not use the match
+            (switchyard.protocol.access): such a route is answered exactly as a missing one, so
+            its name never leaks.
+    """
+    found = routes.get(model)
+    if found is None and model in aliases:
+        found = routes[aliases[model]]
+    if found is None and default_route is not None:
+        found = routes[default_route]
+    if found is None or not may_use(found.name):
+        raise RouteNotFoundError(no_such_model(model, routes), param="model")
+    return found

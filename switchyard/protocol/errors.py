@@ -7,6 +7,7 @@ The tree::
     SwitchyardError                      status, type, code, message
     ├── InvalidRequestError              400 the caller's request is malformed
     ├── RouteNotFoundError               404 no route with the requested id
+    ├── ThreadNotFoundError              404 an Anthropic message thread this route cannot continue
     ├── RouterError                      500 a router failed in a way it could not absorb
     └── UpstreamError                    an upstream call failed (carries ``target``)
         ├── UpstreamStatusError          the upstream answered with an HTTP error status
@@ -93,6 +94,21 @@ class RouteNotFoundError(SwitchyardError):
     code = "model_not_found"
 
 
+class ThreadNotFoundError(SwitchyardError):
+    """An Anthropic ``thread: {type: "continue"}`` that the chosen upstream cannot continue.
+
+    Anthropic answers an unknown ``previous_message_id`` with 404 ``not_found_error`` and
+    ``error.details.error_code: "thread_not_found"``; both Anthropic SDKs then replay the whole
+    conversation (their tool runners stop threading after a second miss). Upstreams of other
+    formats keep no Anthropic threads, so the proxy answers every ``continue`` routed to one
+    this way.
+    """
+
+    status = 404
+    type = "not_found_error"
+    code = "thread_not_found"
+
+
 class RouterError(SwitchyardError):
     """A router failed and could not fall open."""
 
@@ -168,11 +184,18 @@ class UpstreamConnectionError(UpstreamError):
 
 
 class UpstreamTimeoutError(UpstreamError):
-    """A connect, read or total deadline passed."""
+    """A connect, read or total deadline passed.
+
+    Attributes:
+        caller_limit: The limit that passed was one the caller chose (``x-switchyard-timeout``
+            tighter than the client's configured limits), not the target's own: it says nothing
+            about the target's health, so it never counts towards its circuit breaker.
+    """
 
     status = 504
     type = "timeout_error"
     code = "upstream_timeout"
+    caller_limit = False
 
 
 class UpstreamProtocolError(UpstreamError):

@@ -21,6 +21,9 @@ import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
+from switchyard.server.app import ABORT_EXTENSION, connection_aborter
+from switchyard.server.escape import printable
+
 logger = logging.getLogger("switchyard.access")
 
 Scope = MutableMapping[str, Any]
@@ -34,16 +37,6 @@ _WANTED = {
     b"x-switchyard-selected-model": "model",
     b"x-switchyard-overhead-ms": "overhead_ms",
 }
-
-
-def printable(text: str) -> str:
-    """``text`` with every control or separator character (CR, LF, ESC, NUL, DEL, U+2028 …)
-    written as a ``\\xNN`` / ``\\uNNNN`` escape, so a logged value stays on its line and cannot
-    steer a terminal. Printable text — nearly every call — is returned as is after one C-level scan.
-    """
-    if text.isprintable():
-        return text
-    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
 
 
 def format_line(method: str, path: str, status: int | None, fields: dict[str, str], duration_ms: float) -> str:
@@ -106,6 +99,11 @@ class AccessLog:
             if message["type"] == "http.response.body" and not message.get("more_body", False):
                 emit()
 
+        # ``watch`` hides uvicorn's own send: hand its way of dropping the connection on (the
+        # app's write deadline needs it, see switchyard.server.app).
+        abort = connection_aborter(scope, send)
+        if abort is not None:
+            scope.setdefault("extensions", {})[ABORT_EXTENSION] = abort
         try:
             await self.app(scope, receive, watch)
         finally:

@@ -16,10 +16,10 @@ from typing import Any
 from switchyard.api import Switchyard
 from switchyard.config.server import ServerConfig
 from switchyard.engine.reply import SHUTDOWN_CANCEL, Reply
-from switchyard.server.access_log import printable
 from switchyard.server.auth import ApiKey, Budgets, KeyRing, name_key
 from switchyard.server.dashboard.http import DashboardHttp, is_dashboard_path
 from switchyard.server.drain import SHUTDOWN_ERROR, Drain
+from switchyard.server.escape import printable
 from switchyard.server.guard import Gate, error_reply, host_problem
 from switchyard.server.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from switchyard.server.metrics import Metrics, for_switchyard
@@ -41,6 +41,13 @@ _VIEWS = frozenset({"/health", "/v1/health", "/v1/stats", "/stats", "/metrics"})
 MAX_BODY = 32 * 1024 * 1024
 """Default of ``server.limits.max_body_bytes``."""
 
+STREAM_BUFFER = 256 * 1024
+"""Stream bytes produced but not yet handed to the connection, at most: past it the proxy stops
+reading the upstream (backpressure) until the caller reads."""
+
+ABORT_EXTENSION = "switchyard.abort"
+"""Scope extension: a callable that drops the caller's connection at once (no flush)."""
+
 
 class SwitchyardApp:
     """ASGI app serving a :class:`Switchyard`.
@@ -58,6 +65,7 @@ class SwitchyardApp:
         self.settings = settings or (loaded.config.server if loaded is not None else ServerConfig())
         self.max_body = max_body or self.settings.limits.max_body_bytes
         self.body_s = self.settings.client_timeouts.body_s
+        self.write_s = self.settings.client_timeouts.write_s
         self.max_messages = self.settings.limits.max_messages
         keys = KeyRing(self.settings.api_keys)
         budgets = None
@@ -139,7 +147,7 @@ class SwitchyardApp:
             if reply.stream is None:
                 await _write(send, reply, extra)
                 return
-            await self._stream(reply, reply.stream, watch, send, ending, extra)
+            await self._stream(reply, reply.stream, watch, send, ending, extra, connection_aborter(scope, send))
         finally:
             self.drain.leave(ending)
             watch.cancel()
@@ -289,16 +297,18 @@ class SwitchyardApp:
         send: Send,
         ending: asyncio.Future[None],
         extra: list[tuple[bytes, bytes]],
+        abort: Callable[[], None] | None = None,
     ) -> None:
         await send({"type": "http.response.start", "status": reply.status, "headers": _headers(reply) + extra})
         loop = asyncio.get_running_loop()
         state = _Writer(last=loop.time())
-        ready = _Ready(loop)
+        ready = _Ready(loop, STREAM_BUFFER)
+        write = _deadline_send(send, self.write_s, state, abort)
 
         async def produce() -> None:
             try:
                 async for chunk in chunks:
-                    ready.put(chunk)
+                    await ready.put(chunk)  # waits while the caller is not reading (bounded)
             except BaseException as exc:
                 ready.close(exc)
                 raise
@@ -308,18 +318,21 @@ class SwitchyardApp:
             # Writes whatever the producer has ready as one body message: events that reached
             # the proxy together (one upstream read) leave together — one write, one read for
             # the caller — while an upstream that drips still gets one write per event.
-            while (data := await ready.take()) is not None:
-                await send({"type": "http.response.body", "body": data, "more_body": True})
-                state.last = loop.time()
-            state.done = True
-            await send({"type": "http.response.body", "body": b"", "more_body": False})
+            try:
+                while (data := await ready.take()) is not None:
+                    await write({"type": "http.response.body", "body": data, "more_body": True})
+                    state.last = loop.time()
+                state.done = True
+                await write({"type": "http.response.body", "body": b"", "more_body": False})
+            except _Stalled:
+                return  # the connection is dropped; the finally below stops the upstream read
 
         producer = asyncio.ensure_future(produce())
         pump_task = asyncio.ensure_future(pump())
         tasks: set[asyncio.Future[None]] = {pump_task, watch, ending}
         ticker = None
         if reply.keepalive and reply.keepalive_s:
-            ticker = asyncio.ensure_future(_keepalive(send, state, reply.keepalive, reply.keepalive_s, loop))
+            ticker = asyncio.ensure_future(_keepalive(write, state, reply.keepalive, reply.keepalive_s, loop))
         try:
             await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
         finally:
@@ -327,7 +340,9 @@ class SwitchyardApp:
             if ticker is not None:
                 ticker.cancel()
             closing = b""
-            if not pump_task.done() and ending.done() and not watch.done() and reply.abort is not None:
+            if state.stalled:
+                pass  # the caller stopped reading: nothing more can be written to it
+            elif not pump_task.done() and ending.done() and not watch.done() and reply.abort is not None:
                 # Shutdown past its drain time: the stream ends with an error event in its API's
                 # format (recorded as interrupted) instead of being cut by the process exit.
                 closing = reply.abort(SHUTDOWN_ERROR)
@@ -354,14 +369,19 @@ class SwitchyardApp:
 
 
 class _Ready:
-    """Chunks produced but not yet written; the writer takes them all at once."""
+    """Chunks produced but not yet written; the writer takes them all at once. The producer
+    waits while ``limit`` bytes are waiting, so a caller that does not read stops the upstream
+    read instead of growing this buffer (the upstream connection is paused in turn)."""
 
-    __slots__ = ("_done", "_error", "_loop", "_parts", "_waiter")
+    __slots__ = ("_done", "_error", "_limit", "_loop", "_parts", "_room", "_size", "_waiter")
 
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(self, loop: asyncio.AbstractEventLoop, limit: int = STREAM_BUFFER) -> None:
         self._loop = loop
         self._parts: list[bytes] = []
         self._waiter: asyncio.Future[None] | None = None
+        self._room: asyncio.Future[None] | None = None
+        self._size = 0
+        self._limit = limit
         self._done = False
         self._error: BaseException | None = None
 
@@ -369,9 +389,16 @@ class _Ready:
         if self._waiter is not None and not self._waiter.done():
             self._waiter.set_result(None)
 
-    def put(self, chunk: bytes) -> None:
+    async def put(self, chunk: bytes) -> None:
         self._parts.append(chunk)
+        self._size += len(chunk)
         self._wake()
+        while self._size >= self._limit and not self._done:
+            self._room = self._loop.create_future()
+            try:
+                await self._room
+            finally:
+                self._room = None
 
     def close(self, error: BaseException | None) -> None:
         self._done = True
@@ -391,6 +418,9 @@ class _Ready:
             finally:
                 self._waiter = None
         parts, self._parts = self._parts, []
+        self._size = 0
+        if self._room is not None and not self._room.done():
+            self._room.set_result(None)
         return parts[0] if len(parts) == 1 else b"".join(parts)
 
 
@@ -407,13 +437,53 @@ class _Dispatch:
 
 
 class _Writer:
-    """When the stream last wrote, and whether it has ended (shared by the pump and the ticker)."""
+    """When the stream last wrote, whether it has ended, and whether a write outlived the write
+    deadline (shared by the pump and the ticker)."""
 
-    __slots__ = ("done", "last")
+    __slots__ = ("done", "last", "stalled")
 
     def __init__(self, last: float) -> None:
         self.last = last
         self.done = False
+        self.stalled = False
+
+
+class _Stalled(Exception):
+    """A write to the caller did not complete within ``client_timeouts.write_s``."""
+
+
+def _deadline_send(send: Send, write_s: float, state: _Writer, abort: Callable[[], None] | None) -> Send:
+    """``send`` bounded by the write deadline: a caller that reads nothing for ``write_s`` while
+    data waits has its connection dropped (``abort``: no flush of what is queued) and the write
+    raises :class:`_Stalled`."""
+
+    async def write(message: Message) -> None:
+        if state.stalled:
+            raise _Stalled
+        try:
+            async with asyncio.timeout(write_s):
+                await send(message)
+        except TimeoutError:
+            state.stalled = True
+            logger.warning("caller read nothing for %gs (server.client_timeouts.write_s); closed its stream", write_s)
+            if abort is not None:
+                abort()
+            raise _Stalled from None
+
+    return write
+
+
+def connection_aborter(scope: Scope, send: Send) -> Callable[[], None] | None:
+    """How to drop this request's connection at once: the scope's :data:`ABORT_EXTENSION`
+    (set by :class:`~switchyard.server.access_log.AccessLog`, which wraps ``send``), or the
+    transport of uvicorn's own ``send`` (a bound method of its request cycle). A graceful close
+    would wait forever for a caller that reads nothing to take the queued bytes."""
+    found = (scope.get("extensions") or {}).get(ABORT_EXTENSION)
+    if callable(found):
+        return found  # type: ignore[no-any-return]
+    transport = getattr(getattr(send, "__self__", None), "transport", None)
+    abort = getattr(transport, "abort", None)
+    return abort if callable(abort) else None
 
 
 async def _keepalive(send: Send, state: _Writer, ping: bytes, interval: float, loop: asyncio.AbstractEventLoop) -> None:

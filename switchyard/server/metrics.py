@@ -40,6 +40,7 @@ METRIC_NAMES = (
     "switchyard_upstream_retries",
     "switchyard_fallbacks",
     "switchyard_mid_stream_failures",
+    "switchyard_model_mismatches",
     "switchyard_overhead_seconds",
     "switchyard_request_duration_seconds",
     "switchyard_tokens",
@@ -132,6 +133,12 @@ class Metrics:
             ["route", "error_class"],
             registry=r,
         )
+        self.mismatches = Counter(
+            "switchyard_model_mismatches",
+            "Answers whose upstream named another model than the target's (dated snapshots tolerated)",
+            ["route", "target"],
+            registry=r,
+        )
         self.overhead = Histogram(
             "switchyard_overhead_seconds",
             "Routing overhead per request (everything before the answer call)",
@@ -202,6 +209,8 @@ class Metrics:
         if record.details.get("mid_stream_failure"):
             cls = record.details.get("mid_stream_error_class")
             self._child(self.mid_stream, route, str(cls or "unknown")).inc()
+        if record.model_mismatch:
+            self._child(self.mismatches, route, record.selected or "none").inc()
         self._child(self.overhead, route).observe(record.overhead_ms / 1000)
         self._child(self.duration, route).observe(record.duration_ms / 1000)
         if record.selected is not None:

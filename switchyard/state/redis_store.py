@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from switchyard.protocol.redact import redact_url, redact_urls
 from switchyard.protocol.session import Updater
 from switchyard.state.memory import MemoryStore
 
@@ -82,6 +83,8 @@ class RedisStore:
 
         parse_url(url)
         self.url = url
+        # What logs and reports name: the URL without its password (docs/security.md).
+        self.safe_url = redact_url(url)
         self.prefix = prefix
         self.default_ttl_s = default_ttl_s
         self.timeout_s = timeout_s
@@ -296,13 +299,13 @@ class RedisStore:
 
     def _degrade(self, exc: BaseException) -> None:
         self.errors += 1
-        self.last_error = f"{type(exc).__name__}: {exc}"[:300]
+        self.last_error = _error_text(exc)
         if self.degraded_since is None:
             self.degraded_since = time.monotonic()
             self.outages += 1
             logger.warning(
                 "state backend redis at %s unavailable (%s); serving with per-process state until it answers",
-                self.url,
+                self.safe_url,
                 self.last_error,
             )
         with contextlib.suppress(RuntimeError):
@@ -341,14 +344,14 @@ class RedisStore:
                 if self._dirty:
                     raise RuntimeError("state kept changing during the write-back")
             except Exception as exc:
-                self.last_error = f"{type(exc).__name__}: {exc}"[:300]
+                self.last_error = _error_text(exc)
                 with contextlib.suppress(Exception):
                     await client.aclose()
                 continue
             self._clients[loop] = client
             logger.warning(
                 "state backend redis at %s answers again after %.1f s; resuming shared state",
-                self.url,
+                self.safe_url,
                 time.monotonic() - self.degraded_since,
             )
             self.degraded_since = None
@@ -382,6 +385,11 @@ class RedisStore:
         finally:
             for key, base in dirty.items():
                 self._dirty.setdefault(key, base)
+
+
+def _error_text(exc: BaseException) -> str:
+    """An error for ``last_error`` and the log: a URL it quotes loses its credentials."""
+    return redact_urls(f"{type(exc).__name__}: {exc}")[:300]
 
 
 def _decode(raw: Any) -> dict[str, Any] | None:

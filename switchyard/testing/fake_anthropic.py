@@ -315,7 +315,7 @@ def message(request: dict[str, Any], model: FakeModel, turn: Turn, ids: Any) -> 
         "id": f"msg_fake{next(ids)}",
         "type": "message",
         "role": "assistant",
-        "model": model.name,
+        "model": model.served,
         "content": blocks,
         "stop_reason": stop,
         "stop_sequence": None,
@@ -327,9 +327,8 @@ def _event(payload: dict[str, Any]) -> bytes:
     return b"event: " + str(payload["type"]).encode() + b"\ndata: " + orjson.dumps(payload) + b"\n\n"
 
 
-def frames(request: dict[str, Any], model: FakeModel, turn: Turn, ids: Any) -> list[bytes]:
-    """The answer as Anthropic SSE frames (as the real API streams them)."""
-    full = message(request, model, turn, ids)
+def frames(full: dict[str, Any]) -> list[bytes]:
+    """The answer ``full`` (a :func:`message`) as Anthropic SSE frames (as the real API streams them)."""
     start = {**full, "content": [], "stop_reason": None, "usage": {**full["usage"], "output_tokens": 1}}
     out = [_event({"type": "message_start", "message": start}), _event({"type": "ping"})]
     for index, block in enumerate(full["content"]):

@@ -90,6 +90,37 @@ def vllm_problem(request: dict[str, Any]) -> str | None:
     return None
 
 
+def tool_order_problem(request: dict[str, Any]) -> str | None:
+    """OpenAI's ordering rule for tool messages (``None`` when the request keeps it).
+
+    A ``tool`` message answers a call of the assistant message with ``tool_calls`` before it
+    (only other tool messages of the same batch may stand between them), by its
+    ``tool_call_id``. OpenAI answers 400 otherwise; vLLM does not check, but a conversation
+    that breaks the rule is one the model never saw whole (a tool result without its call).
+    """
+    open_calls: set[str] | None = None
+    for i, message in enumerate(request.get("messages") or []):
+        if not isinstance(message, dict):
+            continue
+        role = message.get("role")
+        if role == "tool":
+            if open_calls is None:
+                return (
+                    "Invalid parameter: messages with role 'tool' must be a response to a preceeding message "
+                    f"with 'tool_calls'. (param: messages.[{i}].role)"
+                )
+            call_id = message.get("tool_call_id")
+            if call_id not in open_calls:
+                return (
+                    f"Invalid parameter: 'tool_call_id' of '{call_id}' not found in 'tool_calls' of previous "
+                    f"message. (param: messages.[{i}].tool_call_id)"
+                )
+            continue
+        calls = message.get("tool_calls") if role == "assistant" else None
+        open_calls = {str(c.get("id")) for c in calls if isinstance(c, dict)} if calls else None
+    return None
+
+
 def usage(request: dict[str, Any], turn: Turn, model: FakeModel) -> dict[str, Any]:
     """The ``usage`` object of a completion (prompt size estimated from the request)."""
     n = usage_numbers(estimate_tokens(prompt_text(request)), turn, model)
@@ -134,7 +165,7 @@ def completion(request: dict[str, Any], model: FakeModel, turn: Turn, ids: Itera
         "id": f"chatcmpl-fake{next(ids)}",
         "object": "chat.completion",
         "created": int(time.time()),
-        "model": model.name,
+        "model": model.served,
         "choices": [{"index": 0, "message": message, "finish_reason": finish}],
         "usage": usage(request, turn, model),
     }
@@ -150,7 +181,7 @@ def frames(request: dict[str, Any], model: FakeModel, turn: Turn, ids: Iterator[
             "id": cid,
             "object": "chat.completion.chunk",
             "created": created,
-            "model": model.name,
+            "model": model.served,
             "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
         }
         return b"data: " + orjson.dumps(payload) + b"\n\n"
@@ -191,7 +222,7 @@ def frames(request: dict[str, Any], model: FakeModel, turn: Turn, ids: Iterator[
             "id": cid,
             "object": "chat.completion.chunk",
             "created": created,
-            "model": model.name,
+            "model": model.served,
             "choices": [],
             "usage": usage(request, turn, model),
         }

@@ -218,6 +218,8 @@ class FakeModel:
             model's limit).
         enforce_window: Reject a prompt plus output cap above ``context_window`` with vLLM's
             400 ("This model's maximum context length is …"), as vLLM does.
+        answers_as: The ``model`` its answers name, when not ``name``: a dated snapshot
+            (``name-20250929``), or a gateway that silently serves another model.
     """
 
     name: str
@@ -232,6 +234,12 @@ class FakeModel:
     reasoning_field: str = "reasoning"
     max_output_tokens: int | None = None
     enforce_window: bool = False
+    answers_as: str = ""
+
+    @property
+    def served(self) -> str:
+        """The ``model`` its answers name."""
+        return self.answers_as or self.name
 
     def json_delay(self, turn: Turn) -> float:
         """How long a non-streamed answer waits when ``paced_json`` is on."""

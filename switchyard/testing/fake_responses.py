@@ -255,7 +255,7 @@ def response(request: dict[str, Any], model: FakeModel, turn: Turn, ids: Any) ->
         "status": "incomplete" if incomplete else "completed",
         "incomplete_details": {"reason": reason} if incomplete else None,
         "error": None,
-        "model": model.name,
+        "model": model.served,
         "output": _items(request, turn, ids),
         "usage": usage(request, turn, model),
         "parallel_tool_calls": request.get("parallel_tool_calls", True),

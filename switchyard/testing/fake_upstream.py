@@ -5,10 +5,12 @@ latencies and injected faults, and request validation modelled on the real provi
 
 * ``POST /v1/chat/completions`` — OpenAI Chat / vLLM (JSON and SSE, tool calls, vLLM-style
   ``reasoning``, usage chunks); rejects ``tools: []``, non-function tools, ``tool_choice``
-  without tools and ``stream_options`` without ``stream`` as vLLM does; see
+  without tools and ``stream_options`` without ``stream`` as vLLM does, and a ``tool`` message
+  that answers no preceding ``tool_calls`` as OpenAI does; see
   :mod:`switchyard.testing.fake_chat`.
 * ``POST /v1/messages`` and ``/v1/messages/count_tokens`` — Anthropic Messages (JSON and
-  named-event SSE, ``tool_use``, signed ``thinking``); see :mod:`switchyard.testing.fake_anthropic`.
+  named-event SSE, ``tool_use``, signed ``thinking``, message threads); see
+  :mod:`switchyard.testing.fake_anthropic` and :mod:`switchyard.testing.fake_threads`.
 * ``POST /v1/responses`` and ``/v1/responses/input_tokens`` — OpenAI Responses (JSON and SSE,
   function and custom tool calls, reasoning items); see :mod:`switchyard.testing.fake_responses`.
 * ``POST /tokenize`` — vLLM's token counter; ``GET /v1/models`` (each model's ``max_model_len``
@@ -35,7 +37,7 @@ from typing import Any
 import orjson
 
 from switchyard.testing import fake_anthropic, fake_chat, fake_responses
-from switchyard.testing.fake_chat import vllm_problem
+from switchyard.testing.fake_chat import tool_order_problem, vllm_problem
 from switchyard.testing.fake_common import (
     FAULTS,
     Brain,
@@ -58,6 +60,7 @@ from switchyard.testing.fake_common import (
     send_json,
     send_raw,
 )
+from switchyard.testing.fake_threads import ThreadError, Threads
 
 __all__ = [
     "FAULTS",
@@ -113,6 +116,8 @@ class FakeUpstream:
         health_status: What ``GET /health`` answers (settable while serving).
         health_delay_s: How long ``GET /health`` waits before answering.
         received: Every request body, in arrival order (for assertions).
+        threads: The Anthropic message threads this server holds
+            (:mod:`switchyard.testing.fake_threads`).
         gets: Paths of every GET request, in arrival order.
         disconnects: Model names of requests whose client went away during a stall.
     """
@@ -136,6 +141,7 @@ class FakeUpstream:
         self.health_delay_s = 0.0
         self._flaky: dict[str, int] = {}
         self._ids = itertools.count(1)
+        self.threads = Threads()
 
     def reset(self) -> None:
         """Forgets received requests, disconnects and ``flaky-N`` counts."""
@@ -359,6 +365,11 @@ class FakeUpstream:
     async def _anthropic(self, answer: _Answer, request: dict[str, Any]) -> None:
         send, model = answer.send, answer.model
         try:
+            request, continues = self.threads.expand(request, answer.headers)
+        except ThreadError as exc:
+            await send_json(send, exc.status, exc.body())
+            return
+        try:
             fake_anthropic.validate(request, answer.headers)
             problem = output_limit_problem(request, model, fake_anthropic.count_tokens(request))
             if problem is not None:
@@ -367,12 +378,15 @@ class FakeUpstream:
             await send_json(send, 400, fake_anthropic.error_body("invalid_request_error", str(exc)))
             return
         turn = model.brain(fake_anthropic.view(request), model)
+        reply = fake_anthropic.message(request, model, turn, self._ids)
+        if continues is not None and answer.fault is None:
+            self.threads.keep(request, reply, continues)
         if request.get("stream"):
-            frames = fake_anthropic.frames(request, model, turn, self._ids)
+            frames = fake_anthropic.frames(reply)
             # message_start, ping, block start, first delta — then the fault.
             await send_frames(send, frames, model, answer.fault, fake_anthropic.ERROR_FRAME, at=4, hold=answer.hold)
         else:
-            await self._reply_json(answer, fake_anthropic.message(request, model, turn, self._ids), turn)
+            await self._reply_json(answer, reply, turn)
 
     async def _responses(self, answer: _Answer, request: dict[str, Any]) -> None:
         send, model = answer.send, answer.model
@@ -396,7 +410,11 @@ class FakeUpstream:
 
     async def _chat(self, answer: _Answer, request: dict[str, Any]) -> None:
         send, model = answer.send, answer.model
-        problem = vllm_problem(request) or output_limit_problem(request, model, estimate_tokens(prompt_text(request)))
+        problem = (
+            vllm_problem(request)
+            or tool_order_problem(request)
+            or output_limit_problem(request, model, estimate_tokens(prompt_text(request)))
+        )
         if problem is not None:
             await send_json(send, 400, {"error": {"message": problem, "type": "BadRequestError", "code": 400}})
             return

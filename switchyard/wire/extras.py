@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from switchyard.protocol.errors import InvalidRequestError
+from switchyard.protocol.errors import InvalidRequestError, ThreadNotFoundError
 from switchyard.protocol.request import ChatRequest
 from switchyard.wire import diagnostics
 
@@ -26,6 +26,24 @@ PORTABLE: dict[str, frozenset[str]] = {
     "anthropic_messages": frozenset({"top_k"}),
     "openai_responses": frozenset({"prompt_cache_key", "safety_identifier", "prompt_cache_retention"}),
 }
+
+
+CARRIED: dict[tuple[str, str], frozenset[str]] = {
+    # Anthropic: output_config.format becomes the IR response_format, .effort the reasoning
+    # effort; thinking's type and budget_tokens the reasoning config.
+    ("anthropic_messages", "output_config"): frozenset({"format", "effort"}),
+    ("anthropic_messages", "thinking"): frozenset({"type", "budget_tokens"}),
+    ("anthropic_messages", "output_format"): frozenset({"type", "schema"}),
+    # Responses: text.format becomes the IR response_format.
+    ("openai_responses", "text"): frozenset({"format"}),
+}
+"""Caller fields (by caller format) that the decoder already carried into IR slots, with the
+sub-keys it carried: only their other sub-keys are lost on another format, and only those are
+reported (as ``field.key``)."""
+
+_NOT_LOSSY = frozenset({"n", "thread"})
+"""Caller fields left out without a diagnostic: ``n`` (checked above) and ``thread``, whose
+``create`` loses nothing on an upstream without threads (a later ``continue`` is refused)."""
 
 
 def extras_for(request: ChatRequest, fmt: str) -> dict[str, Any]:
@@ -45,6 +63,15 @@ def extras_for(request: ChatRequest, fmt: str) -> dict[str, Any]:
                 "OpenAI responses; send the whole conversation in 'input' (store=false)",
                 param=key,
             )
+    thread = request.extra.get("thread")
+    if isinstance(thread, dict) and thread.get("type") == "continue":
+        # Normally refused by the engine before any call (switchyard.engine.threads); this
+        # covers calls routers make with the caller's request.
+        raise ThreadNotFoundError(
+            f"thread {thread.get('previous_message_id')!r} cannot be continued on this route: its {fmt} "
+            "upstream keeps no Anthropic message threads; send the whole conversation",
+            param="thread.previous_message_id",
+        )
     n = request.extra.get("n")
     if isinstance(n, int) and n > 1:
         raise InvalidRequestError(
@@ -55,9 +82,12 @@ def extras_for(request: ChatRequest, fmt: str) -> dict[str, Any]:
     out: dict[str, Any] = {}
     dropped: list[str] = []
     for key, value in request.extra.items():
+        carried = CARRIED.get((request.origin, key))
         if key in keep:
             out[key] = value
-        elif key != "n":
+        elif carried is not None and isinstance(value, dict):
+            dropped.extend(f"{key}.{sub}" for sub in value if sub not in carried)
+        elif key not in _NOT_LOSSY:
             dropped.append(key)
     if dropped:
         diagnostics.report(

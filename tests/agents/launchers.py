@@ -35,6 +35,9 @@ VERSIONS = {
     "langchain-anthropic": "1.7.10",
     "litellm": "1.110.2",
     "smolagents": "1.26.0",
+    # The Anthropic SDKs' own tool runners (threaded turns, beta message-threads-2026-08-12).
+    "anthropic-sdk-py": "2.15.0",
+    "anthropic-sdk-js": "1.15.0",
 }
 
 _QUIET_ENV = {
@@ -194,8 +197,22 @@ def python_driver(
     return Launch(argv, env, cwd)
 
 
+def node_driver(name: str, base_url: str, model: str, prompt: str, home: Path, cwd: Path, api: str | None) -> Launch:
+    """A Node driver in ``tests/agents/drivers`` (CommonJS) with the prefix's ``node_modules``."""
+    env = base_env(home)
+    env["NODE_PATH"] = str(PREFIX / "node_modules")
+    env["ANTHROPIC_API_KEY"] = DUMMY_KEY
+    script = DRIVERS / f"drive_{name.replace('-', '_')}.cjs"
+    argv = ["node", str(script), "--base-url", base_url, "--model", model, "--api", api or "anthropic", prompt]
+    return Launch(argv, env, cwd)
+
+
 def installed(agent: str) -> bool:
-    """Whether ``agent``'s binary (or venv) is in the prefix."""
+    """Whether ``agent``'s binary (or venv, or package) is in the prefix."""
+    if agent == "anthropic-sdk-js":
+        return (PREFIX / "node_modules" / "@anthropic-ai" / "sdk" / "package.json").exists() and bool(
+            shutil.which("node")
+        )
     exe = {
         "claude-code": NODE_BIN / "claude",
         "codex": NODE_BIN / "codex",

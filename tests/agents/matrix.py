@@ -231,6 +231,8 @@ def run_agent(stack: Stack, agent: str, route: str, tmp: Path, api: str | None =
         launch = launchers.qwen_code(stack.base_url, route, prompt, home, cwd)
     elif agent == "hermes":
         launch = launchers.hermes(stack.base_url, route, prompt, home, cwd)
+    elif agent == "anthropic-sdk-js":
+        launch = launchers.node_driver(agent, stack.base_url, route, prompt, home, cwd, api)
     else:
         launch = launchers.python_driver(agent, stack.base_url, route, prompt, home, cwd, api)
     launch.write_files()

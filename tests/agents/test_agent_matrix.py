@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from matrix import TARGET_OF_ROUTE, Outcome, Stack, require, run_agent, scratch, serve_stack
@@ -30,6 +31,25 @@ def stack() -> Iterator[Stack]:
 SENDS_SESSION = {"claude-code": "x-claude-code-session-id", "codex": "session-id"}
 """Agents that send a session header the proxy reads (docs/agents.md)."""
 
+THREADED = ("anthropic-sdk-py", "anthropic-sdk-js")
+"""Agents whose turns ride an Anthropic message thread: on a translated route a ``continue`` is
+refused with 404 ``thread_not_found`` and the runner replays the conversation (docs/agents.md);
+the proxy keeps one session per run either way."""
+
+
+def _threaded(mine: list[dict[str, Any]], route: str, why: str) -> list[dict[str, Any]]:
+    """The records of a threaded run that were served; checks the refused ones and the session."""
+    refused = [r for r in mine if r["status"] == 404]
+    assert all("thread" in (r.get("error") or "") for r in refused), why
+    # Only the Anthropic target continues a thread; every other route refuses a continue.
+    assert bool(refused) == (route != "anthropic"), why
+    served = [r for r in mine if r["status"] != 404]
+    sessions = {r["session_id"] for r in served}
+    assert len(sessions) == 1 and None not in sessions, f"one session per run expected: {sessions}\n" + why
+    turns = [r["turn_index"] for r in served]
+    assert turns == sorted(set(turns)), f"turn index should increase: {turns}\n" + why
+    return served
+
 
 def check(outcome: Outcome, route: str, agent: str = "") -> None:
     """The tool loop completed: the file, the answer, and who answered each turn."""
@@ -42,8 +62,11 @@ def check(outcome: Outcome, route: str, agent: str = "") -> None:
     assert "ALL DONE." in outcome.stdout and content in outcome.stdout, "final answer missing\n" + why
     mine = [r for r in outcome.records if r["route"] == route]
     assert mine, why
+    if agent in THREADED:
+        mine = _threaded(mine, route, why)
     assert all(r["status"] == 200 and not r.get("error") for r in mine), why
-    loop = [r for r in outcome.bodies if r.get("tools")]
+    # A thread's `continue` carries no tools (the upstream holds them) but is a tool-loop turn.
+    loop = [r for r in outcome.bodies if r.get("tools") or (r.get("thread") or {}).get("type") == "continue"]
     assert len(loop) >= 3, f"expected 3 tool-loop turns, upstream saw {len(loop)}\n" + why
     if agent in SENDS_SESSION:
         sessions = {r["session_id"] for r in mine}
@@ -129,6 +152,18 @@ def test_litellm(stack: Stack, api: str, route: str) -> None:
 @pytest.mark.parametrize("route", ["chat", "anthropic"])
 def test_smolagents(stack: Stack, route: str) -> None:
     _run(stack, "smolagents", route, "chat")
+
+
+@pytest.mark.parametrize("route", ["anthropic", "chat", "responses", "staged"])
+@pytest.mark.parametrize("api", ["anthropic", "anthropic-stream"])
+def test_anthropic_sdk_py(stack: Stack, api: str, route: str) -> None:
+    _run(stack, "anthropic-sdk-py", route, api)
+
+
+@pytest.mark.parametrize("route", ["anthropic", "chat", "responses", "staged"])
+@pytest.mark.parametrize("api", ["anthropic", "anthropic-stream"])
+def test_anthropic_sdk_js(stack: Stack, api: str, route: str) -> None:
+    _run(stack, "anthropic-sdk-js", route, api)
 
 
 def test_smolagents_tool_text_is_invisible_to_the_stage_router(stack: Stack) -> None:

@@ -20,7 +20,12 @@ def test_pins_match_the_launchers() -> None:
     pins = _pins()
     expected = {"claude-code", "codex", "qwen-code", "hermes-agent", "openai-agents", "litellm", "smolagents"}
     assert expected <= set(pins)
-    named = {**pins, "hermes": pins["hermes-agent"]}
+    named = {
+        **pins,
+        "hermes": pins["hermes-agent"],
+        "anthropic-sdk-py": pins["anthropic"],
+        "anthropic-sdk-js": pins["sdk"],  # @anthropic-ai/sdk
+    }
     for agent, version in launchers.VERSIONS.items():
         assert named[agent] == version, agent
 
@@ -56,7 +61,7 @@ def test_every_test_docs_agents_names_exists() -> None:
 def test_constraints_agree_with_the_pins() -> None:
     pins = _pins()
     for venv, names in (
-        ("py", ("openai-agents", "langchain-openai", "langchain-anthropic", "litellm", "smolagents")),
+        ("py", ("anthropic", "openai-agents", "langchain-openai", "langchain-anthropic", "litellm", "smolagents")),
         ("hermes", ("hermes-agent",)),
     ):
         text = (launchers.ROOT / "tests" / "agents" / f"constraints-{venv}.txt").read_text()

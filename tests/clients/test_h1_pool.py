@@ -14,6 +14,7 @@ from pathlib import Path
 import httpx
 import orjson
 import pytest
+from _waits import eventually
 
 from switchyard.clients.backend import HttpBackend
 from switchyard.clients.h1 import MAX_BUFFER, ConnectError, H1Pool, TransportError
@@ -125,7 +126,7 @@ async def test_connections_are_reused_and_a_closed_one_is_replaced(upstream: int
     assert Upstream.connections == 1
     Upstream.close_after = True  # the server closes after answering
     await be.complete(REQUEST, TARGET, CallOptions())
-    await asyncio.sleep(0.05)
+    await eventually(lambda: not be._pool._open, what="the pool saw the server close it")
     Upstream.close_after = False
     await be.complete(REQUEST, TARGET, CallOptions())
     assert Upstream.connections == 2
@@ -227,7 +228,7 @@ async def test_cancelled_request_does_not_reuse_its_connection(upstream: int) ->
     Upstream.answer = staticmethod(lambda head, body: None)
     pool = H1Pool(f"http://127.0.0.1:{upstream}/v1/chat/completions", {})
     task = asyncio.ensure_future(pool.post(b"{}"))
-    await asyncio.sleep(0.05)
+    await eventually(lambda: len(Upstream.requests) == 1, what="the request was sent")
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task

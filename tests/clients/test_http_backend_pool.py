@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator
 
 import orjson
 import pytest
+from _waits import eventually
 
 from switchyard.clients.backend import HttpBackend
 from switchyard.protocol.call import CallOptions
@@ -85,8 +86,9 @@ async def test_streams_reuse_the_connection(backend: HttpBackend) -> None:
         got = await _stream_once(backend)
         assert [e for e in got if isinstance(e, TextDelta)] == [TextDelta(text="hi")]
         assert isinstance(got[-1], MessageStop)
-        # The end of the HTTP response is read in the background once [DONE] arrived.
-        await asyncio.sleep(0.01)
+        # The end of the HTTP response is read in the background once [DONE] arrived: wait for
+        # that (bounded) rather than for a fixed time a busy machine can outrun.
+        await eventually(lambda: not backend._drains, what="the stream's tail was drained")
     assert _Upstream.connections == 1
 
 
@@ -94,7 +96,7 @@ async def test_json_and_streams_share_the_pool(backend: HttpBackend) -> None:
     for _ in range(3):
         assert (await backend.complete(REQUEST, TARGET, CallOptions())).text == "hi"
         await _stream_once(backend)
-        await asyncio.sleep(0.01)
+        await eventually(lambda: not backend._drains, what="the stream's tail was drained")
     assert _Upstream.connections == 1
 
 

@@ -157,10 +157,16 @@ def test_item30_anthropic_tool_use_becomes_chat_tool_call_deltas(stack: Stack) -
 
 
 def test_item31_vllm_reasoning_becomes_a_thinking_block_with_a_marked_signature(stack: Stack) -> None:
+    # Only for a caller that enabled thinking: Anthropic sends no thinking blocks otherwise, and
+    # neither does the proxy (issue 23; the last lines below).
+    ask = {"model": route("openai_chat"), "messages": [{"role": "user", "content": "x"}]}
+    thinking = {"max_tokens": 2048, "thinking": {"type": "enabled", "budget_tokens": 1024}}
     with brain(stack, "openai_chat", Turn(text="Answer.", reasoning="Step one. Step two.")):
-        events = messages_stream(stack, {"model": route("openai_chat"), "messages": [{"role": "user", "content": "x"}]})
+        events = messages_stream(stack, {**ask, **thinking})
+        plain = messages_stream(stack, ask)
     starts = [e.json for e in events if e.event == "content_block_start"]
     assert [s["content_block"]["type"] for s in starts] == ["thinking", "text"]
+    assert [e.json["content_block"]["type"] for e in plain if e.event == "content_block_start"] == ["text"]
     deltas = [e.json["delta"] for e in events if e.event == "content_block_delta" and e.json["index"] == 0]
     assert "".join(d.get("thinking", "") for d in deltas) == "Step one. Step two."
     (signature,) = [d["signature"] for d in deltas if d["type"] == "signature_delta"]

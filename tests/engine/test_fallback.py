@@ -224,7 +224,7 @@ async def test_window_lookup_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None
     hanging = Discovering("ok", window=1024, window_delay=30)
     started = time.perf_counter()
     _, result = await run([target("small", Scripted(http(400, OVERFLOW)), window=4096), target("slow", hanging)])
-    assert time.perf_counter() - started < 1.0
+    assert time.perf_counter() - started < 10.0  # the 0.05 s lookup limit, not the 30 s lookup
     assert result[0] == "slow"  # unknown after the lookup gave up: tried
 
 

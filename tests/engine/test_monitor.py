@@ -6,6 +6,8 @@ import asyncio
 import time
 from typing import Any
 
+from _waits import eventually
+
 from switchyard.clients.health import Probe
 from switchyard.engine.core import Target
 from switchyard.engine.fallback import Fallback, NoCandidateError, Reliability
@@ -117,7 +119,9 @@ async def test_probes_are_concurrent_and_bounded() -> None:
     monitor = BackendMonitor(ts, health)
     started = time.perf_counter()
     await monitor.probe()
-    assert time.perf_counter() - started < 1.0  # three 0.2 s limits, at once
+    # Bounded by the 0.2 s probe limits, not by the 30 s the upstreams take (the margin is for a
+    # busy machine: this is no performance claim; the errors below name the limit that fired).
+    assert time.perf_counter() - started < 10.0
     view = health.backend("c0")
     assert view["state"] == "down" and view["error"] == "no answer within 0.2s"
     await monitor.aclose()
@@ -138,16 +142,10 @@ async def test_a_down_backend_is_probed_again_after_its_cooldown() -> None:
     monitor = BackendMonitor(ts, health)
     await monitor.probe()
     assert health.held("vllm") is not None and monitor.running
-    for _ in range(100):
-        if health.held("vllm") is None:
-            break
-        await asyncio.sleep(0.02)
+    await eventually(lambda: health.held("vllm") is None, what="the re-probe released the hold")
     assert vllm.probes == 2 and health.backend("vllm")["state"] == "up"
-    for _ in range(50):  # nothing left to watch: the prober ends by itself
-        if not monitor.running:
-            break
-        await asyncio.sleep(0.02)
-    assert not monitor.running
+    # Nothing left to watch: the prober ends by itself.
+    await eventually(lambda: not monitor.running, what="the prober ended")
     await monitor.aclose()
 
 
@@ -158,11 +156,7 @@ async def test_background_probing_every_interval() -> None:
     monitor = BackendMonitor(ts, health)
     assert monitor.background
     monitor.ensure_running()
-    for _ in range(100):
-        if vllm.probes >= 3:
-            break
-        await asyncio.sleep(0.02)
-    assert vllm.probes >= 3 and health.held("vllm") is not None
+    await eventually(lambda: vllm.probes >= 3 and health.held("vllm") is not None, what="three probes recorded")
     await monitor.aclose()
     assert not monitor.running
     probes = vllm.probes

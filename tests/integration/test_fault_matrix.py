@@ -30,7 +30,7 @@ class Matrix:
         self.upstream = upstream
 
     def record_for(self, request_id: str) -> DecisionRecord:
-        deadline = time.monotonic() + 2.0
+        deadline = time.monotonic() + 15.0
         while time.monotonic() < deadline:
             for record in reversed(self.records):
                 if record.request_id == request_id:

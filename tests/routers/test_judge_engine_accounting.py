@@ -114,7 +114,7 @@ async def test_judge_deadline_is_booked_as_a_failed_call() -> None:
     rec = (await eng.complete(req("c"))).record
     assert (rec.source, rec.selected, rec.details["judge_failure"]) == ("fail_open", "strong", "timeout")
     assert (rec.router_cost.calls, rec.router_cost.failures) == (1, 1)
-    assert 40 <= rec.router_cost.elapsed_ms < 2000
+    assert 40 <= rec.router_cost.elapsed_ms < 4500  # the 0.05 s judge timeout, not the 5 s judge
 
 
 async def test_served_efficient_answer_is_not_counted_twice() -> None:

@@ -21,6 +21,7 @@ def exported() -> set[str]:
     metrics = Metrics(lambda: live)
     record = DecisionRecord(request_id="1", route="r", router="knn", source="probe", selected="capable")
     record.tier, record.input_tokens, record.output_tokens, record.cost_usd = "capable", 10, 5, 0.01
+    record.model_mismatch = True
     record.baseline_cost_usd, record.feature_cost_usd = 0.02, 0.001
     record.router_cost.calls, record.router_cost.failures, record.router_cost.cost_usd = 2, 1, 0.003
     record.details |= {

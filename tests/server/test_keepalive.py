@@ -6,6 +6,8 @@ import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
 
+from _waits import eventually
+
 from switchyard.engine.reply import Reply
 from switchyard.server.app import SwitchyardApp
 
@@ -20,17 +22,25 @@ class _Sy:
         return self.reply
 
 
-async def _chunks(script: list[bytes | float]) -> AsyncIterator[bytes]:
+SENT: list[bytes] = []  # what the app wrote, for scripts that wait on it
+
+
+async def _chunks(script: list[bytes | float | int]) -> AsyncIterator[bytes]:
+    """Yields the bytes; a float sleeps that long; an int waits (bounded) until that many
+    keep-alives were written — a silence measured in pings, which a busy machine cannot stretch."""
     for step in script:
         if isinstance(step, float):
             await asyncio.sleep(step)
+        elif isinstance(step, int):
+            await eventually(lambda: SENT.count(b"PING") >= step, what=f"{step} keep-alives")  # noqa: B023
         else:
             yield step
 
 
 async def _serve(reply: Reply) -> list[bytes]:
     app = SwitchyardApp(_Sy(reply))  # type: ignore[arg-type]
-    sent: list[bytes] = []
+    sent = SENT
+    sent.clear()
     disconnected = asyncio.Event()
     requests = [{"type": "http.request", "body": b"{}", "more_body": False}]
 
@@ -50,25 +60,26 @@ async def _serve(reply: Reply) -> list[bytes]:
         "path": "/v1/messages",
         "headers": [(b"content-type", b"application/json")],
     }
-    await asyncio.wait_for(app(scope, receive, send), 5)
+    await asyncio.wait_for(app(scope, receive, send), 30)
     return [b for b in sent if b]
 
 
 async def test_pings_fill_silences_and_stop_with_the_stream() -> None:
-    script: list[bytes | float] = [b"event: a\ndata: {}\n\n", 0.35, b"event: b\ndata: {}\n\n", 0.02]
+    # The silence lasts until three pings were written (bounded), then the stream ends at once.
+    script: list[bytes | float | int] = [b"event: a\ndata: {}\n\n", 3, b"event: b\ndata: {}\n\n"]
     reply = Reply(200, stream=_chunks(script), keepalive=b"PING", keepalive_s=0.1)
     out = await _serve(reply)
     assert out[0].startswith(b"event: a") and out[-1].startswith(b"event: b"), "no ping after the last event"
-    pings = out.count(b"PING")
-    assert 2 <= pings <= 4
+    assert out.count(b"PING") >= 3
     assert out.index(b"PING") > 0
 
 
 async def test_a_busy_stream_gets_no_pings() -> None:
-    script: list[bytes | float] = []
+    script: list[bytes | float | int] = []
     for i in range(10):
         script += [f"data: {i}\n\n".encode(), 0.01]
-    reply = Reply(200, stream=_chunks(script), keepalive=b"PING", keepalive_s=0.2)
+    # 2 s between pings: a gap of 0.01 s that a busy machine stretches stays far below it.
+    reply = Reply(200, stream=_chunks(script), keepalive=b"PING", keepalive_s=2.0)
     out = await _serve(reply)
     assert b"PING" not in out and len(out) == 10
 

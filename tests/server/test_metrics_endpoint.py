@@ -97,6 +97,7 @@ def test_metrics_move_as_requests_are_served(proxy: ServerThread) -> None:
     assert {f.removesuffix("_total") for f in families} >= set(METRIC_NAMES) - {
         "switchyard_breaker_state",
         "switchyard_mid_stream_failures",
+        "switchyard_model_mismatches",
         "switchyard_router_calls",
         "switchyard_router_call_failures",
         "switchyard_router_call_seconds",

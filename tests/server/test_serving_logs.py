@@ -52,7 +52,7 @@ def test_access_log_one_line_per_request(proxy: Any, caplog: pytest.LogCaptureFi
         assert httpx.get(f"{root}/health", timeout=10).status_code == 200
         # A line is written after the last byte was handed to the server, so the client can
         # see the response a moment before its line exists: wait for it (bounded).
-        deadline = time.monotonic() + 5
+        deadline = time.monotonic() + 15
         while len(_access(caplog)) < 5 and time.monotonic() < deadline:
             time.sleep(0.01)
     lines = _access(caplog)

@@ -31,8 +31,10 @@ def _connect(srv: ServerThread) -> socket.socket:
     return sock
 
 
-def _closed_after(sock: socket.socket, limit: float) -> tuple[float, bytes]:
-    """Seconds until the server closed ``sock`` (reading whatever it sent first)."""
+def _closed_after(sock: socket.socket, limit: float = 10.0) -> tuple[float, bytes]:
+    """Seconds until the server closed ``sock`` (reading whatever it sent first); a server that
+    keeps it open past ``limit`` fails the test (``TimeoutError``). The limit is a bound on a
+    busy machine, far above the 0.6 s deadlines under test, not a performance claim."""
     start = time.monotonic()
     got = b""
     sock.settimeout(limit)
@@ -65,7 +67,6 @@ def test_default_header_deadline_is_10s() -> None:
 
 def test_slowloris_headers_are_cut(server: ServerThread) -> None:
     sock = _connect(server)
-    start = time.monotonic()
     sock.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n")
     closed = False
     try:
@@ -75,16 +76,15 @@ def test_slowloris_headers_are_cut(server: ServerThread) -> None:
     except (BrokenPipeError, ConnectionResetError):
         closed = True
     if not closed:
-        elapsed, _ = _closed_after(sock, 2)
-        assert elapsed < 2
-    assert time.monotonic() - start < 3.0
+        _closed_after(sock)  # closed by the header deadline (else: TimeoutError)
     sock.close()
 
 
 def test_a_silent_connection_is_cut(server: ServerThread) -> None:
+    start = time.monotonic()  # before connecting: the server's deadline starts later than this
     sock = _connect(server)
-    elapsed, got = _closed_after(sock, 3)
-    assert got == b"" and 0.4 < elapsed < 2.0
+    _, got = _closed_after(sock)
+    assert got == b"" and time.monotonic() - start >= 0.5  # at the header deadline, not at once
     sock.close()
 
 
@@ -94,9 +94,9 @@ def test_a_body_that_never_completes_gets_408(server: ServerThread) -> None:
         b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n"
         b"content-type: application/json\r\ncontent-length: 100\r\n\r\n{}"
     )
-    elapsed, got = _closed_after(sock, 3)
+    _, got = _closed_after(sock)
     assert got.startswith(b"HTTP/1.1 408"), got[:80]
-    assert b"body_s" in got and elapsed < 2.0
+    assert b"body_s" in got
     sock.close()
 
 
@@ -104,33 +104,57 @@ def test_idle_keepalive_connection_is_closed(server: ServerThread) -> None:
     sock = _connect(server)
     sock.sendall(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
     assert _response(sock).startswith(b"HTTP/1.1 200")
-    elapsed, _ = _closed_after(sock, 3)
-    assert elapsed < 2.0
+    _closed_after(sock)  # closed at the keep-alive deadline (else: TimeoutError)
     sock.close()
 
 
-def test_keepalive_requests_each_get_a_fresh_header_deadline(server: ServerThread) -> None:
-    sock = _connect(server)
-    for _ in range(3):  # 3 x 0.3 s > header_s: the deadline is per request, not per connection
-        sock.sendall(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
-        assert _response(sock).startswith(b"HTTP/1.1 200")
-        time.sleep(0.3)
-    sock.close()
+def test_keepalive_requests_each_get_a_fresh_header_deadline(module_config: dict[str, Any]) -> None:
+    # Its own server with a long keep-alive: a pause the busy machine stretches must not close
+    # the idle connection (that is another test), only the header deadline is under test here.
+    limits = {**LIMITS, "keepalive_s": 30}
+    sy = Switchyard.from_config({**module_config, "server": {"client_timeouts": limits}})
+    with ServerThread(sy) as srv:
+        sock = _connect(srv)
+        for _ in range(3):  # 3 x 0.3 s > header_s: the deadline is per request, not per connection
+            sock.sendall(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            assert _response(sock).startswith(b"HTTP/1.1 200")
+            time.sleep(0.3)
+        sock.close()
+    sy.close()
 
 
-def test_connections_beyond_the_cap_get_503(server: ServerThread) -> None:
-    held = [_connect(server) for _ in range(LIMITS["max_connections"])]
-    try:
-        time.sleep(0.1)
-        extra = _connect(server)
-        _, got = _closed_after(extra, 2)
-        assert got.startswith(b"HTTP/1.1 503") and b"max_connections" in got
-        extra.close()
-    finally:
-        for sock in held:
-            sock.close()
-    time.sleep(0.2)
-    ok = _connect(server)
-    ok.sendall(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
-    assert _response(ok).startswith(b"HTTP/1.1 200")
-    ok.close()
+def _open_connections(srv: ServerThread) -> int:
+    """Connections the proxy has accepted and not yet seen closed."""
+    return len(srv.server.server_state.connections)
+
+
+def _wait_connections(srv: ServerThread, done: Any, seconds: float = 10.0) -> None:
+    deadline = time.monotonic() + seconds
+    while not done(_open_connections(srv)):
+        assert time.monotonic() < deadline, f"{_open_connections(srv)} connections open"
+        time.sleep(0.01)
+
+
+def test_connections_beyond_the_cap_get_503(module_config: dict[str, Any]) -> None:
+    # Its own server with a long header deadline: held connections must stay open however long
+    # the busy machine takes to accept them all.
+    limits = {**LIMITS, "header_s": 30, "keepalive_s": 30}
+    sy = Switchyard.from_config({**module_config, "server": {"client_timeouts": limits}})
+    cap = LIMITS["max_connections"]
+    with ServerThread(sy) as server:
+        held = [_connect(server) for _ in range(cap)]
+        try:
+            _wait_connections(server, lambda n: n >= cap)  # every one accepted before the extra
+            extra = _connect(server)
+            _, got = _closed_after(extra)
+            assert got.startswith(b"HTTP/1.1 503") and b"max_connections" in got
+            extra.close()
+        finally:
+            for sock in held:
+                sock.close()
+        _wait_connections(server, lambda n: n < cap)  # the closes were seen
+        ok = _connect(server)
+        ok.sendall(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        assert _response(ok).startswith(b"HTTP/1.1 200")
+        ok.close()
+    sy.close()

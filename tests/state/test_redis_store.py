@@ -130,7 +130,7 @@ async def test_touch_while_degraded_keeps_the_session_for_the_write_back(server:
     assert await store.touch("k") is True  # answered from this process's copy
     assert store.degraded
     server.start()  # same port, empty data: Redis lost the session
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + 15
     while store.degraded and time.monotonic() < deadline:
         await asyncio.sleep(0.05)
     assert not store.degraded
@@ -144,17 +144,17 @@ async def test_outage_degrades_within_the_bounded_wait_and_resumes(server: Redis
     server.kill()
     started = time.monotonic()
     assert await store.update("k", bump) == {"n": 2}  # from this process's own copy
-    assert time.monotonic() - started < 1.0
+    assert time.monotonic() - started < 5.0  # bounded (0.3 s per operation), margin for a busy machine
     status = store.status()
     assert status["degraded"] is True and status["outages"] == 1
-    # While degraded, calls do not wait on Redis at all.
-    started = time.monotonic()
+    # While degraded, calls do not try Redis at all: every try would fail and count an error.
+    errors = store.errors
     for _ in range(20):
         await store.update("k", bump)
-    assert time.monotonic() - started < 0.5
+    assert store.errors == errors
     assert await store.get("k") == {"n": 22}
     server.start()  # same port, empty data
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + 15
     while store.degraded and time.monotonic() < deadline:
         await store.get("k")
         await asyncio.sleep(0.05)
@@ -173,14 +173,15 @@ async def test_a_hung_redis_costs_one_bounded_wait_then_nothing(server: RedisSer
     try:
         started = time.monotonic()
         assert await store.update("k", bump) == {"n": 2}
-        assert 0.15 < time.monotonic() - started < 0.6  # the bounded wait, then the local copy
+        # The bounded wait (0.2 s), then the local copy; the upper bound only says "not hung".
+        assert 0.15 < time.monotonic() - started < 5.0
         assert store.degraded and "Timeout" in str(store.status()["last_error"])
-        started = time.monotonic()
+        errors = store.errors
         assert await store.get("k") == {"n": 2}
-        assert time.monotonic() - started < 0.05  # degraded: Redis is not waited for again
+        assert store.errors == errors  # degraded: Redis is not waited for again (no new timeout)
     finally:
         server.resume()
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + 15
     while store.degraded and time.monotonic() < deadline:
         await asyncio.sleep(0.05)
     assert not store.degraded
@@ -198,7 +199,7 @@ async def test_write_back_never_overwrites_a_newer_value(server: RedisServer) ->
     assert store.degraded
     server.start()
     raw(server).set("switchyard:k", '{"who": "other replica"}')
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + 15
     while store.degraded and time.monotonic() < deadline:
         await asyncio.sleep(0.05)
     assert await store.get("k") == {"who": "other replica"}

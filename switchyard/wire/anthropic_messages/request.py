@@ -318,6 +318,8 @@ def _decode_reasoning(body: dict[str, Any]) -> ReasoningConfig | None:
 def _decode_response_format(body: dict[str, Any]) -> dict[str, Any] | None:
     output_config = body.get("output_config")
     fmt = output_config.get("format") if isinstance(output_config, dict) else None
+    if fmt is None:
+        fmt = body.get("output_format")  # the structured-outputs beta's earlier top-level field
     if isinstance(fmt, dict) and fmt.get("type") == "json_schema":
         return {"type": "json_schema", "json_schema": {"name": "response", "schema": fmt.get("schema") or {}}}
     return None

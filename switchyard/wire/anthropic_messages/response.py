@@ -201,9 +201,21 @@ def error_type(status: int) -> str:
     return "api_error" if status >= 500 else "invalid_request_error"
 
 
+DETAIL_CODES = frozenset({"thread_not_found"})
+"""Error codes Anthropic documents under ``error.details.error_code`` that the proxy itself
+answers; the SDKs branch on them (``thread_not_found`` makes a thread replay the conversation)."""
+
+
 def encode_error(error: ErrorInfo) -> dict[str, Any]:
-    """An Anthropic error envelope; ``type`` follows the status (400 → invalid_request_error …)."""
-    return {"type": "error", "error": {"type": error_type(error.status), "message": error.message}}
+    """An Anthropic error envelope; ``type`` follows the status (400 → invalid_request_error …).
+
+    A code in :data:`DETAIL_CODES` goes into ``error.details.error_code``, where the Anthropic
+    SDKs read it.
+    """
+    body: dict[str, Any] = {"type": error_type(error.status), "message": error.message}
+    if error.code in DETAIL_CODES:
+        body["details"] = {"error_code": error.code}
+    return {"type": "error", "error": body}
 
 
 def decode_error(body: Any, status: int) -> ErrorInfo:

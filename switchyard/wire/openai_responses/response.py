@@ -145,9 +145,12 @@ def decode_response(body: dict[str, Any]) -> ChatResponse:
 def reasoning_item(part: ReasoningPart, item_id: str) -> dict[str, Any]:
     """An IR reasoning part as the output item a Responses caller sees.
 
-    OpenAI's own reasoning keeps its summary and ``encrypted_content``; reasoning from any other
-    provider carries its text as ``reasoning_text`` content and a Switchyard carrier token as
-    ``encrypted_content`` (so a stateless client like Codex can replay it to its issuer).
+    OpenAI's own reasoning keeps its summary and ``encrypted_content``. Reasoning from any other
+    provider (Claude's thinking, vLLM's ``reasoning``) becomes the item's ``summary`` (one
+    ``summary_text`` part: what Responses clients render — Codex, the Agents SDK and the AI SDK
+    show a reasoning item's summary), keeps its full text as ``reasoning_text`` content too, and
+    carries a Switchyard carrier token as ``encrypted_content`` (so a stateless client like Codex
+    can replay it to its issuer).
     """
     if part.provider == FORMAT:
         item: dict[str, Any] = {
@@ -161,7 +164,7 @@ def reasoning_item(part: ReasoningPart, item_id: str) -> dict[str, Any]:
     return {
         "id": item_id,
         "type": "reasoning",
-        "summary": [],
+        "summary": [{"type": "summary_text", "text": part.text}] if part.text else [],
         "content": [{"type": "reasoning_text", "text": part.text}] if part.text else [],
         "encrypted_content": reasoning.pack(part),
     }

@@ -304,17 +304,11 @@ class ResponsesStreamEncoder:
     def _close_reasoning_part(self, cur: _Item, base: dict[str, Any]) -> bytes:
         if not cur.part_open:
             return b""
-        if cur.provider == FORMAT:
-            part = {"type": "summary_text", "text": cur.text}
-            out = self._emit(
-                {"type": "response.reasoning_summary_text.done", **base, "summary_index": 0, "text": cur.text}
-            )
-            return out + self._emit(
-                {"type": "response.reasoning_summary_part.done", **base, "summary_index": 0, "part": part}
-            )
-        part = {"type": "reasoning_text", "text": cur.text}
-        out = self._emit({"type": "response.reasoning_text.done", **base, "content_index": 0, "text": cur.text})
-        return out + self._emit({"type": "response.content_part.done", **base, "content_index": 0, "part": part})
+        part = {"type": "summary_text", "text": cur.text}
+        out = self._emit({"type": "response.reasoning_summary_text.done", **base, "summary_index": 0, "text": cur.text})
+        return out + self._emit(
+            {"type": "response.reasoning_summary_part.done", **base, "summary_index": 0, "part": part}
+        )
 
     def encode(self, ev: StreamEvent) -> bytes:
         if self._finished:
@@ -407,25 +401,21 @@ class ResponsesStreamEncoder:
         return out
 
     def _reasoning_text(self, cur: _Item, text: str) -> bytes:
+        # Every provider's reasoning streams as summary events, which Responses clients render
+        # (OpenAI's own is a summary; Claude's and vLLM's keep their full text as
+        # `reasoning_text` content in the finished item, see reasoning_item).
         base = {"item_id": cur.id, "output_index": cur.output_index}
         out = b""
-        summary = cur.provider == FORMAT
         if not cur.part_open:
             cur.part_open = True
-            if summary:
-                part = {"type": "summary_text", "text": ""}
-                out += self._emit(
-                    {"type": "response.reasoning_summary_part.added", **base, "summary_index": 0, "part": part}
-                )
-            else:
-                part = {"type": "reasoning_text", "text": ""}
-                out += self._emit({"type": "response.content_part.added", **base, "content_index": 0, "part": part})
-        cur.text += text
-        if summary:
-            return out + self._emit(
-                {"type": "response.reasoning_summary_text.delta", **base, "summary_index": 0, "delta": text}
+            part = {"type": "summary_text", "text": ""}
+            out += self._emit(
+                {"type": "response.reasoning_summary_part.added", **base, "summary_index": 0, "part": part}
             )
-        return out + self._emit({"type": "response.reasoning_text.delta", **base, "content_index": 0, "delta": text})
+        cur.text += text
+        return out + self._emit(
+            {"type": "response.reasoning_summary_text.delta", **base, "summary_index": 0, "delta": text}
+        )
 
     def _tool(self, ev: ToolCallDelta) -> bytes:
         out = b""

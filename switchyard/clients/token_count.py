@@ -1,0 +1,91 @@
+"""Token counting against the upstream: the backend's ``count_tokens``.
+
+Layer: ``clients``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from switchyard.clients.errors import status_error
+from switchyard.protocol.call import CallOptions
+from switchyard.protocol.errors import UpstreamProtocolError, UpstreamTimeoutError
+from switchyard.protocol.request import ChatRequest
+from switchyard.protocol.targets import TargetInfo
+from switchyard.wire.base import WireFormat
+
+if TYPE_CHECKING:
+    from switchyard.clients.backend import HttpBackend
+
+
+COUNT_FIELDS = {
+    WireFormat.ANTHROPIC_MESSAGES: ("model", "messages", "system", "tools", "tool_choice", "thinking"),
+    WireFormat.OPENAI_RESPONSES: (
+        "model",
+        "input",
+        "instructions",
+        "tools",
+        "tool_choice",
+        "parallel_tool_calls",
+        "reasoning",
+        "text",
+    ),
+}
+
+
+def count_url(backend: HttpBackend) -> str:
+    """The upstream's token-counting URL."""
+    if backend.format is WireFormat.ANTHROPIC_MESSAGES:
+        return backend.url + "/count_tokens"
+    if backend.format is WireFormat.OPENAI_RESPONSES:
+        return backend.url + "/input_tokens"
+    # vLLM serves /tokenize at the server root, beside /v1.
+    root = backend.url.removesuffix(backend.codec.path)
+    return root.removesuffix("/v1") + "/tokenize"
+
+
+async def count_tokens(backend: HttpBackend, request: ChatRequest, target: TargetInfo, options: CallOptions) -> int:
+    """Prompt tokens of ``request`` as this upstream counts them.
+
+    Anthropic: ``POST /v1/messages/count_tokens``; OpenAI Responses:
+    ``POST /v1/responses/input_tokens``; Chat Completions: vLLM's ``POST /tokenize`` with the
+    chat messages (rendered by the model's chat template).
+
+    Raises:
+        UpstreamError: The upstream has no such endpoint or failed.
+    """
+    if backend._replays(request, options):
+        assert options.raw_body is not None
+        body: dict[str, Any] = dict(options.raw_body)
+        body["model"] = target.model
+    else:
+        body = backend.codec.encode_request(request, model=target.model, stream=False)
+    if backend.format is WireFormat.OPENAI_CHAT:
+        keep: tuple[str, ...] = ("model", "messages", "tools", "chat_template_kwargs")
+        body = {k: body[k] for k in keep if k in body} | {"add_generation_prompt": True}
+    else:
+        body = {k: body[k] for k in COUNT_FIELDS[backend.format] if k in body}
+    timeouts = backend.timeouts.merged(options.timeout)
+    req = backend._request(orjson.dumps(body), options, timeouts, url=count_url(backend))
+    try:
+        async with asyncio.timeout(timeouts.total):
+            resp = await backend._client.send(req)
+    except TimeoutError as exc:
+        raise UpstreamTimeoutError(f"{target.name}: token count timed out", target=target.name) from exc
+    except backend._errors as exc:
+        raise backend._transport_error(exc, target) from exc
+    if resp.status_code >= 400:
+        raise status_error(
+            backend.codec, resp.status_code, resp.content, resp.headers, target=target.name, redact=backend._redact
+        )
+    try:
+        data = orjson.loads(resp.content)
+    except orjson.JSONDecodeError as exc:
+        raise UpstreamProtocolError(f"{target.name}: token count answer is not JSON", target=target.name) from exc
+    count = data.get("input_tokens", data.get("count")) if isinstance(data, dict) else None
+    if not isinstance(count, int) or isinstance(count, bool):
+        raise UpstreamProtocolError(f"{target.name}: token count answer has no count", target=target.name)
+    return count

@@ -1,0 +1,151 @@
+"""Anthropic message threads (beta ``message-threads-2026-08-12``) through the engine.
+
+Layer: ``engine``.
+
+With ``thread: {"type": "create"}`` an Anthropic upstream keeps the conversation under the
+reply's ``id``; a later request with ``thread: {"type": "continue", "previous_message_id": id}``
+carries only the new messages (and no ``system`` or ``tools``: the thread holds them). Both
+Anthropic SDKs' tool runners thread by default. Two consequences for a router:
+
+* Only an Anthropic upstream can continue a thread. A ``continue`` whose chosen target speaks
+  another format is answered 404 ``thread_not_found`` in Anthropic's error shape
+  (:class:`~switchyard.protocol.errors.ThreadNotFoundError`), on which the SDKs replay the
+  whole conversation; fallbacks of another format are left out of a ``continue``'s candidates
+  (they would answer without the conversation).
+* A ``continue`` repeats nothing of how the conversation began, so no session key can be
+  derived from it. Every threaded reply an Anthropic target serves is recorded in the state
+  store under its message id (the session id and the turn count), and a
+  ``continue`` takes its session and turn index from the id it continues: one session per
+  run, on every replica that shares the store. An explicit session header still wins.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from typing import Any
+
+from switchyard.engine.target import Target
+from switchyard.protocol.errors import ThreadNotFoundError
+from switchyard.protocol.request import ChatRequest
+from switchyard.protocol.session import NamespacedStore, SessionInfo, StateStore
+from switchyard.routers.base import Decision
+
+THREAD_FORMAT = "anthropic_messages"
+NAMESPACE = "~threads:"
+"""State-store prefix of the thread records (``~`` keeps them apart from route namespaces)."""
+
+_WEAK_SOURCES = frozenset({None, "derived", "first_message_hash"})
+"""Session sources computed from the request's own messages: a ``continue`` carries only the new
+ones, so what they give is replaced by the thread's session."""
+
+
+def thread_field(request: ChatRequest) -> dict[str, Any] | None:
+    """The caller's ``thread`` object (Anthropic callers only), or ``None``."""
+    if request.origin != THREAD_FORMAT:
+        return None
+    thread = request.extra.get("thread")
+    return thread if isinstance(thread, dict) else None
+
+
+def continued_from(request: ChatRequest) -> str | None:
+    """The ``previous_message_id`` of a ``continue`` request, or ``None``."""
+    thread = thread_field(request)
+    if thread is None or thread.get("type") != "continue":
+        return None
+    previous = thread.get("previous_message_id")
+    return previous if isinstance(previous, str) and previous else None
+
+
+def store_of(store: StateStore) -> StateStore:
+    """The namespace of the thread records in the engine's store."""
+    return NamespacedStore(store, NAMESPACE)
+
+
+async def resume(store: StateStore, request: ChatRequest, session: SessionInfo) -> SessionInfo:
+    """``session`` as the thread a ``continue`` request resumes knows it.
+
+    Unchanged for any other request and for an id the store does not know (the upstream may
+    still hold it). The turn index counts the thread's assistant turns before this request.
+    """
+    previous = continued_from(request)
+    if previous is None:
+        return session
+    known = await store_of(store).get(previous)
+    if not known:
+        return session
+    turns = known.get("turn_index")
+    delta = sum(1 for m in request.messages if m.role == "assistant")
+    turn_index = (turns if isinstance(turns, int) else 0) + delta
+    session_id = known.get("session_id")
+    if session.source in _WEAK_SOURCES and isinstance(session_id, str) and session_id:
+        return replace(session, session_id=session_id, source="thread", turn_index=turn_index)
+    return replace(session, turn_index=turn_index)
+
+
+async def remember(
+    store: StateStore,
+    request: ChatRequest,
+    target: Target,
+    message_id: str,
+    session_id: str | None,
+    turn_index: int,
+) -> None:
+    """Records a threaded reply under its ``message_id`` for the ``continue`` that follows it.
+
+    Only replies of an Anthropic target to a request with ``thread`` are recorded: nothing
+    else can be continued. A conversation without any session identity is keyed on the
+    message id that opened its thread (``thread:<id>``).
+    """
+    if thread_field(request) is None or target.info.format != THREAD_FORMAT or not message_id:
+        return
+    value = {"session_id": session_id or f"thread:{message_id}", "turn_index": turn_index + 1}
+    await store_of(store).set(message_id, value)
+
+
+async def remember_answer(
+    store: StateStore, request: ChatRequest, decision: Decision, targets: Mapping[str, Target], session: SessionInfo
+) -> None:
+    """:func:`remember` for an answer a router produced itself (escalation, advisor)."""
+    name = decision.answered_by or (decision.candidates[0] if decision.candidates else None)
+    if decision.response is not None and name is not None and name in targets:
+        await remember(store, request, targets[name], decision.response.id, session.session_id, session.turn_index)
+
+
+def check_route(request: ChatRequest, names: Sequence[str], targets: Mapping[str, Target]) -> None:
+    """Refuses a ``continue`` before routing when none of the route's targets is Anthropic's:
+    the router would decide on a lone tool result, and the answer would be refused anyway.
+
+    Raises:
+        ThreadNotFoundError: As :func:`servable`.
+    """
+    previous = continued_from(request)
+    if previous is not None and not any(n in targets and targets[n].info.format == THREAD_FORMAT for n in names):
+        raise _not_found(previous, "none of this route's targets")
+
+
+def _not_found(previous: str, which: str) -> ThreadNotFoundError:
+    return ThreadNotFoundError(
+        f"thread {previous!r} cannot be continued on this route: {which} keeps Anthropic message threads; "
+        'send the whole conversation (the Anthropic SDKs do this on their own), with thread: {"type": "create"} '
+        "or without thread",
+        param="thread.previous_message_id",
+    )
+
+
+def servable(request: ChatRequest, candidates: Sequence[str], targets: Mapping[str, Target]) -> list[str]:
+    """The candidates that can answer ``request``: for a ``continue``, its Anthropic ones.
+
+    Raises:
+        ThreadNotFoundError: A ``continue`` whose chosen target (the first candidate) is of
+            another format, or that has no Anthropic candidate at all.
+    """
+    previous = continued_from(request)
+    if previous is None:
+        return list(candidates)
+    same = [c for c in candidates if c in targets and targets[c].info.format == THREAD_FORMAT]
+    if not same or (candidates and candidates[0] not in same):
+        chosen = candidates[0] if candidates else None
+        fmt = targets[chosen].info.format if chosen is not None and chosen in targets else "no"
+        raise _not_found(previous, f"the chosen target {chosen!r} ({fmt} upstream) never")
+    return same
