@@ -279,6 +279,12 @@ async def run_eval(
         KeyError: No such route.
     """
     spec = route_spec(loaded, route)
+    controlled = getattr(spec, "controlled", None)
+    sequential = concurrency > 1 and callable(controlled) and bool(controlled())
+    if sequential:
+        # A controlled threshold depends on the order of the scores before it: replay the
+        # dataset in file order, one decision at a time, as live traffic would have arrived.
+        concurrency = 1
     tiers = resolve_tiers(loaded, route, capable, efficient)
     if require_scores and tiers is None:
         raise EvalError(
@@ -334,6 +340,11 @@ async def run_eval(
         bar.close()
         await offline.aclose()
     notes: list[str] = []
+    if sequential:
+        notes.append(
+            f"route {route!r} controls its threshold online: decided in dataset order, one at a time "
+            "(--concurrency ignored)"
+        )
     if any(r.decided.skipped for r in items):
         notes += [f"client {c!r} is unusable here: {why}" for c, why in offline.unavailable.items()]
     if no_prompt:

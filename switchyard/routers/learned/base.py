@@ -15,17 +15,28 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import Field, NonNegativeFloat, NonNegativeInt, PositiveInt, field_validator, model_validator
+from pydantic import (
+    Field,
+    NonNegativeFloat,
+    NonNegativeInt,
+    PositiveInt,
+    ValidatorFunctionWrapHandler,
+    field_validator,
+    model_validator,
+)
 
 from switchyard.protocol.call import ModelCall
 from switchyard.protocol.features import FeatureExtractor, FeaturesConfig
 from switchyard.protocol.request import ChatRequest
 from switchyard.routers.base import BuildContext, Decision, RouteContext, RouterSpec, Tiers
 from switchyard.routers.learned.checkpoint import Checkpoint, CheckpointError, load
+from switchyard.routers.learned.control import Observation, ThresholdControl, ThresholdController, warm_start
 from switchyard.routers.learned.policy import Choice, TaskCache, UtilityPolicy
+from switchyard.routers.learned.sync import SharedControl
 from switchyard.routers.learned.views import TextView, view_text
 
 logger = logging.getLogger("switchyard.routers.learned")
@@ -43,6 +54,11 @@ class LearnedRouter:
         view: Which user message is the task text.
         cache_size: Bound of the per-task cache (0: no caching).
         predict_kwargs: Extra arguments for :meth:`Checkpoint.predict` (``k``, ``weighting``).
+        abstain_band: See :class:`LearnedSpec`.
+        control: The live threshold controller of a ``threshold: {...}`` route.
+        prices: ``((input, output), (input, output))`` USD per Mtok of the efficient and the
+            capable target (budget mode's cost estimate).
+        clock: Wall-clock seconds (the controller's timestamps; tests inject one).
     """
 
     def __init__(
@@ -58,6 +74,9 @@ class LearnedRouter:
         cache_size: int = 4096,
         predict_kwargs: dict[str, Any] | None = None,
         abstain_band: float = 0.0,
+        control: SharedControl | None = None,
+        prices: tuple[tuple[float, float], tuple[float, float]] = ((0.0, 0.0), (0.0, 0.0)),
+        clock: Callable[[], float] = time.time,
     ) -> None:
         self.checkpoint = checkpoint
         self.heads = heads
@@ -69,15 +88,26 @@ class LearnedRouter:
         self.cache = TaskCache(cache_size)
         self._predict_kwargs = predict_kwargs or {}
         self.abstain_band = abstain_band
+        self.control = control
+        self._prices = prices  # (input, output) USD per Mtok of (efficient, capable): budget estimates
+        self._clock = clock
 
     def probabilities(self, features: Any) -> tuple[float, ...]:
         """Per-target success probabilities (route order) for one feature vector."""
         probs = self.checkpoint.predict(features, **self._predict_kwargs)
         return tuple(float(probs[i]) for i in self.heads)
 
-    def decide(self, probs: tuple[float, ...], *, cached: bool, feature_ms: float, probe_ms: float) -> Decision:
-        """The decision for known probabilities."""
-        choice = self.policy.choose(probs)
+    def decide(
+        self,
+        probs: tuple[float, ...],
+        *,
+        cached: bool,
+        feature_ms: float,
+        probe_ms: float,
+        threshold: float | None = None,
+    ) -> Decision:
+        """The decision for known probabilities (``threshold``: a controlled route's current one)."""
+        choice = self.policy.choose(probs, threshold=threshold)
         p = dict(zip(self.policy.targets, probs, strict=True))
         details: dict[str, Any] = {"p_success": p, "cached": cached}
         if choice.utilities:
@@ -86,15 +116,16 @@ class LearnedRouter:
             details["feature_ms"] = round(feature_ms, 3)
             details["probe_ms"] = round(probe_ms, 3)
         first = choice.candidates[0]
-        margin = self.margin(choice)
+        margin = self.margin(choice, threshold)
         abstained = margin < self.abstain_band
         if self.abstain_band > 0:
             details["margin"] = round(margin, 6)
-        mode = (
-            f"score {choice.score:.3f} vs threshold {self.policy.threshold}"
-            if self.policy.threshold is not None
-            else f"lambda={self.policy.lam}"
-        )
+        used = self.policy.threshold if threshold is None else threshold
+        if threshold is not None:
+            details["threshold"] = round(threshold, 6)
+        mode = f"score {choice.score:.3f} vs threshold {used:.4g}" if used is not None else f"lambda={self.policy.lam}"
+        if threshold is not None:
+            mode += " (controlled)"
         return Decision(
             candidates=choice.candidates,
             source=self.source,
@@ -107,12 +138,13 @@ class LearnedRouter:
             abstained=abstained,
         )
 
-    def margin(self, choice: Choice) -> float:
+    def margin(self, choice: Choice, threshold: float | None = None) -> float:
         """How far the decision is from flipping: with two targets ``|score - boundary|``
-        (``threshold``, or ``1 / (2λ)`` in λ mode); with more, the utility gap between the best
-        two. A margin below ``abstain_band`` makes the router abstain."""
+        (``threshold`` — a controlled route's current one — or ``1 / (2λ)`` in λ mode); with
+        more, the utility gap between the best two. A margin below ``abstain_band`` makes the
+        router abstain."""
         if len(self.policy.targets) == 2:
-            return abs(choice.score - self.policy.boundary())
+            return abs(choice.score - (self.policy.boundary() if threshold is None else threshold))
         ranked = sorted(choice.utilities.values(), reverse=True)
         return ranked[0] - ranked[1]
 
@@ -130,10 +162,12 @@ class LearnedRouter:
         text = view_text(request, self.view, self.turns)
         if not text.strip():
             return self.fail_open("no user text to read", "no_text")
+        threshold = None if self.control is None else self.control.controller.threshold()
         key = self.cache.key(text)
         hit = self.cache.get(key)
         if hit is not None:
-            return self.decide(hit, cached=True, feature_ms=0.0, probe_ms=0.0)
+            decision = self.decide(hit, cached=True, feature_ms=0.0, probe_ms=0.0, threshold=threshold)
+            return await self._book(decision, request, ctx)
         t0 = time.perf_counter()
         try:
             features = await self.extractor.extract([text])
@@ -145,7 +179,39 @@ class LearnedRouter:
             return self.fail_open(f"{self.source} unavailable: {exc}", str(kind))
         t2 = time.perf_counter()
         self.cache.put(key, probs)
-        return self.decide(probs, cached=False, feature_ms=(t1 - t0) * 1000, probe_ms=(t2 - t1) * 1000)
+        decision = self.decide(
+            probs, cached=False, feature_ms=(t1 - t0) * 1000, probe_ms=(t2 - t1) * 1000, threshold=threshold
+        )
+        return await self._book(decision, request, ctx)
+
+    async def _book(self, decision: Decision, request: ChatRequest, ctx: RouteContext) -> Decision:
+        """Feeds a scored decision to the threshold controller (and, when due, the shared store)."""
+        control = self.control
+        if control is None or decision.score is None:
+            return decision
+        now = self._clock()
+        cost_eff, cost_cap = self.call_costs(request)
+        capable = decision.candidates[0] == self.policy.capable
+        control.book(Observation(now, decision.score, capable, cost_eff, cost_cap))
+        if ctx.shared is not None and control.due(now):
+            await control.sync(ctx.shared, now)  # one store round trip per batch, not per request
+        decision.details["control"] = control.state()
+        return decision
+
+    def call_costs(self, request: ChatRequest) -> tuple[float, float]:
+        """Estimated USD of answering ``request`` on the efficient and on the capable target."""
+        assert self.control is not None
+        spec = self.control.controller.spec
+        if spec.cost_per_call is not None:
+            return spec.cost_per_call["efficient"], spec.cost_per_call["capable"]
+        tokens_in = sum(len(m.text) for m in request.messages) / 4.0  # ~4 characters a token
+        out = float(spec.output_tokens)
+        (ei, eo), (ci, co) = self._prices
+        return (tokens_in * ei + out * eo) / 1e6, (tokens_in * ci + out * co) / 1e6
+
+    def control_state(self) -> dict[str, Any] | None:
+        """The threshold controller's state (``None`` for a fixed threshold)."""
+        return None if self.control is None else self.control.state()
 
     async def aclose(self) -> None:
         """Closes the extractor's connections."""
@@ -162,8 +228,10 @@ class LearnedSpec(RouterSpec):
             embeddings``); must match the checkpoint's recipe.
         lambda_: λ of the utility ``λ·P(success) - (1-λ)·normcost`` (YAML key ``lambda``;
             default 0.75).
-        threshold: Two targets only: capable iff score >= threshold; overrides ``lambda``
-            (``switchyard calibrate`` writes it).
+        threshold: Two targets only: capable iff score >= threshold; overrides ``lambda``.
+            A number is fixed (``switchyard calibrate`` writes it); a block —
+            ``{target_capable_share: 0.3}`` or ``{budget_usd_per_hour: 5.0}`` — is adjusted
+            online from the stream of scores (:class:`~switchyard.routers.learned.control.ThresholdControl`).
         costs: Relative cost per target (default: input + output price per Mtok).
         capable: Target used when the router fails (default: the costliest).
         heads: Checkpoint output name per target (default: the target's own name).
@@ -182,7 +250,9 @@ class LearnedSpec(RouterSpec):
     checkpoint: str
     features: FeaturesConfig
     lambda_: float | None = Field(default=None, alias="lambda", ge=0.0, le=1.0)
-    threshold: float | None = Field(default=None, ge=0.0, le=1.0)
+    threshold: Annotated[float, Field(ge=0.0, le=1.0)] | ThresholdControl | None = Field(
+        default=None, union_mode="left_to_right"
+    )
     costs: dict[str, NonNegativeFloat] | None = None
     capable: str | None = None
     heads: dict[str, str] = Field(default_factory=dict)
@@ -197,6 +267,20 @@ class LearnedSpec(RouterSpec):
         if len(set(targets)) != len(targets):
             raise ValueError("targets must be unique")
         return targets
+
+    @field_validator("threshold", mode="wrap")
+    @classmethod
+    def _threshold_shape(cls, value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+        # Validate a block as a block and a number as a number, so an error names the key that is
+        # wrong (threshold.target_capable_share) instead of listing every union branch.
+        if isinstance(value, dict):
+            return ThresholdControl.model_validate(value)
+        if value is None or (isinstance(value, int | float | ThresholdControl) and not isinstance(value, bool)):
+            return handler(value)
+        raise ValueError(
+            "threshold is a number in [0, 1] or a block such as {target_capable_share: 0.3} "
+            f"or {{budget_usd_per_hour: 5.0}}, got {type(value).__name__}"
+        )
 
     @model_validator(mode="after")
     def _consistent(self) -> LearnedSpec:
@@ -234,8 +318,15 @@ class LearnedSpec(RouterSpec):
         return None if pair is None else Tiers(capable=pair[0], efficient=pair[1])
 
     def threshold_key(self) -> str | None:
-        """``threshold`` for two-target routes (capable iff ``Decision.score >= threshold``)."""
+        """``threshold`` for two-target routes (capable iff ``Decision.score >= threshold``);
+        ``None`` for a controlled threshold, which ``calibrate`` must not overwrite with a number."""
+        if isinstance(self.threshold, ThresholdControl):
+            return None
         return "threshold" if len(self.targets) == 2 else None
+
+    def controlled(self) -> bool:
+        """Whether the threshold is adjusted online (its replay needs the dataset in order)."""
+        return isinstance(self.threshold, ThresholdControl)
 
     def _costs(self, ctx: BuildContext) -> list[float]:
         if self.costs is not None:
@@ -273,13 +364,23 @@ class LearnedSpec(RouterSpec):
         if problems:
             raise ValueError("features do not match the checkpoint's recipe: " + "; ".join(problems))
         costs = self._costs(ctx)
+        control = None
+        threshold = self.threshold
+        if isinstance(threshold, ThresholdControl):
+            start = warm_start(threshold, cp.meta.get("training", {}).get("operating_points"))
+            control = SharedControl(ThresholdController(threshold, start))
+            threshold = start
         policy = UtilityPolicy(
             self.targets,
             costs,
             lam=0.75 if self.lambda_ is None else self.lambda_,
-            threshold=self.threshold,
+            threshold=threshold,
             capable=self.capable,
         )
+        prices = []
+        for name in (policy.efficient, policy.capable):
+            info = ctx.targets.get(name)
+            prices.append((0.0, 0.0) if info is None else (info.price.input_per_mtok, info.price.output_per_mtok))
         return LearnedRouter(
             cp,
             heads,
@@ -291,4 +392,6 @@ class LearnedSpec(RouterSpec):
             cache_size=self.cache_size,
             predict_kwargs=predict,
             abstain_band=self.abstain_band,
+            control=control,
+            prices=(prices[0], prices[1]),
         )
