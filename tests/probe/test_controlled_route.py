@@ -71,3 +71,63 @@ def test_the_spec_rejects_a_bad_block_naming_the_key(probe_dir: Path) -> None:
         build(probe_dir, FakeExtractor({}), threshold={"target_capable_share": 2})
     with pytest.raises(ValueError, match="a number in \\[0, 1\\] or a block"):
         build(probe_dir, FakeExtractor({}), threshold="high")
+
+
+async def test_eval_replays_a_controlled_route_in_dataset_order(tmp_path: Path) -> None:
+    import json
+
+    from switchyard.config.load import load_config
+    from switchyard.eval.dataset import Dataset
+    from switchyard.eval.evaluate import run_eval
+    from switchyard.protocol.features import FeatureRecipe
+    from switchyard.testing import serve_fake
+    from switchyard.testing.fake_features import FakeFeatureServer
+
+    dim = 16
+    comps = (np.random.default_rng(0).standard_normal((2, dim)) * 3.0).astype(np.float32)
+    transform = ckpt.Transform(np.zeros(dim, np.float32), np.ones(dim, np.float32), np.zeros(dim, np.float32), comps)
+    member = ckpt.Member(hidden=[], output=(np.eye(2, dtype=np.float32), np.zeros(2, np.float32)))
+    recipe = FeatureRecipe(source="embeddings", model="toy-emb", hidden_size=dim)
+    ckpt.save(ckpt.Checkpoint("prefill_probe", ["efficient", "capable"], recipe, transform, [member]), tmp_path / "cp")
+    rng = random.Random(1)
+    data = tmp_path / "items.jsonl"
+    with data.open("w") as fh:
+        for i in range(40):
+            prompt = " ".join(f"w{rng.randrange(100)}" for _ in range(5))
+            models = {"small": {"correct": rng.random() < 0.5}, "big": {"correct": rng.random() < 0.8}}
+            fh.write(json.dumps({"id": f"i{i}", "benchmark": "toy", "prompt": prompt, "models": models}) + "\n")
+    server = serve_fake(FakeFeatureServer(hidden_states_dir=tmp_path / "hs", embedding_dim=dim))
+    try:
+        features = {"backend": "embeddings", "base_url": f"http://127.0.0.1:{server.port}/v1", "model": "toy-emb"}
+        config = {
+            "llm_clients": {"local": {"format": "openai_chat", "base_url": "http://127.0.0.1:9/v1"}},
+            "targets": {
+                "efficient": {"client": "local", "model": "small", "price": {"input_per_mtok": 1}},
+                "capable": {"client": "local", "model": "big", "price": {"input_per_mtok": 9}},
+            },
+            "routes": {
+                "learned": {
+                    "type": "prefill_probe",
+                    "targets": ["efficient", "capable"],
+                    "capable": "capable",
+                    "checkpoint": str(tmp_path / "cp"),
+                    "features": features,
+                    "threshold": {"target_capable_share": 0.3, "warmup": 4, "window": 8},
+                }
+            },
+        }
+        order: list[str] = []
+        result = await run_eval(
+            load_config(config),
+            "learned",
+            Dataset(data),
+            mapping={"efficient": "small", "capable": "big"},
+            concurrency=8,
+            progress=False,
+            on_item=lambda item: order.append(item.id),
+        )
+    finally:
+        server.stop()
+    assert order == [f"i{i}" for i in range(40)]
+    assert any("controls its threshold online" in note for note in result.notes)
+    assert result.row.n == 40
