@@ -35,6 +35,7 @@ from switchyard.protocol.request import ChatRequest
 from switchyard.routers.base import BuildContext, Decision, RouteContext, RouterSpec, Tiers
 from switchyard.routers.learned.checkpoint import Checkpoint, CheckpointError, load
 from switchyard.routers.learned.control import Observation, ThresholdControl, ThresholdController, warm_start
+from switchyard.routers.learned.novelty import NoveltySpec
 from switchyard.routers.learned.policy import Choice, TaskCache, UtilityPolicy
 from switchyard.routers.learned.sync import SharedControl
 from switchyard.routers.learned.views import TextView, view_text
@@ -59,6 +60,7 @@ class LearnedRouter:
         prices: ``((input, output), (input, output))`` USD per Mtok of the efficient and the
             capable target (budget mode's cost estimate).
         clock: Wall-clock seconds (the controller's timestamps; tests inject one).
+        novelty: What to do beyond the checkpoint's novelty bound (``None``: only record it).
     """
 
     def __init__(
@@ -77,6 +79,7 @@ class LearnedRouter:
         control: SharedControl | None = None,
         prices: tuple[tuple[float, float], tuple[float, float]] = ((0.0, 0.0), (0.0, 0.0)),
         clock: Callable[[], float] = time.time,
+        novelty: NoveltySpec | None = None,
     ) -> None:
         self.checkpoint = checkpoint
         self.heads = heads
@@ -91,11 +94,31 @@ class LearnedRouter:
         self.control = control
         self._prices = prices  # (input, output) USD per Mtok of (efficient, capable): budget estimates
         self._clock = clock
+        self.novelty = novelty
 
     def probabilities(self, features: Any) -> tuple[float, ...]:
         """Per-target success probabilities (route order) for one feature vector."""
         probs = self.checkpoint.predict(features, **self._predict_kwargs)
         return tuple(float(probs[i]) for i in self.heads)
+
+    def distance(self, features: Any) -> float | None:
+        """Novelty of one feature vector against the training rows (``None`` without a reference)."""
+        ref = self.checkpoint.novelty
+        if ref is None:
+            return None
+        return float(ref.distance(self.checkpoint.project(features))[0])
+
+    def _novel(self, distance: float | None, details: dict[str, Any]) -> bool:
+        """Records the novelty facts; whether the request lies beyond the bound."""
+        ref = self.checkpoint.novelty
+        if distance is None or ref is None:
+            return False
+        bound = ref.bound * (self.novelty.bound_scale if self.novelty is not None else 1.0)
+        novel = distance > bound
+        details["novelty"] = {"distance": round(distance, 6), "bound": round(bound, 6), "novel": novel}
+        if novel and self.novelty is not None:
+            details["novelty"]["action"] = self.novelty.action
+        return novel and self.novelty is not None
 
     def decide(
         self,
@@ -105,8 +128,10 @@ class LearnedRouter:
         feature_ms: float,
         probe_ms: float,
         threshold: float | None = None,
+        distance: float | None = None,
     ) -> Decision:
-        """The decision for known probabilities (``threshold``: a controlled route's current one)."""
+        """The decision for known probabilities (``threshold``: a controlled route's current one;
+        ``distance``: the request's novelty)."""
         choice = self.policy.choose(probs, threshold=threshold)
         p = dict(zip(self.policy.targets, probs, strict=True))
         details: dict[str, Any] = {"p_success": p, "cached": cached}
@@ -115,9 +140,22 @@ class LearnedRouter:
         if not cached:
             details["feature_ms"] = round(feature_ms, 3)
             details["probe_ms"] = round(probe_ms, 3)
-        first = choice.candidates[0]
+        candidates = choice.candidates
+        first = candidates[0]
         margin = self.margin(choice, threshold)
         abstained = margin < self.abstain_band
+        novel = self._novel(distance, details)
+        note = ""
+        if novel:
+            assert self.novelty is not None
+            action = self.novelty.action
+            note = f"; novel: distance {distance:.3f} > bound {details['novelty']['bound']:.3f}"
+            if action == "abstain":
+                abstained, note = True, note + " (abstains)"
+            else:
+                tier = self.policy.capable if action == "capable" else self.policy.efficient
+                candidates = (tier, *(t for t in self.policy.targets if t != tier))
+                note += f" (serves {action})"
         if self.abstain_band > 0:
             details["margin"] = round(margin, 6)
         used = self.policy.threshold if threshold is None else threshold
@@ -127,13 +165,14 @@ class LearnedRouter:
         if threshold is not None:
             mode += " (controlled)"
         return Decision(
-            candidates=choice.candidates,
+            candidates=candidates,
             source=self.source,
             score=choice.score,
             confidence=max(p[first], 1.0 - p[first]),
             reason=f"P(success) {first}={p[first]:.2f}; {mode}"
             + (" (cached)" if cached else "")
-            + (f"; abstains: margin {margin:.3f} < band {self.abstain_band}" if abstained else ""),
+            + (f"; abstains: margin {margin:.3f} < band {self.abstain_band}" if margin < self.abstain_band else "")
+            + note,
             details=details,
             abstained=abstained,
         )
@@ -165,22 +204,32 @@ class LearnedRouter:
         threshold = None if self.control is None else self.control.controller.threshold()
         key = self.cache.key(text)
         hit = self.cache.get(key)
-        if hit is not None:
-            decision = self.decide(hit, cached=True, feature_ms=0.0, probe_ms=0.0, threshold=threshold)
+        n = len(self.heads)
+        if hit is not None:  # probabilities, then the novelty distance when the checkpoint has one
+            distance = hit[n] if len(hit) > n else None
+            decision = self.decide(
+                hit[:n], cached=True, feature_ms=0.0, probe_ms=0.0, threshold=threshold, distance=distance
+            )
             return await self._book(decision, request, ctx)
         t0 = time.perf_counter()
         try:
             features = await self.extractor.extract([text])
             t1 = time.perf_counter()
             probs = self.probabilities(features[0])
+            distance = self.distance(features[0])
         except Exception as exc:  # any failure falls open; the engine must still answer
             kind = getattr(exc, "reason", type(exc).__name__)
             logger.warning("%s router falls open: %s", self.source, exc)
             return self.fail_open(f"{self.source} unavailable: {exc}", str(kind))
         t2 = time.perf_counter()
-        self.cache.put(key, probs)
+        self.cache.put(key, probs if distance is None else (*probs, distance))
         decision = self.decide(
-            probs, cached=False, feature_ms=(t1 - t0) * 1000, probe_ms=(t2 - t1) * 1000, threshold=threshold
+            probs,
+            cached=False,
+            feature_ms=(t1 - t0) * 1000,
+            probe_ms=(t2 - t1) * 1000,
+            threshold=threshold,
+            distance=distance,
         )
         return await self._book(decision, request, ctx)
 
@@ -244,6 +293,9 @@ class LearnedSpec(RouterSpec):
             decision is within this distance of flipping — ``|score - threshold|`` for two
             targets (``1/(2λ)`` stands in for the threshold in λ mode), the utility gap of the
             best two targets otherwise. 0 (the default) never abstains.
+        novelty: Beyond the checkpoint's novelty bound (a request far from every training
+            row): ``{action: abstain}`` (a cascade's next stage decides), ``{action: capable}``
+            or ``{action: efficient}``; unset: the distance is only recorded.
     """
 
     targets: list[str] = Field(min_length=2)
@@ -260,6 +312,7 @@ class LearnedSpec(RouterSpec):
     turns: PositiveInt = 6
     cache_size: NonNegativeInt = 4096
     abstain_band: float = Field(default=0.0, ge=0.0, le=0.5)
+    novelty: NoveltySpec | None = None
 
     @field_validator("targets")
     @classmethod
@@ -359,6 +412,11 @@ class LearnedSpec(RouterSpec):
             heads.append(cp.output_names.index(name))
         if ctx.features is None:
             raise ValueError("this route extracts features; build it through switchyard.config")
+        if self.novelty is not None and cp.novelty is None:
+            raise CheckpointError(
+                f"novelty: checkpoint {path} has no novelty reference (trained before it existed); "
+                "retrain it with `switchyard train-probe` or remove 'novelty'"
+            )
         extractor = ctx.features(self.features, ctx.config_dir)
         problems = cp.recipe.mismatches(extractor.recipe)
         if problems:
@@ -394,4 +452,5 @@ class LearnedSpec(RouterSpec):
             abstain_band=self.abstain_band,
             control=control,
             prices=(prices[0], prices[1]),
+            novelty=self.novelty,
         )
