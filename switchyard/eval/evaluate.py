@@ -238,6 +238,21 @@ def item_cost(loaded: LoadedConfig, target: str, out: Outcome, per_call: Mapping
 # -- the run ---------------------------------------------------------------------------------
 
 
+async def _prefetch(router: Any, route: str, dataset: Dataset) -> None:
+    """Lets a learned router extract every item's text in large batches before the decisions
+    (deciding one item at a time would extract one text at a time)."""
+    prefetch, text_of = getattr(router, "prefetch", None), getattr(router, "text_of", None)
+    if not callable(prefetch) or not callable(text_of):
+        return
+    texts = []
+    for item in dataset:
+        try:
+            texts.append(text_of(chat_request(route, item.messages or [{"role": "user", "content": ""}])))
+        except SwitchyardError:
+            continue  # reported when the item is decided
+    await prefetch(texts)
+
+
 async def run_eval(
     loaded: LoadedConfig,
     route: str,
@@ -335,6 +350,7 @@ async def run_eval(
             on_item(result)
 
     try:
+        await _prefetch(offline.engine.routes[route].router if route in offline.engine.routes else None, route, dataset)
         items = await run_pool(dataset, work, concurrency=concurrency, on_done=done)
     finally:
         bar.close()

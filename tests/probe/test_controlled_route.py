@@ -96,7 +96,8 @@ async def test_eval_replays_a_controlled_route_in_dataset_order(tmp_path: Path) 
             prompt = " ".join(f"w{rng.randrange(100)}" for _ in range(5))
             models = {"small": {"correct": rng.random() < 0.5}, "big": {"correct": rng.random() < 0.8}}
             fh.write(json.dumps({"id": f"i{i}", "benchmark": "toy", "prompt": prompt, "models": models}) + "\n")
-    server = serve_fake(FakeFeatureServer(hidden_states_dir=tmp_path / "hs", embedding_dim=dim))
+    app = FakeFeatureServer(hidden_states_dir=tmp_path / "hs", embedding_dim=dim)
+    server = serve_fake(app)
     try:
         features = {"backend": "embeddings", "base_url": f"http://127.0.0.1:{server.port}/v1", "model": "toy-emb"}
         config = {
@@ -129,5 +130,22 @@ async def test_eval_replays_a_controlled_route_in_dataset_order(tmp_path: Path) 
     finally:
         server.stop()
     assert order == [f"i{i}" for i in range(40)]
+    # every item's text was extracted in one batched request ahead of the decisions
+    assert [len(r["input"]) for r in app.requests if "input" in r] == [40]
     assert any("controls its threshold online" in note for note in result.notes)
     assert result.row.n == 40
+
+
+async def test_prefetch_extracts_in_batches_and_each_decision_uses_it_once(probe_dir: Path) -> None:
+    texts = table(5)
+    extractor = FakeExtractor(texts)
+    router = build(probe_dir, extractor, threshold=0.6)
+    assert await router.prefetch([*texts, "t0", "  "], batch_size=3) == 5
+    assert extractor.calls == [["t0", "t1", "t2"], ["t3", "t4"]]
+    ctx = RouteContext(route="r", session=SessionInfo(), targets={}, store=MemoryStore())
+    first = await router.route(request("t1"), ctx, ScriptedCall({}))
+    assert not first.details["cached"] and first.details["feature_ms"] >= 0 and len(extractor.calls) == 2
+    again = await router.route(request("t1"), ctx, ScriptedCall({}))
+    assert again.details["cached"] and again.score == first.score
+    extractor.fail = RuntimeError("down")
+    assert await router.prefetch(["t9"]) == 0  # a failed batch is left to the decisions
