@@ -78,6 +78,13 @@ def learned(evals: Path, n: int) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         data = Path(tmp) / "items.jsonl"
         data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+        warm = build_extractor(parse_features(features))  # imports torch, reads the weights once
+
+        async def warm_up() -> None:
+            await warm.extract(["warm up"])
+            await warm.aclose()
+
+        asyncio.run(warm_up())
         t0 = time.perf_counter()  # both sides include loading the model, as train-probe and eval do
         extractor = build_extractor(parse_features(features))
         recipe = extractor.recipe
