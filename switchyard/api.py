@@ -227,6 +227,18 @@ class Switchyard:
         status = "degraded" if state.get("degraded") else report["status"]
         return {**report, "status": status, "routes": self.routes, "state": state, "process": _process()}
 
+    def threshold_control(self) -> dict[str, dict[str, Any]]:
+        """Per route with a controlled threshold (``threshold: {target_capable_share: …}``): the
+        controller's live state, ``threshold`` included (also in ``GET /v1/stats`` →
+        ``threshold_control``). See docs/learned-routers.md."""
+        out: dict[str, dict[str, Any]] = {}
+        for name, route in self._routes.items():
+            state = getattr(route.router, "control_state", None)
+            value = state() if callable(state) else None
+            if isinstance(value, dict):
+                out[name] = value
+        return out
+
     def state_status(self) -> dict[str, Any]:
         """The session-state backend: ``backend`` and, for Redis, ``degraded`` (serving from this
         process's own copy because Redis is unreachable) with outage counters."""
@@ -356,6 +368,8 @@ class Switchyard:
             return await decision_reply(self.engine, body, headers, query)
         if sub == "/stats" and method == "GET":
             stats = {"reliability": self.stats(), "usd": self.ledger.snapshot(), "state": self.state_status()}
+            if thresholds := self.threshold_control():
+                stats["threshold_control"] = thresholds
             return Reply(200, {"content-type": "application/json"}, body=dumps(stats))
         if sub == "/models" and method == "GET":
             # An inbound key limited to some routes sees only those (and their aliases).

@@ -278,6 +278,7 @@ class Engine:
             targets=self._route_targets[route.name],
             store=store,
             headers=headers,
+            shared=route.store,
         )
         router_call = RouterCall(self.targets, self.health, record, limits, restriction, route.name, forwarded(headers))
         try:

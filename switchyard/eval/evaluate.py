@@ -238,6 +238,21 @@ def item_cost(loaded: LoadedConfig, target: str, out: Outcome, per_call: Mapping
 # -- the run ---------------------------------------------------------------------------------
 
 
+async def _prefetch(router: Any, route: str, dataset: Dataset) -> None:
+    """Lets a learned router extract every item's text in large batches before the decisions
+    (deciding one item at a time would extract one text at a time)."""
+    prefetch, text_of = getattr(router, "prefetch", None), getattr(router, "text_of", None)
+    if not callable(prefetch) or not callable(text_of):
+        return
+    texts = []
+    for item in dataset:
+        try:
+            texts.append(text_of(chat_request(route, item.messages or [{"role": "user", "content": ""}])))
+        except SwitchyardError:
+            continue  # reported when the item is decided
+    await prefetch(texts)
+
+
 async def run_eval(
     loaded: LoadedConfig,
     route: str,
@@ -279,6 +294,12 @@ async def run_eval(
         KeyError: No such route.
     """
     spec = route_spec(loaded, route)
+    controlled = getattr(spec, "controlled", None)
+    sequential = concurrency > 1 and callable(controlled) and bool(controlled())
+    if sequential:
+        # A controlled threshold depends on the order of the scores before it: replay the
+        # dataset in file order, one decision at a time, as live traffic would have arrived.
+        concurrency = 1
     tiers = resolve_tiers(loaded, route, capable, efficient)
     if require_scores and tiers is None:
         raise EvalError(
@@ -329,11 +350,17 @@ async def run_eval(
             on_item(result)
 
     try:
+        await _prefetch(offline.engine.routes[route].router if route in offline.engine.routes else None, route, dataset)
         items = await run_pool(dataset, work, concurrency=concurrency, on_done=done)
     finally:
         bar.close()
         await offline.aclose()
     notes: list[str] = []
+    if sequential:
+        notes.append(
+            f"route {route!r} controls its threshold online: decided in dataset order, one at a time "
+            "(--concurrency ignored)"
+        )
     if any(r.decided.skipped for r in items):
         notes += [f"client {c!r} is unusable here: {why}" for c, why in offline.unavailable.items()]
     if no_prompt:

@@ -22,6 +22,7 @@ from switchyard.probe.report import SliceReport, baselines, evaluate_router, ren
 from switchyard.probe.train import ProbeParams, build_knn, split_rows, train_probe
 from switchyard.protocol.features import FeatureExtractor, FeatureRecipe
 from switchyard.routers.learned import checkpoint as ckpt
+from switchyard.routers.learned import novelty
 from switchyard.routers.learned.views import TextView
 
 KNN_GRID = (5, 10, 20, 50, 100, 200, 400, 800)
@@ -311,7 +312,10 @@ def run(plan: Plan, log: Callable[[str], None] = print) -> Outcome:
             x, y, names, recipe, pca_dim=plan.params.pca_dim, k=k, weighting=w, seed=plan.params.seed
         )
         meta["knn"] = {"k": k, "weighting": w, "val_apgr": val_apgr}
+    for cp in routers.values():  # the reference a served router measures novelty against
+        cp.novelty = novelty.fit(cp.project(x), seed=plan.params.seed)
     report: dict[str, list[SliceReport]] = {}
+    fired: dict[str, float] = {}
     main_router = routers[plan.router]
     held: dict[str, tuple[Any, Rows]] = {}  # the main router's predictions per slice, made once
     for name, rows in slices.items():
@@ -323,7 +327,18 @@ def run(plan: Plan, log: Callable[[str], None] = print) -> Outcome:
                 held[name] = (probs, rows)
             report[name].append(evaluate_router(r, cp, xs, rows, names, capable, efficient, probs=probs))
         report[name] += baselines(rows, capable, efficient)
+        ref = main_router.novelty
+        if ref is not None and len(rows):
+            fired[name] = float((ref.distance(main_router.project(xs)) > ref.bound).mean())
     text = render(report, names)
+    if main_router.novelty is not None:
+        ref = main_router.novelty
+        shares = ", ".join(f"{name} {share:.1%}" for name, share in fired.items())
+        text += (
+            f"\nnovelty: beyond the {ref.percentile:g}th-percentile bound {ref.bound:.4g} "
+            f"(mean distance to the {ref.k} nearest training rows): {shares or 'no held-out slices'}\n"
+        )
+        meta["novelty_fired"] = fired
     points, point_text = _operating(main_router, main_router.predict(x), train, held, names, capable, efficient)
     text += "\n" + point_text
     meta["operating_points"] = [p.to_dict() for p in points]

@@ -40,6 +40,9 @@ class RouteContext:
         targets: The route's targets by name, in config order.
         store: Per-session state store (namespaced per route by the engine).
         headers: Caller headers, lower-cased.
+        shared: The route-wide state store (namespaced per route, shared by every session and
+            every replica), for state that belongs to the route rather than a session (a
+            controlled threshold); ``None`` where there is none (offline tools).
     """
 
     route: str
@@ -47,6 +50,7 @@ class RouteContext:
     targets: Mapping[str, TargetInfo]
     store: StateStore
     headers: Mapping[str, str] = field(default_factory=dict)
+    shared: StateStore | None = None
 
 
 @dataclass(slots=True)

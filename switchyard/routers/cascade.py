@@ -61,7 +61,9 @@ class CascadeRouter:
     async def route(self, request: ChatRequest, ctx: RouteContext, call: ModelCall) -> Decision:
         trail: list[dict[str, Any]] = []
         for number, stage in enumerate(self.stages, start=1):
-            stage_ctx = dataclasses.replace(ctx, store=NamespacedStore(ctx.store, f"stage{number}."))
+            prefix = f"stage{number}."
+            shared = None if ctx.shared is None else NamespacedStore(ctx.shared, prefix)
+            stage_ctx = dataclasses.replace(ctx, store=NamespacedStore(ctx.store, prefix), shared=shared)
             decision = await stage.router.route(request, stage_ctx, call)
             step: dict[str, Any] = {
                 "stage": number,

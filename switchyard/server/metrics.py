@@ -49,6 +49,7 @@ METRIC_NAMES = (
     "switchyard_always_capable_usd",
     "switchyard_saved_usd",
     "switchyard_capable_share",
+    "switchyard_route_threshold",
     "switchyard_breaker_state",
     "switchyard_state_backend_degraded",
     "switchyard_state_backend_outages",
@@ -71,7 +72,7 @@ class Metrics:
 
     Args:
         live: Returns the live values at scrape time: ``{"breakers": {target: state},
-            "state": state-backend status, "capable_share": {route: share}}``.
+            "state": state-backend status, "capable_share": {route: share}, "thresholds": {route: threshold}}``.
     """
 
     def __init__(self, live: Callable[[], dict[str, Any]] | None = None) -> None:
@@ -299,6 +300,14 @@ class _LiveCollector:
         for route, value in sorted(live.get("capable_share", {}).items()):
             share.add_metric([route], float(value))
         yield share
+        threshold = GaugeMetricFamily(
+            "switchyard_route_threshold",
+            "The score threshold a route with live threshold control uses now (this process's)",
+            labels=["route"],
+        )
+        for route, value in sorted(live.get("thresholds", {}).items()):
+            threshold.add_metric([route], float(value))
+        yield threshold
 
 
 def for_switchyard(sy: Switchyard) -> Metrics:
@@ -311,6 +320,7 @@ def for_switchyard(sy: Switchyard) -> Metrics:
             "breakers": {name: t.get("state", "closed") for name, t in stats.get("targets", {}).items()},
             "state": sy.state_status(),
             "capable_share": {name: t["capable_share"] for name, t in routes.items()},
+            "thresholds": {name: t["threshold"] for name, t in sy.threshold_control().items()},
         }
 
     metrics = Metrics(live)

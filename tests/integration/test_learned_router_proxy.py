@@ -90,6 +90,9 @@ def test_train_probe_writes_checkpoint_and_held_out_report(trained: dict[str, An
     assert meta["kind"] == "prefill_probe" and meta["output_names"] == ["efficient", "capable"]
     assert meta["recipe"]["source"] == "embeddings" and meta["recipe"]["hidden_size"] == 32
     assert meta["training"]["n_train"] == 120 and meta["training"]["capable"] == "capable"
+    # the novelty reference (train-probe writes it) and how often it fired per held-out slice
+    assert meta["novelty"]["k"] == 10 and meta["novelty"]["n"] > 0 and meta["novelty"]["bound"] > 0
+    assert 0.0 <= meta["training"]["novelty_fired"]["test"] <= 1.0
     test = {r["name"]: r for r in meta["training"]["report"]["test"]}
     assert set(test) == {"probe", "knn", "random", "oracle"}
     assert test["probe"]["n"] == 40 and test["random"]["apgr"] == pytest.approx(0.5)

@@ -268,7 +268,10 @@ def test_probe_examples_validate() -> None:
     root = Path(__file__).resolve().parents[2] / "examples" / "probe"
     loaded = load_config(root / "router.yaml", env={})
     agent = loaded.routes["agent"]
-    assert agent.input == "conversation" and agent.threshold == pytest.approx(0.579)  # type: ignore[attr-defined]
+    assert agent.input == "conversation"  # type: ignore[attr-defined]
+    # live control by default, warm-started from train-probe's 30 % operating point
+    threshold = agent.threshold  # type: ignore[attr-defined]
+    assert threshold.target_capable_share == 0.3 and threshold.start == pytest.approx(0.579)
     for name in ("smollm2-features.yaml", "minilm-features.yaml"):
         block = parse_features(yaml.safe_load((root / name).read_text()))
         assert block.truncation == "tail"  # type: ignore[union-attr]

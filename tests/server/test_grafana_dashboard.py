@@ -17,7 +17,12 @@ _SUFFIXES = ("_total", "_bucket", "_count", "_sum", "_created")
 
 def exported() -> set[str]:
     """Metric families a scrape shows once every kind of event has happened."""
-    live = {"breakers": {"capable": "open"}, "state": {"backend": "redis", "degraded": True}, "capable_share": {"r": 1}}
+    live = {
+        "breakers": {"capable": "open"},
+        "state": {"backend": "redis", "degraded": True},
+        "capable_share": {"r": 1},
+        "thresholds": {"r": 0.5},
+    }
     metrics = Metrics(lambda: live)
     record = DecisionRecord(request_id="1", route="r", router="knn", source="probe", selected="capable")
     record.tier, record.input_tokens, record.output_tokens, record.cost_usd = "capable", 10, 5, 0.01

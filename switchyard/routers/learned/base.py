@@ -15,17 +15,29 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import Field, NonNegativeFloat, NonNegativeInt, PositiveInt, field_validator, model_validator
+from pydantic import (
+    Field,
+    NonNegativeFloat,
+    NonNegativeInt,
+    PositiveInt,
+    ValidatorFunctionWrapHandler,
+    field_validator,
+    model_validator,
+)
 
 from switchyard.protocol.call import ModelCall
 from switchyard.protocol.features import FeatureExtractor, FeaturesConfig
 from switchyard.protocol.request import ChatRequest
 from switchyard.routers.base import BuildContext, Decision, RouteContext, RouterSpec, Tiers
 from switchyard.routers.learned.checkpoint import Checkpoint, CheckpointError, load
+from switchyard.routers.learned.control import Observation, ThresholdControl, ThresholdController, warm_start
+from switchyard.routers.learned.novelty import NoveltySpec
 from switchyard.routers.learned.policy import Choice, TaskCache, UtilityPolicy
+from switchyard.routers.learned.sync import SharedControl
 from switchyard.routers.learned.views import TextView, view_text
 
 logger = logging.getLogger("switchyard.routers.learned")
@@ -43,6 +55,12 @@ class LearnedRouter:
         view: Which user message is the task text.
         cache_size: Bound of the per-task cache (0: no caching).
         predict_kwargs: Extra arguments for :meth:`Checkpoint.predict` (``k``, ``weighting``).
+        abstain_band: See :class:`LearnedSpec`.
+        control: The live threshold controller of a ``threshold: {...}`` route.
+        prices: ``((input, output), (input, output))`` USD per Mtok of the efficient and the
+            capable target (budget mode's cost estimate).
+        clock: Wall-clock seconds (the controller's timestamps; tests inject one).
+        novelty: What to do beyond the checkpoint's novelty bound (``None``: only record it).
     """
 
     def __init__(
@@ -58,6 +76,10 @@ class LearnedRouter:
         cache_size: int = 4096,
         predict_kwargs: dict[str, Any] | None = None,
         abstain_band: float = 0.0,
+        control: SharedControl | None = None,
+        prices: tuple[tuple[float, float], tuple[float, float]] = ((0.0, 0.0), (0.0, 0.0)),
+        clock: Callable[[], float] = time.time,
+        novelty: NoveltySpec | None = None,
     ) -> None:
         self.checkpoint = checkpoint
         self.heads = heads
@@ -69,15 +91,50 @@ class LearnedRouter:
         self.cache = TaskCache(cache_size)
         self._predict_kwargs = predict_kwargs or {}
         self.abstain_band = abstain_band
+        self.control = control
+        self._prices = prices  # (input, output) USD per Mtok of (efficient, capable): budget estimates
+        self._clock = clock
+        self.novelty = novelty
+        # prefetch(): text digest -> (probabilities [+ distance], feature_ms, probe_ms), consumed once
+        self._prefetched: dict[bytes, tuple[tuple[float, ...], float, float]] = {}
 
     def probabilities(self, features: Any) -> tuple[float, ...]:
         """Per-target success probabilities (route order) for one feature vector."""
         probs = self.checkpoint.predict(features, **self._predict_kwargs)
         return tuple(float(probs[i]) for i in self.heads)
 
-    def decide(self, probs: tuple[float, ...], *, cached: bool, feature_ms: float, probe_ms: float) -> Decision:
-        """The decision for known probabilities."""
-        choice = self.policy.choose(probs)
+    def distance(self, features: Any) -> float | None:
+        """Novelty of one feature vector against the training rows (``None`` without a reference)."""
+        ref = self.checkpoint.novelty
+        if ref is None:
+            return None
+        return float(ref.distance(self.checkpoint.project(features))[0])
+
+    def _novel(self, distance: float | None, details: dict[str, Any]) -> bool:
+        """Records the novelty facts; whether the request lies beyond the bound."""
+        ref = self.checkpoint.novelty
+        if distance is None or ref is None:
+            return False
+        bound = ref.bound * (self.novelty.bound_scale if self.novelty is not None else 1.0)
+        novel = distance > bound
+        details["novelty"] = {"distance": round(distance, 6), "bound": round(bound, 6), "novel": novel}
+        if novel and self.novelty is not None:
+            details["novelty"]["action"] = self.novelty.action
+        return novel and self.novelty is not None
+
+    def decide(
+        self,
+        probs: tuple[float, ...],
+        *,
+        cached: bool,
+        feature_ms: float,
+        probe_ms: float,
+        threshold: float | None = None,
+        distance: float | None = None,
+    ) -> Decision:
+        """The decision for known probabilities (``threshold``: a controlled route's current one;
+        ``distance``: the request's novelty)."""
+        choice = self.policy.choose(probs, threshold=threshold)
         p = dict(zip(self.policy.targets, probs, strict=True))
         details: dict[str, Any] = {"p_success": p, "cached": cached}
         if choice.utilities:
@@ -85,34 +142,50 @@ class LearnedRouter:
         if not cached:
             details["feature_ms"] = round(feature_ms, 3)
             details["probe_ms"] = round(probe_ms, 3)
-        first = choice.candidates[0]
-        margin = self.margin(choice)
+        candidates = choice.candidates
+        first = candidates[0]
+        margin = self.margin(choice, threshold)
         abstained = margin < self.abstain_band
+        novel = self._novel(distance, details)
+        note = ""
+        if novel:
+            assert self.novelty is not None
+            action = self.novelty.action
+            note = f"; novel: distance {distance:.3f} > bound {details['novelty']['bound']:.3f}"
+            if action == "abstain":
+                abstained, note = True, note + " (abstains)"
+            else:
+                tier = self.policy.capable if action == "capable" else self.policy.efficient
+                candidates = (tier, *(t for t in self.policy.targets if t != tier))
+                note += f" (serves {action})"
         if self.abstain_band > 0:
             details["margin"] = round(margin, 6)
-        mode = (
-            f"score {choice.score:.3f} vs threshold {self.policy.threshold}"
-            if self.policy.threshold is not None
-            else f"lambda={self.policy.lam}"
-        )
+        used = self.policy.threshold if threshold is None else threshold
+        if threshold is not None:
+            details["threshold"] = round(threshold, 6)
+        mode = f"score {choice.score:.3f} vs threshold {used:.4g}" if used is not None else f"lambda={self.policy.lam}"
+        if threshold is not None:
+            mode += " (controlled)"
         return Decision(
-            candidates=choice.candidates,
+            candidates=candidates,
             source=self.source,
             score=choice.score,
             confidence=max(p[first], 1.0 - p[first]),
             reason=f"P(success) {first}={p[first]:.2f}; {mode}"
             + (" (cached)" if cached else "")
-            + (f"; abstains: margin {margin:.3f} < band {self.abstain_band}" if abstained else ""),
+            + (f"; abstains: margin {margin:.3f} < band {self.abstain_band}" if margin < self.abstain_band else "")
+            + note,
             details=details,
             abstained=abstained,
         )
 
-    def margin(self, choice: Choice) -> float:
+    def margin(self, choice: Choice, threshold: float | None = None) -> float:
         """How far the decision is from flipping: with two targets ``|score - boundary|``
-        (``threshold``, or ``1 / (2λ)`` in λ mode); with more, the utility gap between the best
-        two. A margin below ``abstain_band`` makes the router abstain."""
+        (``threshold`` — a controlled route's current one — or ``1 / (2λ)`` in λ mode); with
+        more, the utility gap between the best two. A margin below ``abstain_band`` makes the
+        router abstain."""
         if len(self.policy.targets) == 2:
-            return abs(choice.score - self.policy.boundary())
+            return abs(choice.score - (self.policy.boundary() if threshold is None else threshold))
         ranked = sorted(choice.utilities.values(), reverse=True)
         return ranked[0] - ranked[1]
 
@@ -130,22 +203,124 @@ class LearnedRouter:
         text = view_text(request, self.view, self.turns)
         if not text.strip():
             return self.fail_open("no user text to read", "no_text")
+        threshold = None if self.control is None else self.control.controller.threshold()
         key = self.cache.key(text)
         hit = self.cache.get(key)
-        if hit is not None:
-            return self.decide(hit, cached=True, feature_ms=0.0, probe_ms=0.0)
+        n = len(self.heads)
+        ready = self._prefetched.pop(key, None)
+        if hit is None and ready is not None:  # extracted in a batch ahead of time (eval)
+            values, feature_ms, probe_ms = ready
+            self.cache.put(key, values)
+            distance = values[n] if len(values) > n else None
+            decision = self.decide(
+                values[:n],
+                cached=False,
+                feature_ms=feature_ms,
+                probe_ms=probe_ms,
+                threshold=threshold,
+                distance=distance,
+            )
+            return await self._book(decision, request, ctx)
+        if hit is not None:  # probabilities, then the novelty distance when the checkpoint has one
+            distance = hit[n] if len(hit) > n else None
+            decision = self.decide(
+                hit[:n], cached=True, feature_ms=0.0, probe_ms=0.0, threshold=threshold, distance=distance
+            )
+            return await self._book(decision, request, ctx)
         t0 = time.perf_counter()
         try:
             features = await self.extractor.extract([text])
             t1 = time.perf_counter()
             probs = self.probabilities(features[0])
+            distance = self.distance(features[0])
         except Exception as exc:  # any failure falls open; the engine must still answer
             kind = getattr(exc, "reason", type(exc).__name__)
             logger.warning("%s router falls open: %s", self.source, exc)
             return self.fail_open(f"{self.source} unavailable: {exc}", str(kind))
         t2 = time.perf_counter()
-        self.cache.put(key, probs)
-        return self.decide(probs, cached=False, feature_ms=(t1 - t0) * 1000, probe_ms=(t2 - t1) * 1000)
+        self.cache.put(key, probs if distance is None else (*probs, distance))
+        decision = self.decide(
+            probs,
+            cached=False,
+            feature_ms=(t1 - t0) * 1000,
+            probe_ms=(t2 - t1) * 1000,
+            threshold=threshold,
+            distance=distance,
+        )
+        return await self._book(decision, request, ctx)
+
+    def text_of(self, request: ChatRequest) -> str:
+        """The text this router reads from ``request`` (its ``input`` view)."""
+        return view_text(request, self.view, self.turns)
+
+    async def prefetch(self, texts: Sequence[str], *, batch_size: int = 256) -> int:
+        """Extracts and scores ``texts`` in large batches ahead of their decisions.
+
+        Offline evaluation calls it with every item's text so the extractor runs batched (one
+        request at a time would extract one text at a time); each later :meth:`route` for one of
+        these texts uses the result once, with the batch's time shared out per text as its
+        ``feature_ms``/``probe_ms``. A batch that fails is skipped (its texts are extracted when
+        decided, and fail open there if the extractor is still down).
+
+        Returns:
+            How many texts were prefetched.
+        """
+        todo: dict[bytes, str] = {}
+        for text in texts:
+            if text.strip():
+                todo.setdefault(self.cache.key(text), text)
+        items = list(todo.items())
+        done = 0
+        for start in range(0, len(items), batch_size):
+            chunk = items[start : start + batch_size]
+            t0 = time.perf_counter()
+            try:
+                features = await self.extractor.extract([text for _, text in chunk])
+                t1 = time.perf_counter()
+                probs = self.checkpoint.predict(features, **self._predict_kwargs)
+                ref = self.checkpoint.novelty
+                dist = None if ref is None else ref.distance(self.checkpoint.project(features))
+            except Exception as exc:  # decided one by one later, failing open there if need be
+                logger.warning("%s router: batched extraction failed, deciding one by one: %s", self.source, exc)
+                continue
+            t2 = time.perf_counter()
+            feature_ms, probe_ms = (t1 - t0) * 1000 / len(chunk), (t2 - t1) * 1000 / len(chunk)
+            for row, (key, _) in enumerate(chunk):
+                values = tuple(float(probs[row][i]) for i in self.heads)
+                if dist is not None:
+                    values = (*values, float(dist[row]))
+                self._prefetched[key] = (values, feature_ms, probe_ms)
+            done += len(chunk)
+        return done
+
+    async def _book(self, decision: Decision, request: ChatRequest, ctx: RouteContext) -> Decision:
+        """Feeds a scored decision to the threshold controller (and, when due, the shared store)."""
+        control = self.control
+        if control is None or decision.score is None:
+            return decision
+        now = self._clock()
+        cost_eff, cost_cap = self.call_costs(request)
+        capable = decision.candidates[0] == self.policy.capable
+        control.book(Observation(now, decision.score, capable, cost_eff, cost_cap))
+        if ctx.shared is not None and control.due(now):
+            await control.sync(ctx.shared, now)  # one store round trip per batch, not per request
+        decision.details["control"] = control.state()
+        return decision
+
+    def call_costs(self, request: ChatRequest) -> tuple[float, float]:
+        """Estimated USD of answering ``request`` on the efficient and on the capable target."""
+        assert self.control is not None
+        spec = self.control.controller.spec
+        if spec.cost_per_call is not None:
+            return spec.cost_per_call["efficient"], spec.cost_per_call["capable"]
+        tokens_in = sum(len(m.text) for m in request.messages) / 4.0  # ~4 characters a token
+        out = float(spec.output_tokens)
+        (ei, eo), (ci, co) = self._prices
+        return (tokens_in * ei + out * eo) / 1e6, (tokens_in * ci + out * co) / 1e6
+
+    def control_state(self) -> dict[str, Any] | None:
+        """The threshold controller's state (``None`` for a fixed threshold)."""
+        return None if self.control is None else self.control.state()
 
     async def aclose(self) -> None:
         """Closes the extractor's connections."""
@@ -162,8 +337,10 @@ class LearnedSpec(RouterSpec):
             embeddings``); must match the checkpoint's recipe.
         lambda_: λ of the utility ``λ·P(success) - (1-λ)·normcost`` (YAML key ``lambda``;
             default 0.75).
-        threshold: Two targets only: capable iff score >= threshold; overrides ``lambda``
-            (``switchyard calibrate`` writes it).
+        threshold: Two targets only: capable iff score >= threshold; overrides ``lambda``.
+            A number is fixed (``switchyard calibrate`` writes it); a block —
+            ``{target_capable_share: 0.3}`` or ``{budget_usd_per_hour: 5.0}`` — is adjusted
+            online from the stream of scores (:class:`~switchyard.routers.learned.control.ThresholdControl`).
         costs: Relative cost per target (default: input + output price per Mtok).
         capable: Target used when the router fails (default: the costliest).
         heads: Checkpoint output name per target (default: the target's own name).
@@ -176,13 +353,18 @@ class LearnedSpec(RouterSpec):
             decision is within this distance of flipping — ``|score - threshold|`` for two
             targets (``1/(2λ)`` stands in for the threshold in λ mode), the utility gap of the
             best two targets otherwise. 0 (the default) never abstains.
+        novelty: Beyond the checkpoint's novelty bound (a request far from every training
+            row): ``{action: abstain}`` (a cascade's next stage decides), ``{action: capable}``
+            or ``{action: efficient}``; unset: the distance is only recorded.
     """
 
     targets: list[str] = Field(min_length=2)
     checkpoint: str
     features: FeaturesConfig
     lambda_: float | None = Field(default=None, alias="lambda", ge=0.0, le=1.0)
-    threshold: float | None = Field(default=None, ge=0.0, le=1.0)
+    threshold: Annotated[float, Field(ge=0.0, le=1.0)] | ThresholdControl | None = Field(
+        default=None, union_mode="left_to_right"
+    )
     costs: dict[str, NonNegativeFloat] | None = None
     capable: str | None = None
     heads: dict[str, str] = Field(default_factory=dict)
@@ -190,6 +372,7 @@ class LearnedSpec(RouterSpec):
     turns: PositiveInt = 6
     cache_size: NonNegativeInt = 4096
     abstain_band: float = Field(default=0.0, ge=0.0, le=0.5)
+    novelty: NoveltySpec | None = None
 
     @field_validator("targets")
     @classmethod
@@ -197,6 +380,20 @@ class LearnedSpec(RouterSpec):
         if len(set(targets)) != len(targets):
             raise ValueError("targets must be unique")
         return targets
+
+    @field_validator("threshold", mode="wrap")
+    @classmethod
+    def _threshold_shape(cls, value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+        # Validate a block as a block and a number as a number, so an error names the key that is
+        # wrong (threshold.target_capable_share) instead of listing every union branch.
+        if isinstance(value, dict):
+            return ThresholdControl.model_validate(value)
+        if value is None or (isinstance(value, int | float | ThresholdControl) and not isinstance(value, bool)):
+            return handler(value)
+        raise ValueError(
+            "threshold is a number in [0, 1] or a block such as {target_capable_share: 0.3} "
+            f"or {{budget_usd_per_hour: 5.0}}, got {type(value).__name__}"
+        )
 
     @model_validator(mode="after")
     def _consistent(self) -> LearnedSpec:
@@ -234,8 +431,15 @@ class LearnedSpec(RouterSpec):
         return None if pair is None else Tiers(capable=pair[0], efficient=pair[1])
 
     def threshold_key(self) -> str | None:
-        """``threshold`` for two-target routes (capable iff ``Decision.score >= threshold``)."""
+        """``threshold`` for two-target routes (capable iff ``Decision.score >= threshold``);
+        ``None`` for a controlled threshold, which ``calibrate`` must not overwrite with a number."""
+        if isinstance(self.threshold, ThresholdControl):
+            return None
         return "threshold" if len(self.targets) == 2 else None
+
+    def controlled(self) -> bool:
+        """Whether the threshold is adjusted online (its replay needs the dataset in order)."""
+        return isinstance(self.threshold, ThresholdControl)
 
     def _costs(self, ctx: BuildContext) -> list[float]:
         if self.costs is not None:
@@ -268,18 +472,33 @@ class LearnedSpec(RouterSpec):
             heads.append(cp.output_names.index(name))
         if ctx.features is None:
             raise ValueError("this route extracts features; build it through switchyard.config")
+        if self.novelty is not None and cp.novelty is None:
+            raise CheckpointError(
+                f"novelty: checkpoint {path} has no novelty reference (trained before it existed); "
+                "retrain it with `switchyard train-probe` or remove 'novelty'"
+            )
         extractor = ctx.features(self.features, ctx.config_dir)
         problems = cp.recipe.mismatches(extractor.recipe)
         if problems:
             raise ValueError("features do not match the checkpoint's recipe: " + "; ".join(problems))
         costs = self._costs(ctx)
+        control = None
+        threshold = self.threshold
+        if isinstance(threshold, ThresholdControl):
+            start = warm_start(threshold, cp.meta.get("training", {}).get("operating_points"))
+            control = SharedControl(ThresholdController(threshold, start))
+            threshold = start
         policy = UtilityPolicy(
             self.targets,
             costs,
             lam=0.75 if self.lambda_ is None else self.lambda_,
-            threshold=self.threshold,
+            threshold=threshold,
             capable=self.capable,
         )
+        prices = []
+        for name in (policy.efficient, policy.capable):
+            info = ctx.targets.get(name)
+            prices.append((0.0, 0.0) if info is None else (info.price.input_per_mtok, info.price.output_per_mtok))
         return LearnedRouter(
             cp,
             heads,
@@ -291,4 +510,7 @@ class LearnedSpec(RouterSpec):
             cache_size=self.cache_size,
             predict_kwargs=predict,
             abstain_band=self.abstain_band,
+            control=control,
+            prices=(prices[0], prices[1]),
+            novelty=self.novelty,
         )

@@ -40,6 +40,7 @@ from typing import Any
 
 from switchyard.protocol import tensorfile
 from switchyard.protocol.features import FeatureRecipe
+from switchyard.routers.learned.novelty import Novelty
 
 FORMAT_VERSION = 1
 META_FILE = "router.json"
@@ -150,6 +151,13 @@ class Checkpoint:
     metric: str = "cosine"
     link: str = "independent_sigmoid"
     meta: dict[str, Any] = field(default_factory=dict)
+    novelty: Novelty | None = None
+
+    def project(self, features: Any) -> Any:
+        """Features ``[n, D]`` in the checkpoint's standardise → PCA space ``[n, P]``."""
+        import numpy as np
+
+        return self.transform.apply(np.asarray(features, dtype=np.float32).reshape(-1, self.transform.dim))
 
     def predict(self, features: Any, *, k: int | None = None, weighting: str | None = None) -> Any:
         """Per-head success probabilities ``[n, N]`` for features ``[n, D]`` (or one ``[D]`` row).
@@ -202,6 +210,8 @@ class Checkpoint:
         if self.kind == "knn":
             out["knn.points"] = self.points
             out["knn.labels"] = self.labels
+        if self.novelty is not None:
+            out["novelty.points"] = self.novelty.points
         return out
 
 
@@ -253,6 +263,8 @@ def save(checkpoint: Checkpoint, directory: str | Path, training: Mapping[str, A
     else:
         meta.update(k=checkpoint.k, weighting=checkpoint.weighting, metric=checkpoint.metric)
     meta["training"] = dict(training or checkpoint.meta.get("training") or {})
+    if checkpoint.novelty is not None:
+        meta["novelty"] = checkpoint.novelty.meta()
     tensors = {k: np.asarray(v, dtype=np.float32) for k, v in checkpoint.tensors().items()}
     tensorfile.save(out / TENSOR_FILE, tensors, {"format": "switchyard-learned-router"})
     (out / META_FILE).write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
@@ -362,8 +374,25 @@ def _assemble(
             raise CheckpointError(f"{where}: weighting must be distance|uniform and metric cosine|euclidean")
         if cp.metric == "cosine":
             cp.points = (points / np.maximum(np.linalg.norm(points, axis=1, keepdims=True), 1e-12)).astype(np.float32)
+    cp.novelty = _novelty(meta, check, pca, where)
     check.done()
     return cp
+
+
+def _novelty(meta: Mapping[str, Any], check: _Checker, pca: int, where: str) -> Novelty | None:
+    """The novelty reference of checkpoints that have one (older ones do not: ``None``)."""
+    facts = meta.get("novelty")
+    if facts is None:
+        return None
+    if not isinstance(facts, dict):
+        raise CheckpointError(f"{where}: novelty must be an object")
+    k, bound = facts.get("k"), facts.get("bound")
+    if not isinstance(k, int) or isinstance(k, bool) or k <= 0:
+        raise CheckpointError(f"{where}: novelty.k must be a positive integer, got {k!r}")
+    if not isinstance(bound, int | float) or isinstance(bound, bool) or not bound >= 0:
+        raise CheckpointError(f"{where}: novelty.bound must be a number >= 0, got {bound!r}")
+    points = check.take("novelty.points", [None, pca])
+    return Novelty(points, k, float(bound), float(facts.get("percentile", 99.0)))
 
 
 def _positive(meta: Mapping[str, Any], key: str, where: str) -> int:

@@ -87,11 +87,18 @@ class UtilityPolicy:
         p = dict(zip(self.targets, probs, strict=True))
         return 0.5 * (1.0 + float(p[self.capable]) - float(p[self.efficient]))
 
-    def choose(self, probs: Sequence[float]) -> Choice:
-        """Orders the targets for predicted success ``probs`` (route order)."""
+    def choose(self, probs: Sequence[float], *, threshold: float | None = None) -> Choice:
+        """Orders the targets for predicted success ``probs`` (route order).
+
+        Args:
+            probs: Predicted success per target.
+            threshold: Overrides the configured threshold for this decision (a controlled
+                route's current value).
+        """
         score = self.score(probs)
-        if self.threshold is not None:
-            first = self.capable if score >= self.threshold else self.efficient
+        threshold = self.threshold if threshold is None else threshold
+        if threshold is not None:
+            first = self.capable if score >= threshold else self.efficient
             rest = tuple(t for t in self.targets if t != first)
             return Choice((first, *rest), score, {})
         utilities = {
