@@ -31,7 +31,7 @@ ClientFormat = Literal["openai_chat", "anthropic_messages", "openai_responses", 
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
 
 class TimeoutConfig(_Strict):

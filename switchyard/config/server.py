@@ -20,7 +20,7 @@ _HASH = re.compile(r"^sha256:[0-9a-f]{64}$")
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
 
 class ApiKeyConfig(_Strict):

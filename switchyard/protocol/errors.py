@@ -31,7 +31,7 @@ from pydantic import BaseModel, ConfigDict
 class ErrorInfo(BaseModel):
     """A format-neutral description of an error, as carried in streams and records."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     status: int = 500
     type: str = "api_error"

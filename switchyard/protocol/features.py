@@ -179,7 +179,7 @@ class FeatureExtractor(Protocol):
 
 
 class _FeatureConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid", protected_namespaces=())
+    model_config = ConfigDict(extra="forbid", defer_build=True, protected_namespaces=())
 
     pooling: list[Pooling] = Field(default_factory=lambda: list[Pooling](["mean"]), min_length=1)
 

@@ -19,7 +19,7 @@ Role = Literal["system", "developer", "user", "assistant", "tool"]
 
 
 class _Part(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
 
 class TextPart(_Part):
@@ -138,7 +138,7 @@ class Message(BaseModel):
         name: Optional participant name (OpenAI ``name``).
     """
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     role: Role
     content: list[ContentPart] = Field(default_factory=list)

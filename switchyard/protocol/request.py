@@ -23,7 +23,7 @@ class ReasoningConfig(BaseModel):
         summary: Responses ``reasoning.summary`` when given.
     """
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     enabled: bool | None = None
     effort: str | None = None
@@ -63,7 +63,7 @@ class ChatRequest(BaseModel):
             the fields it understands (see ``switchyard.wire.extras``).
     """
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     model: str = ""
     messages: list[Message] = Field(default_factory=list)

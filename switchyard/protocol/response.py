@@ -30,7 +30,7 @@ class Usage(BaseModel):
         reasoning_tokens: Generated tokens spent on reasoning.
     """
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     input_tokens: int = 0
     output_tokens: int = 0
@@ -71,7 +71,7 @@ class ChatResponse(BaseModel):
         created: Unix time of creation.
     """
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     id: str
     model: str = ""

@@ -27,7 +27,7 @@ from switchyard.protocol.response import ChatResponse, StopReason, Usage
 
 
 class _Event(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
 
 class MessageStart(_Event):

@@ -22,7 +22,7 @@ class Price(BaseModel):
         cache_write_per_mtok: Prompt tokens written to cache; defaults to ``input_per_mtok``.
     """
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     input_per_mtok: NonNegativeFloat = 0.0
     output_per_mtok: NonNegativeFloat = 0.0
@@ -59,7 +59,7 @@ class TargetInfo(BaseModel):
             only by targets carrying every label it requires (see docs/restrictions.md).
     """
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     name: str
     model: str

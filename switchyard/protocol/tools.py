@@ -27,7 +27,7 @@ class ToolDefinition(BaseModel):
             own format.
     """
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     name: str
     description: str | None = None
@@ -48,7 +48,7 @@ class ToolChoice(BaseModel):
         name: Tool name when ``mode == "tool"``.
     """
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     mode: Literal["auto", "none", "required", "tool"] = "auto"
     name: str | None = None

@@ -160,7 +160,7 @@ class RouterSpec(BaseModel):
             target answer when one fails (see docs/verify.md).
     """
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     kind: ClassVar[str] = ""
     stateful: ClassVar[bool] = False

@@ -127,7 +127,7 @@ class RestrictRule(BaseModel):
         require: Labels the serving target must all carry when the rule matches.
     """
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     name: str | None = None
     detector: Detector | None = None

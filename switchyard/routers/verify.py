@@ -53,7 +53,7 @@ class VerifyCheck(BaseModel):
             counts as: ``fail`` (default: an unverified answer is not released) or ``pass``.
     """
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     type: CheckType
     name: str | None = None
@@ -107,7 +107,7 @@ class VerifySpec(BaseModel):
         checks: What to check, in order; the first failure decides.
     """
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     mode: VerifyMode = "active"
     efficient: str | None = None

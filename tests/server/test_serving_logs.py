@@ -100,9 +100,11 @@ def restore_logging() -> Iterator[None]:
     root = logging.getLogger()
     saved = (root.level, list(root.handlers))
     chatty = {n: logging.getLogger(n).level for n in ("httpcore", "httpx", "uvicorn")}
+    flags = (logging._srcfile, logging.logThreads, logging.logProcesses, logging.logMultiprocessing)
     yield
     root.setLevel(saved[0])
     root.handlers[:] = saved[1]
+    logging._srcfile, logging.logThreads, logging.logProcesses, logging.logMultiprocessing = flags
     for name, level in chatty.items():
         logging.getLogger(name).setLevel(level)
 
@@ -144,3 +146,33 @@ def test_serve_help_lists_every_endpoint(capsys: pytest.CaptureFixture[str]) -> 
         "--access-log",
     ):
         assert needle in text, needle
+
+
+def test_cli_log_records_skip_the_fields_its_format_never_shows(restore_logging: None) -> None:
+    # One decision line per request: no stack walk for the caller, no thread or process lookup.
+    setup_logging("info")
+    record = logging.getLogger("switchyard.decisions").makeRecord("x", logging.INFO, "(unknown file)", 0, "m", (), None)
+    assert record.thread is None and record.process is None and record.processName is None
+    assert logging._srcfile is None  # Logger._log then skips findCaller
+
+
+def test_serve_freezes_what_start_up_built(
+    tmp_path: Any, upstream: Any, monkeypatch: pytest.MonkeyPatch, restore_logging: None
+) -> None:
+    import gc
+
+    import yaml
+
+    from switchyard.cli import main
+    from switchyard.server import runner
+
+    seen: list[int] = []
+    monkeypatch.setattr(runner, "serve", lambda *a, **k: seen.append(gc.get_freeze_count()))
+    config = tmp_path / "c.yaml"
+    config.write_text(yaml.safe_dump(skeleton_config(upstream.port)))
+    gc.unfreeze()
+    try:
+        assert main(["serve", "-c", str(config), "--port", "0"]) == 0
+    finally:
+        gc.unfreeze()
+    assert seen and seen[0] > 0  # the collector no longer walks the modules and config while serving

@@ -66,7 +66,7 @@ class ThresholdControl(BaseModel):
         output_tokens: Budget mode: output tokens assumed per answer call.
     """
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     target_capable_share: float | None = Field(default=None, gt=0.0, lt=1.0)
     budget_usd_per_hour: PositiveFloat | None = None

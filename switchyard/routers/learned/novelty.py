@@ -35,7 +35,7 @@ class NoveltySpec(BaseModel):
         bound_scale: Multiplies the checkpoint's bound (above 1: fire less often).
     """
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     action: NoveltyAction = "abstain"
     bound_scale: float = 1.0

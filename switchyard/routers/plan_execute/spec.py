@@ -26,7 +26,7 @@ class ReplanSpec(BaseModel):
             of memory, connection refused), as the stage router grades them.
     """
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     after_failures: int = Field(default=3, ge=0, le=100)
     severity: float = Field(default=0.7, gt=0.0, le=1.0)

@@ -47,7 +47,7 @@ class StageClassifierSpec(BaseModel):
         verdict_from_reasoning: Read the verdict from the reasoning text when content is empty.
     """
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     target: str
     base_threshold: float = Field(default=0.5, ge=0.0, le=1.0)

@@ -61,7 +61,7 @@ class HandoffNotesSpec(BaseModel):
             default under ``compat: nvidia``).
     """
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     escalation_note: str | None = Field(default=None, min_length=1)
     deescalation_note: str | None = Field(default=None, min_length=1)
@@ -78,7 +78,7 @@ class HandoffNotesSpec(BaseModel):
 class HoldTurnsSpec(BaseModel):
     """``hold_turns: {capable: N, efficient: M}`` — per-tier hysteresis."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     capable: int = Field(default=0, ge=0, le=1000)
     efficient: int = Field(default=0, ge=0, le=1000)
@@ -95,7 +95,7 @@ class PersistentErrorsSpec(BaseModel):
             normal while a terminal agent explores. ``[]`` counts everything.
     """
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     repeats: int = Field(default=2, ge=2, le=1000)
     ignore: list[str] = Field(

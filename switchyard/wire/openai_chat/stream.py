@@ -179,18 +179,20 @@ class ChatStreamEncoder:
         self._finished = False
         self._usage = Usage()
         self._tool_started: set[int] = set()
+        self._head_key: tuple[str, int] | None = None
+        self._head = b""
+        self._end = b"}" if not include_usage else b',"usage":null}'
 
     def _chunk(self, delta: dict[str, Any], finish: str | None = None) -> bytes:
-        body: dict[str, Any] = {
-            "id": self._id,
-            "object": "chat.completion.chunk",
-            "created": self._created,
-            "model": self._model,
-            "choices": [{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}],
-        }
-        if self._include_usage:
-            body["usage"] = None
-        return frame(orjson.dumps(body))
+        # The same bytes as ``orjson.dumps`` of the whole chunk (orjson writes keys in insertion
+        # order, without spaces), with the part that is fixed for the stream serialised once.
+        key = (self._id, self._created)
+        if key != self._head_key:
+            self._head_key = key
+            fixed = {"id": self._id, "object": "chat.completion.chunk", "created": self._created, "model": self._model}
+            self._head = b"data: " + orjson.dumps(fixed)[:-1] + b',"choices":[{"index":0,"delta":'
+        reason = b',"finish_reason":null' if finish is None else b',"finish_reason":' + orjson.dumps(finish)
+        return self._head + orjson.dumps(delta) + reason + b',"logprobs":null}]' + self._end + b"\n\n"
 
     def _start(self, event: MessageStart | None = None) -> bytes:
         self._started = True
