@@ -46,7 +46,6 @@ def main(argv: list[str] | None = None) -> int:
     import numpy as np
     import torch
 
-    from switchyard.eval.progress import Progress
     from switchyard.features import build_extractor
 
     opener: Any = gzip.open if args.texts.endswith(".gz") else open
@@ -70,8 +69,17 @@ def main(argv: list[str] | None = None) -> int:
     }
     extractor: Any = build_extractor(config)
     t0 = time.perf_counter()
-    with Progress(len(texts), "features", interval=15.0) as bar:
-        x = extractor.extract_sync(texts, progress=bar.update)
+    # A bare callback, not switchyard.eval.progress: the eval package needs orjson, which the
+    # GPU image lacks.
+    last, done = [0.0], [0]
+
+    def progress(batch: int) -> None:
+        done[0] += batch
+        if time.perf_counter() - last[0] > 15.0:
+            last[0] = time.perf_counter()
+            print(f"features {done[0]}/{len(texts)}", file=sys.stderr, flush=True)
+
+    x = extractor.extract_sync(texts, progress=progress)
     extract_s = time.perf_counter() - t0
     print(f"extracted {len(texts)} texts in {extract_s:.1f}s, shape {x.shape}", file=sys.stderr, flush=True)
 
