@@ -23,7 +23,7 @@ Recipes (``--recipes``, comma-separated):
   benchmark's mean feature vector is subtracted from its prompts (the left-out benchmark's own
   mean from its prompts: no outcomes, what a running mean of a traffic source gives), so the head
   learns difficulty within a format instead of which format needs the capable model.
-* ``irt`` — per-model ability × item difficulty: one logistic regression on (prompt, model)
+* ``irt`` — per-model ability x item difficulty: one logistic regression on (prompt, model)
   pairs, ``logit P(model m solves x) = a_m - d(x)``, ``d`` linear in the whitened PCA, trained
   with *every* model's outcomes (all 7 RouterDC models; fractional scores as weights); score
   ``d(x)`` (harder → capable).
@@ -46,7 +46,6 @@ import json
 import os
 import sys
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -158,9 +157,7 @@ def _no_scaler_pca(x: Any, dim: int, seed: int) -> Any:
 
     proj, mu = _no_scaler_transform(np.asarray(x, dtype=np.float64), dim)
     d = len(mu)
-    return Transform(
-        mu.astype(np.float32), np.ones(d, np.float32), np.zeros(d, np.float32), proj.T.astype(np.float32)
-    )
+    return Transform(mu.astype(np.float32), np.ones(d, np.float32), np.zeros(d, np.float32), proj.T.astype(np.float32))
 
 
 def _no_scaler_transform(x: np.ndarray, dim: int) -> np.ndarray:
@@ -237,8 +234,8 @@ def run_recipe(name: str, d: Data, z: np.ndarray, zc: np.ndarray) -> dict[str, f
                 score = head_default(feats[train], d.eff[train], d.cap[train], feats[test])
             r = evaluate_scores([float(s) for s in score], d.cap[test].tolist(), d.eff[test].tolist())
             out[f"{fname}/{b}"] = float(r.apgr) if r.apgr is not None else float("nan")
-            print(f"  {name:15} {fname}/{b:16} n={int(test.sum()):6} train={int(train.sum()):6} APGR {out[f'{fname}/{b}']:.3f}",
-                  file=sys.stderr, flush=True)
+            size = f"n={int(test.sum()):6} train={int(train.sum()):6}"
+            print(f"  {name:15} {fname}/{b:16} {size} APGR {out[f'{fname}/{b}']:.3f}", file=sys.stderr, flush=True)
     return out
 
 
