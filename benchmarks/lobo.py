@@ -28,6 +28,7 @@ Recipes (``--recipes``, comma-separated):
   with *every* model's outcomes (all 7 RouterDC models; fractional scores as weights); score
   ``d(x)`` (harder → capable).
 * ``irt-centred`` — ``irt`` on centred features.
+* ``blend`` — the mean of ``default``'s and ``irt``'s ranks over the left-out prompts.
 * ``pooled`` / ``pooled-centred`` — ``default`` / ``centred`` trained on the other benchmarks of
   *both* files pooled (each file's pair mapped to efficient/capable); a benchmark name left out
   leaves it out of both files (MMLU and GSM8K are in both).
@@ -213,7 +214,12 @@ def head_irt(z_tr: np.ndarray, outcomes: np.ndarray, z_te: np.ndarray, c: float 
 
 # -- folds --------------------------------------------------------------------------------------
 
-RECIPES = ("default", "centred", "irt", "irt-centred", "pooled", "pooled-centred")
+RECIPES = ("default", "centred", "irt", "irt-centred", "pooled", "pooled-centred", "blend")
+
+
+def ranks(x: np.ndarray) -> np.ndarray:
+    """Ranks scaled to [0, 1] (ties broken by order: scores here are continuous)."""
+    return np.asarray(np.argsort(np.argsort(x)) / max(1, len(x) - 1))
 
 
 def run_recipe(name: str, d: Data, z: np.ndarray, zc: np.ndarray) -> dict[str, float]:
@@ -228,7 +234,12 @@ def run_recipe(name: str, d: Data, z: np.ndarray, zc: np.ndarray) -> dict[str, f
             test = (d.file == fname) & (d.bench == b) & d.keep
             same = np.ones(len(d.ids), bool) if pooled else d.file == fname
             train = same & (d.bench != b) & d.keep & d.binary
-            if name.startswith("irt"):
+            if name == "blend":
+                # The mean of the two heads' ranks over the left-out prompts (ranks, as live
+                # threshold control sees them: only the order within the stream matters).
+                gain = head_default(feats[train], d.eff[train], d.cap[train], feats[test])
+                score = 0.5 * (ranks(gain) + ranks(head_irt(feats[train], d.models[train], feats[test])))
+            elif name.startswith("irt"):
                 score = head_irt(feats[train], d.models[train], feats[test])
             else:
                 score = head_default(feats[train], d.eff[train], d.cap[train], feats[test])
