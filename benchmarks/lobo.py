@@ -222,8 +222,12 @@ def ranks(x: np.ndarray) -> np.ndarray:
     return np.asarray(np.argsort(np.argsort(x)) / max(1, len(x) - 1))
 
 
+SCORES: dict[str, dict[str, np.ndarray]] = {}
+"""Per recipe, per left-out benchmark: the scores of its prompts (for ``--bootstrap``)."""
+
+
 def run_recipe(name: str, d: Data, z: np.ndarray, zc: np.ndarray) -> dict[str, float]:
-    """APGR per left-out (file, benchmark)."""
+    """APGR per left-out (file, benchmark); the scores land in :data:`SCORES`."""
     from switchyard.eval.metrics import evaluate_scores
 
     feats = zc if name.endswith("centred") else z
@@ -245,9 +249,36 @@ def run_recipe(name: str, d: Data, z: np.ndarray, zc: np.ndarray) -> dict[str, f
                 score = head_default(feats[train], d.eff[train], d.cap[train], feats[test])
             r = evaluate_scores([float(s) for s in score], d.cap[test].tolist(), d.eff[test].tolist())
             out[f"{fname}/{b}"] = float(r.apgr) if r.apgr is not None else float("nan")
+            SCORES.setdefault(name, {})[f"{fname}/{b}"] = np.asarray(score, dtype=np.float64)
             size = f"n={int(test.sum()):6} train={int(train.sum()):6}"
             print(f"  {name:15} {fname}/{b:16} {size} APGR {out[f'{fname}/{b}']:.3f}", file=sys.stderr, flush=True)
     return out
+
+
+def paired_bootstrap(d: Data, names: list[str], keys: list[str], rounds: int, seed: int = 0) -> str:
+    """SD of (recipe's mean APGR - the first recipe's) over resamples of each left-out benchmark's
+    prompts, the same resample for every recipe (paired), benchmarks resampled independently."""
+    from switchyard.eval.metrics import evaluate_scores
+
+    rng = np.random.default_rng(seed)
+    diffs = {n: [] for n in names[1:]}
+    for _ in range(rounds):
+        means = dict.fromkeys(names, 0.0)
+        for k in keys:
+            fname, b = k.split("/", 1)
+            test = (d.file == fname) & (d.bench == b) & d.keep
+            cap, eff = d.cap[test], d.eff[test]
+            pick = rng.integers(0, len(cap), len(cap))
+            for n in names:
+                r = evaluate_scores(SCORES[n][k][pick].tolist(), cap[pick].tolist(), eff[pick].tolist())
+                means[n] += float(r.apgr or 0.0) / len(keys)
+        for n in names[1:]:
+            diffs[n].append(means[n] - means[names[0]])
+    return "\n".join(
+        f"{n} - {names[0]}: mean of all {len(keys)} {np.mean(diffs[n]):+.3f}, bootstrap SD {np.std(diffs[n]):.3f} "
+        f"({rounds} paired resamples)"
+        for n in names[1:]
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -259,6 +290,7 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--features", default=str(REPO / ".features/lobo"))
     s.add_argument("--recipes", default=",".join(RECIPES))
     s.add_argument("--json")
+    s.add_argument("--bootstrap", type=int, default=0, help="resamples for the SD of each recipe's mean - the first's")
     args = p.parse_args(argv)
     d = load()
     if args.cmd == "texts":
@@ -288,6 +320,8 @@ def main(argv: list[str] | None = None) -> int:
         ("**mean, all 10**", keys),
     ):
         print(f"| {label} | " + " | ".join(f"{np.mean([results[n][k] for k in sel]):.3f}" for n in names) + " |")
+    if args.bootstrap and len(names) > 1:
+        print(paired_bootstrap(d, names, keys, args.bootstrap))
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1))
     return 0
