@@ -142,6 +142,13 @@ class FakeUpstream:
         self._flaky: dict[str, int] = {}
         self._ids = itertools.count(1)
         self.threads = Threads()
+        # How many received requests, GETs and disconnects are kept (None: all). Trimmed as each
+        # is recorded, before the answer goes out, so a caller never sees one too many.
+        self.keep: int | None = None
+
+    def _kept(self, items: list[Any]) -> None:
+        if self.keep is not None and len(items) > self.keep:
+            del items[: -self.keep]
 
     def reset(self) -> None:
         """Forgets received requests, disconnects and ``flaky-N`` counts."""
@@ -189,6 +196,7 @@ class FakeUpstream:
         path = scope["path"]
         if scope["method"] == "GET":
             self.gets.append(path)
+            self._kept(self.gets)
             await self._get(path, send, receive)
             return
         kind = _endpoint(path)
@@ -201,6 +209,7 @@ class FakeUpstream:
             await send_json(send, 400, {"error": {"message": "bad json", "type": "BadRequestError", "code": 400}})
             return
         self.received.append(Received(path, headers, request))
+        self._kept(self.received)
         if kind in ("count_tokens", "input_tokens", "tokenize"):
             await self._count(kind, request, send)
             return
@@ -266,6 +275,7 @@ class FakeUpstream:
         except TimeoutError:
             return False
         self.disconnects.append(name)
+        self._kept(self.disconnects)
         return True
 
     async def _fault_before(

@@ -29,9 +29,6 @@ import orjson
 from switchyard.routers.advisor.review import TURN_HEADER
 from switchyard.testing.fake_common import (
     FakeModel,
-    Receive,
-    Scope,
-    Send,
     Turn,
     content_text,
     echo_brain,
@@ -191,6 +188,7 @@ class SimulatedUpstream(FakeUpstream):
 
     def __init__(self, *, latency_scale: float = 1.0, stall_s: float = 30.0) -> None:
         super().__init__(stall_s=stall_s)
+        self.keep = KEEP_RECEIVED  # a server left running for hours must not keep every request body
         self.latency_scale = latency_scale
         for name in PRELISTED:
             self.model(name)
@@ -207,13 +205,3 @@ class SimulatedUpstream(FakeUpstream):
                 per_chunk_s=profile.per_chunk_s * self.latency_scale,
             )
         return found
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        await super().__call__(scope, receive, send)
-        # A server left running for hours must not keep every request body.
-        if len(self.received) > KEEP_RECEIVED:
-            del self.received[:-KEEP_RECEIVED]
-        if len(self.gets) > KEEP_RECEIVED:
-            del self.gets[:-KEEP_RECEIVED]
-        if len(self.disconnects) > KEEP_RECEIVED:
-            del self.disconnects[:-KEEP_RECEIVED]
