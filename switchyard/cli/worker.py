@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import gc
 import os
 import signal
 import socket
@@ -60,6 +61,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         sy = Switchyard(loaded, decision_log=args.decision_log)
     except ConfigError as exc:
         return fail(f"cannot build {loaded.source}:\n  " + str(exc).replace("\n", "\n  "))
+    # As `serve` does: what start-up built is frozen out of the cyclic collector's sight.
+    gc.collect()
+    gc.freeze()
     sock = socket.socket(fileno=args.listen_fd)
     status_fd: int = args.status_fd
     life_fd: int = args.life_fd

@@ -447,7 +447,8 @@ class Engine:
             on_failure=hooks.failed_mid_stream,
             on_markup=hooks.leaked if target.reliability.markup_leak != "off" else None,
             on_end=hooks.ended,
-            prompt_tokens=PromptSize(prep.request).tokens,  # charged when no usage report came
+            # Charged when no usage report came; the fallback's own size (counted at most once).
+            prompt_tokens=(runner.prompt or PromptSize(prep.request)).tokens,
         )
 
     async def _buffered(self, prep: _Prepared) -> EventStream:

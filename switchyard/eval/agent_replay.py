@@ -80,9 +80,10 @@ def prepare(
             f"route {route!r} declares no capable/efficient targets; "
             "give --capable-target TARGET --efficient-target TARGET"
         )
-    models = outcome_models(loaded, tiers, dataset_models(outcomes_path), efficient_model, capable_model)
+    available = dataset_models(outcomes_path)
+    models = outcome_models(loaded, tiers, available, efficient_model, capable_model)
     tier_map = TierMap.build(loaded, tiers, tier_flags or {}, models)
-    return Setup(tiers, models, tier_map, read_outcomes(outcomes_path, *models))
+    return Setup(tiers, models, tier_map, read_outcomes(outcomes_path, *models, models=available))
 
 
 @dataclass(slots=True)

@@ -36,6 +36,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from switchyard.routers.learned.control import quantile
+
 CAPABLE = "capable"
 EFFICIENT = "efficient"
 CASES = ("base", "optimistic", "pessimistic")
@@ -459,14 +461,6 @@ def _rows(case: str, tasks: Sequence[_Task], points: float) -> tuple[list[Row], 
     return [route, efficient, capable, null, oracle], [o.task for o, p in zip(outs, picks, strict=True) if p]
 
 
-def _percentile(values: Sequence[float], q: float) -> float:
-    """Linear-interpolated percentile of sorted ``values`` (``q`` in [0, 1])."""
-    pos = q * (len(values) - 1)
-    lo = math.floor(pos)
-    hi = min(lo + 1, len(values) - 1)
-    return values[lo] + (values[hi] - values[lo]) * (pos - lo)
-
-
 def _bootstrap(case: str, tasks: Sequence[_Task], resamples: int, seed: int) -> dict[str, Interval]:
     """Task bootstrap: resample tasks with replacement (each with all its runs); 95 % percentiles.
 
@@ -503,7 +497,7 @@ def _bootstrap(case: str, tasks: Sequence[_Task], resamples: int, seed: int) -> 
     out: dict[str, Interval] = {}
     for key, values in draws.items():
         values.sort()
-        out[key] = Interval(_percentile(values, 0.025), _percentile(values, 0.975))
+        out[key] = Interval(quantile(values, 0.025), quantile(values, 0.975))
     return out
 
 

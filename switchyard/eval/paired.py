@@ -50,8 +50,12 @@ def dataset_models(path: str | Path) -> list[str]:
     return list(seen)
 
 
-def read_outcomes(path: str | Path, efficient_model: str, capable_model: str) -> dict[str, TaskOutcome]:
+def read_outcomes(
+    path: str | Path, efficient_model: str, capable_model: str, *, models: Sequence[str] | None = None
+) -> dict[str, TaskOutcome]:
     """Per task id, the two models' resolve rates and mean costs.
+
+    ``models`` are the file's models when the caller has read them already (``dataset_models``).
 
     Raises:
         PairedError: A model is in no line of the file (the models it has are listed).
@@ -59,7 +63,7 @@ def read_outcomes(path: str | Path, efficient_model: str, capable_model: str) ->
             or two lines have the same task (file and line named).
     """
     data = Dataset(path)
-    models = dataset_models(path)
+    models = dataset_models(path) if models is None else models
     for flag, model in (("--efficient-model", efficient_model), ("--capable-model", capable_model)):
         if model not in models:
             raise PairedError(

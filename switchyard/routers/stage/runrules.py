@@ -122,7 +122,7 @@ def _results(msg: Message) -> list[ToolResultPart]:
         observation = observation_of(content[0])
         if observation is not None:
             return [observation]
-    return [part for part in content if type(part) is ToolResultPart]
+    return msg.tool_results
 
 
 def _classes(result: ToolResultPart, ignore: frozenset[str], profile: Profile) -> set[str]:
