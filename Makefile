@@ -125,7 +125,7 @@ test-stress: $(STAMP) redis-server chromium nginx $(NEMO_STAMP) $(AGENTS_STAMP)
 	trap 'kill $$hog 2>/dev/null; wait $$hog 2>/dev/null' EXIT INT TERM; \
 	for i in $$(seq 1 $(STRESS_RUNS)); do \
 	  echo "== stress run $$i of $(STRESS_RUNS) =="; \
-	  $(BIN)/python -m pytest -q || exit 1; \
+	  $(BIN)/python -m pytest -q --durations=25 || exit 1; \
 	done
 
 bench: $(STAMP)
