@@ -149,6 +149,10 @@ def qwen_code(base_url: str, model: str, prompt: str, home: Path, cwd: Path) -> 
         "telemetry": {"enabled": False},
         "general": {"disableAutoUpdate": True, "disableUpdateNag": True},
         "model": {"name": model},
+        # Shell commands through pipes, not node-pty: a PTY may report a fast command's exit
+        # before its output is read (microsoft/node-pty#726), and on a busy machine Qwen Code's
+        # `cat` of the file then returned nothing, breaking the loop for a reason not ours.
+        "tools": {"shell": {"enableInteractiveShell": False}},
     }
     argv = [str(NODE_BIN / "qwen"), "-p", prompt, "--yolo", "--model", model]
     return Launch(argv, env, cwd, {home / ".qwen" / "settings.json": json.dumps(settings)})
