@@ -392,7 +392,7 @@ class Switchyard:
         if route in ("/health", "/v1/health") and method in ("GET", "HEAD"):
             # Always 200 while the router runs (a liveness check must not restart it because a
             # backend is down); "status" says whether every backend and target is healthy.
-            data = await self.health(deep=_deep(query))
+            data = await self.health(deep=wants_deep(query))
             return Reply(200, {"content-type": "application/json"}, body=dumps(data))
         envelope = WireFormat.ANTHROPIC_MESSAGES if sub.startswith("/messages") else WireFormat.OPENAI_CHAT
         if fmt is not None or sub in ("/models", "/messages/count_tokens", "/decision"):
@@ -471,8 +471,12 @@ def _process() -> dict[str, int]:
     return out
 
 
-def _deep(query: str) -> bool:
-    """Whether a ``/health`` query string asks for probes (``deep=1``, ``deep=true``, ``deep``)."""
+def wants_deep(query: str) -> bool:
+    """Whether a ``/health`` query string asks for probes (``deep=1``, ``deep=true``, ``deep``).
+
+    The one reading of ``?deep``: :meth:`Switchyard.dispatch` and the server's caller views
+    (:mod:`switchyard.server.views`) both ask it.
+    """
     for item in query.split("&"):
         key, _, value = item.partition("=")
         if key == "deep":
@@ -490,4 +494,4 @@ def _error(fmt: WireFormat, status: int, message: str, kind: str) -> Reply:
     return Reply(status, {"content-type": "application/json"}, body=dumps(get_codec(fmt).encode_error(info)))
 
 
-__all__ = ["Switchyard"]
+__all__ = ["Switchyard", "wants_deep"]

@@ -12,7 +12,8 @@ import httpx
 import pytest
 from _configs import skeleton_config
 
-from switchyard.api import Switchyard
+from switchyard.api import Switchyard, wants_deep
+from switchyard.server import views
 from switchyard.server.auth import hash_key
 from switchyard.server.runner import ServerThread
 from switchyard.testing import FakeUpstream, serve_fake
@@ -114,6 +115,15 @@ def test_without_keys_loopback_callers_see_details_others_only_status(open_proxy
 
 
 # -- deep checks: admin only with keys, one round per interval without -----------------------------
+
+
+@pytest.mark.parametrize(
+    ("query", "deep"),
+    [("deep=1", True), ("deep", True), ("x=1&deep=TRUE", True), ("deep=0", False), ("deep=No", False), ("", False)],
+)
+def test_the_server_and_dispatch_read_deep_the_same_way(query: str, deep: bool) -> None:
+    assert views.wants_deep is wants_deep
+    assert wants_deep(query) is deep
 
 
 def test_deep_checks_by_keys_that_are_not_admin_probe_nothing(keyed: ServerThread, fake: Any) -> None:
