@@ -38,7 +38,7 @@ from switchyard.engine.records import DecisionRecord, DecisionSink, JsonlSink
 from switchyard.engine.reply import Reply
 from switchyard.engine.timeouts import HEADER_TIMEOUT, format_timeout
 from switchyard.protocol.access import may_use, no_such_model
-from switchyard.protocol.errors import ErrorInfo
+from switchyard.protocol.errors import ErrorInfo, RouteNotFoundError
 from switchyard.protocol.request import ChatRequest
 from switchyard.protocol.session import StateStore
 from switchyard.protocol.stream import StreamEvent
@@ -414,9 +414,8 @@ class Switchyard:
             message = no_such_model(model_id, self.engine.routes)
             if anthropic:
                 return _error(WireFormat.ANTHROPIC_MESSAGES, 404, message, "not_found_error")
-            # OpenAI's answer for an unknown model: invalid_request_error, code model_not_found.
-            info = ErrorInfo(status=404, type="invalid_request_error", code="model_not_found", message=message)
-            info.param = "model"
+            # The same answer as a request for the model gets (engine/target.py).
+            info = RouteNotFoundError(message, param="model").info()
             codec = get_codec(WireFormat.OPENAI_CHAT)
             return Reply(404, {"content-type": "application/json"}, body=dumps(codec.encode_error(info)))
         body = anthropic_shape(entry) if anthropic else entry

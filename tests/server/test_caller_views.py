@@ -201,11 +201,21 @@ def test_hidden_routes_and_unknown_models_get_one_answer(keyed: ServerThread) ->
         resp = _chat(keyed, model, KEY_FAST)
         assert resp.status_code == 404, model
         error = resp.json()["error"]
+        # OpenAI's documented body for an unknown model: type invalid_request_error.
+        assert set(error) == {"message", "type", "param", "code"}
+        assert error["type"] == "invalid_request_error"
         assert error["code"] == "model_not_found" and error["param"] == "model"
         assert error["message"] == (
             f"The model `{model}` does not exist or you do not have access to it: "
             "it names no route this caller may use (available: fast)"
         )
+        responses = httpx.post(
+            f"{keyed.base_url}/responses",
+            json={"model": model, "input": "hi"},
+            headers={"authorization": f"Bearer {KEY_FAST}"},
+            timeout=10,
+        )
+        assert responses.status_code == 404 and responses.json()["error"] == error
         anthropic = httpx.post(
             f"{keyed.root_url}/v1/messages",
             json={"model": model, "max_tokens": 8, "messages": HI},
@@ -215,7 +225,7 @@ def test_hidden_routes_and_unknown_models_get_one_answer(keyed: ServerThread) ->
         assert anthropic.status_code == 404 and anthropic.json()["error"]["type"] == "not_found_error"
         assert "`mix`" not in anthropic.json()["error"]["message"].replace(f"`{model}`", "")
         listed = _get(keyed, f"/v1/models/{model}", KEY_FAST)
-        assert listed.status_code == 404 and listed.json()["error"]["message"] == error["message"]
+        assert listed.status_code == 404 and listed.json()["error"] == error
     # The key that may use the default route is still served by it.
     assert _chat(keyed, "nothing", KEY_ALL).status_code == 200
 
