@@ -17,7 +17,6 @@ import shutil
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -25,6 +24,7 @@ from typing import Any
 import httpx
 import pytest
 import yaml
+from _waits import serving
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
@@ -142,22 +142,6 @@ def _env(port: int) -> dict[str, str]:
     return env
 
 
-def _wait(url: str, proc: subprocess.Popen[str], seconds: float = 30) -> None:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise AssertionError(
-                f"{proc.args} exited with {proc.returncode}: {proc.stdout.read() if proc.stdout else ''}"
-            )
-        try:
-            if httpx.get(url, timeout=1).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.1)
-    raise AssertionError(f"{url} did not come up")
-
-
 def _stop(proc: subprocess.Popen[str]) -> str:
     proc.terminate()
     try:
@@ -179,7 +163,7 @@ def fake() -> Iterator[int]:
         text=True,
     )
     try:
-        _wait(f"http://127.0.0.1:{port}/health", proc)
+        serving(f"http://127.0.0.1:{port}/health", proc, 30, str(proc.args))
         yield port
     finally:
         _stop(proc)
@@ -238,7 +222,7 @@ def test_example_serves_every_route(fake: int, tmp_path: Path, name: str) -> Non
         text=True,
     )
     try:
-        _wait(f"http://127.0.0.1:{port}/health", proc)
+        serving(f"http://127.0.0.1:{port}/health", proc, 30, str(proc.args))
         models = httpx.get(f"http://127.0.0.1:{port}/v1/models", timeout=5).json()
         assert {m["id"] for m in models["data"]} >= set(config["routes"])
         for endpoint, body, headers, expect in _requests(name, config):
@@ -284,7 +268,7 @@ def test_restricted_example_refuses_what_no_target_may_serve(fake: int, tmp_path
         text=True,
     )
     try:
-        _wait(f"http://127.0.0.1:{port}/health", proc)
+        serving(f"http://127.0.0.1:{port}/health", proc, 30, str(proc.args))
         body = {"model": "agent", "max_tokens": 64, "messages": [{"role": "user", "content": "hi"}]}
         headers = {"x-switchyard-require": "onprem, eu"}
         resp = httpx.post(f"http://127.0.0.1:{port}/v1/messages", json=body, headers=headers, timeout=30)
@@ -310,7 +294,7 @@ def test_verify_example_serves_claude_when_lightnings_tool_call_is_malformed(fak
     )
     url = f"http://127.0.0.1:{port}/v1/chat/completions"
     try:
-        _wait(f"http://127.0.0.1:{port}/health", proc)
+        serving(f"http://127.0.0.1:{port}/health", proc, 30, str(proc.args))
         body = _turn("sloppy-tool-call.json")
         resp = httpx.post(url, json=body, timeout=30)
         assert resp.status_code == 200 and resp.headers["x-switchyard-selected-model"] == "capable", resp.text
