@@ -12,6 +12,7 @@ from switchyard.config.load import ConfigError, LoadedConfig, load_config
 
 if TYPE_CHECKING:
     from switchyard.api import Switchyard
+    from switchyard.routers.base import RouterSpec
 
 
 class HelpFormatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
@@ -130,6 +131,15 @@ def setup_logging(level: str) -> None:
 def uvicorn_level(level: str) -> str:
     """uvicorn's log level for ours (``debug-all`` is uvicorn's ``debug``; ``debug`` keeps it at info)."""
     return {"debug-all": "debug", "debug": "info"}.get(level, level)
+
+
+def route_or_fail(loaded: LoadedConfig, name: str) -> RouterSpec | None:
+    """The spec of route ``name``, or ``None`` once the error naming the config's routes is printed."""
+    try:
+        return loaded.route_spec(name)
+    except KeyError as exc:
+        fail(str(exc.args[0]))
+        return None
 
 
 def fail(message: str, code: int = 1) -> int:
