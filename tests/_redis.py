@@ -15,7 +15,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from _waits import wait_until
+from _waits import stop, wait_until
 
 INSTALL_HINT = (
     "these tests need a real redis-server on PATH: apt-get install -y redis-server "
@@ -116,10 +116,5 @@ class RedisServer:
         """Stops the server (if running)."""
         if self.proc is not None:
             self.resume()
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(timeout=10)
+            stop(self.proc)
             self.proc = None

@@ -73,3 +73,14 @@ def _output(proc: subprocess.Popen[Any], log: Path | None) -> str:
         return ""
     out = proc.communicate()[0]
     return out.decode(errors="replace") if isinstance(out, bytes) else str(out or "")
+
+
+def stop(proc: subprocess.Popen[Any], seconds: float = 10.0) -> None:
+    """Terminates ``proc`` and waits for it to exit: killed after ``seconds``, then waited for
+    again (bounded), so no test leaves a process behind."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=seconds)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=10)

@@ -21,7 +21,7 @@ from typing import Any
 import launchers
 import pytest
 import yaml
-from _waits import serving
+from _waits import serving, stop
 
 from switchyard.testing import FakeModel, FakeUpstream, serve_fake
 from switchyard.testing.agent_loop import ToolLoop
@@ -165,11 +165,7 @@ def serve_stack(tmp: Path) -> Iterator[Stack]:
         holder.append(Stack(upstream, root, log, trap))
         yield holder[0]
     finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        stop(proc)
         out.close()
         fake.stop()
         trap.close()

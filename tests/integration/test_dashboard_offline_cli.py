@@ -13,7 +13,7 @@ import httpx
 import pytest
 from _configs import skeleton_config
 from _redis import free_port
-from _waits import serving
+from _waits import serving, stop
 
 from switchyard.api import Switchyard
 from switchyard.cli import main
@@ -60,5 +60,4 @@ def test_the_offline_dashboard_shows_what_switchyard_stats_sums(
         page = httpx.get(f"http://127.0.0.1:{port}/dashboard/", timeout=5)
         assert page.status_code == 200 and b"app.js" in page.content
     finally:
-        proc.terminate()
-        proc.wait(timeout=10)
+        stop(proc)

@@ -24,7 +24,7 @@ import yaml
 from _configs import skeleton_config
 from _convo import Step, bash, render, tool
 from _redis import RedisServer, free_port
-from _waits import serving, wait_until
+from _waits import serving, stop, wait_until
 
 from switchyard.testing import FakeUpstream, serve_fake
 
@@ -70,12 +70,7 @@ class Replica:
         return None
 
     def stop(self) -> None:
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait(timeout=10)
+        stop(self.proc, 30)
 
 
 class Nginx:
@@ -106,12 +101,7 @@ class Nginx:
         serving(f"{self.url}/health", self.proc, 60, "nginx", log=prefix / "error.log")
 
     def stop(self) -> None:
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait(timeout=10)
+        stop(self.proc)
 
 
 @pytest.fixture(scope="module")

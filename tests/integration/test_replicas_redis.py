@@ -22,7 +22,7 @@ import yaml
 from _configs import skeleton_config
 from _convo import Step, bash, render, tool
 from _redis import RedisServer, free_port
-from _waits import serving, wait_until
+from _waits import serving, stop, wait_until
 from prometheus_client.parser import text_string_to_metric_families
 
 from switchyard.testing import FakeModel, FakeUpstream, serve_fake
@@ -66,12 +66,7 @@ class Replica:
         raise AssertionError("switchyard_state_backend_degraded{backend='redis'} is missing")
 
     def stop(self) -> None:
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait(timeout=10)
+        stop(self.proc)
 
 
 @pytest.fixture(scope="module")

@@ -26,7 +26,7 @@ import pytest
 import yaml
 from _configs import skeleton_config
 from _redis import free_port
-from _waits import wait_until
+from _waits import stop, wait_until
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.parser import text_string_to_metric_families
@@ -112,12 +112,7 @@ class Served:
         return dict(httpx.get(f"{self.url}/health", timeout=10).json()["process"])
 
     def stop(self) -> None:
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait(timeout=10)
+        stop(self.proc, 60)
 
 
 def config_for(port: int, **routes: Any) -> dict[str, Any]:
