@@ -16,7 +16,6 @@ from switchyard.api import Switchyard, wants_deep
 from switchyard.server import views
 from switchyard.server.auth import hash_key
 from switchyard.server.runner import ServerThread
-from switchyard.testing import FakeUpstream, serve_fake
 
 KEY_ADMIN = "sy-test-admin"
 KEY_ALL = "sy-test-all-routes"
@@ -43,12 +42,8 @@ def _proxy(port: int, server: dict[str, Any]) -> Iterator[ServerThread]:
 
 
 @pytest.fixture(scope="module")
-def fake() -> Iterator[Any]:
-    server = serve_fake(FakeUpstream())
-    try:
-        yield server
-    finally:
-        server.stop()
+def fake(module_upstream: Any) -> Any:
+    return module_upstream  # conftest's plain fake upstream, one per module
 
 
 @pytest.fixture(scope="module")
