@@ -3,7 +3,6 @@ breakers, one retry owner, deadlines, mid-stream failures and caller disconnects
 
 from __future__ import annotations
 
-import contextlib
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -11,10 +10,10 @@ from typing import Any
 import httpx
 import openai
 import pytest
+from _proxy import recording_proxy
 from _waits import wait_until
 
 import switchyard
-from switchyard.api import Switchyard
 from switchyard.engine.records import DecisionRecord
 from switchyard.server.runner import ServerThread
 from switchyard.testing import FakeModel, FakeUpstream, serve_fake
@@ -44,18 +43,6 @@ def fake() -> Iterator[Any]:
         yield server
     finally:
         server.stop()
-
-
-@contextlib.contextmanager
-def proxy(config: dict[str, Any]) -> Iterator[tuple[ServerThread, list[DecisionRecord]]]:
-    sy = Switchyard.from_config(config)
-    records: list[DecisionRecord] = []
-    sy.on_decision(records.append)
-    try:
-        with ServerThread(sy) as server:
-            yield server, records
-    finally:
-        sy.close()
 
 
 @pytest.fixture(scope="module")
@@ -91,7 +78,7 @@ def main(fake: Any) -> Iterator[tuple[ServerThread, list[DecisionRecord]]]:
             "trickle": {"type": "passthrough", "target": "trickle_total", "fallbacks": ["backup"]},
         },
     }
-    with proxy(config) as served:
+    with recording_proxy(config) as served:
         yield served
 
 
@@ -306,7 +293,7 @@ def test_circuit_breaker_skips_then_probes_then_closes(fake: Any) -> None:
         "routes": {"r": {"type": "passthrough", "target": "flaky", "fallbacks": ["backup"]}},
         "reply_model": "upstream",  # replies name the target that served them
     }
-    with proxy(config) as (server, records), sdk(server) as client:
+    with recording_proxy(config) as (server, records), sdk(server) as client:
         # 1: two 503s open the breaker; the backup answers.
         assert client.chat.completions.create(model="r", messages=MESSAGES).model == "fake-backup"
         assert [a.target for a in records[-1].attempts] == ["flaky", "flaky", "backup"]
