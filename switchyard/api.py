@@ -38,7 +38,7 @@ from switchyard.engine.records import DecisionRecord, DecisionSink, JsonlSink
 from switchyard.engine.reply import Reply
 from switchyard.engine.timeouts import HEADER_TIMEOUT, format_timeout
 from switchyard.protocol.access import may_use, no_such_model
-from switchyard.protocol.errors import ErrorInfo
+from switchyard.protocol.errors import ErrorInfo, RouteNotFoundError
 from switchyard.protocol.request import ChatRequest
 from switchyard.protocol.session import StateStore
 from switchyard.protocol.stream import StreamEvent
@@ -392,7 +392,7 @@ class Switchyard:
         if route in ("/health", "/v1/health") and method in ("GET", "HEAD"):
             # Always 200 while the router runs (a liveness check must not restart it because a
             # backend is down); "status" says whether every backend and target is healthy.
-            data = await self.health(deep=_deep(query))
+            data = await self.health(deep=wants_deep(query))
             return Reply(200, {"content-type": "application/json"}, body=dumps(data))
         envelope = WireFormat.ANTHROPIC_MESSAGES if sub.startswith("/messages") else WireFormat.OPENAI_CHAT
         if fmt is not None or sub in ("/models", "/messages/count_tokens", "/decision"):
@@ -414,9 +414,8 @@ class Switchyard:
             message = no_such_model(model_id, self.engine.routes)
             if anthropic:
                 return _error(WireFormat.ANTHROPIC_MESSAGES, 404, message, "not_found_error")
-            # OpenAI's answer for an unknown model: invalid_request_error, code model_not_found.
-            info = ErrorInfo(status=404, type="invalid_request_error", code="model_not_found", message=message)
-            info.param = "model"
+            # The same answer as a request for the model gets (engine/target.py).
+            info = RouteNotFoundError(message, param="model").info()
             codec = get_codec(WireFormat.OPENAI_CHAT)
             return Reply(404, {"content-type": "application/json"}, body=dumps(codec.encode_error(info)))
         body = anthropic_shape(entry) if anthropic else entry
@@ -471,8 +470,12 @@ def _process() -> dict[str, int]:
     return out
 
 
-def _deep(query: str) -> bool:
-    """Whether a ``/health`` query string asks for probes (``deep=1``, ``deep=true``, ``deep``)."""
+def wants_deep(query: str) -> bool:
+    """Whether a ``/health`` query string asks for probes (``deep=1``, ``deep=true``, ``deep``).
+
+    The one reading of ``?deep``: :meth:`Switchyard.dispatch` and the server's caller views
+    (:mod:`switchyard.server.views`) both ask it.
+    """
     for item in query.split("&"):
         key, _, value = item.partition("=")
         if key == "deep":
@@ -490,4 +493,4 @@ def _error(fmt: WireFormat, status: int, message: str, kind: str) -> Reply:
     return Reply(status, {"content-type": "application/json"}, body=dumps(get_codec(fmt).encode_error(info)))
 
 
-__all__ = ["Switchyard"]
+__all__ = ["Switchyard", "wants_deep"]

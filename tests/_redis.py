@@ -12,10 +12,10 @@ import shutil
 import signal
 import socket
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
+from _waits import stop, wait_until
 
 INSTALL_HINT = (
     "these tests need a real redis-server on PATH: apt-get install -y redis-server "
@@ -70,11 +70,16 @@ class RedisServer:
             args += ["--requirepass", self.password]
         with (self.workdir / "redis.log").open("ab") as log:
             self.proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + 10
-        while not self.ping():
-            if self.proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"redis-server did not start: {(self.workdir / 'redis.log').read_text()[-500:]}")
-            time.sleep(0.02)
+        proc = self.proc
+
+        def up() -> bool:
+            assert proc.poll() is None, f"redis-server exited with {proc.returncode}"
+            return self.ping()
+
+        try:
+            wait_until(up, 10, "redis-server answering PING", every=0.02)
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}: {(self.workdir / 'redis.log').read_text()[-500:]}") from None
         return self
 
     def ping(self) -> bool:
@@ -111,10 +116,5 @@ class RedisServer:
         """Stops the server (if running)."""
         if self.proc is not None:
             self.resume()
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(timeout=10)
+            stop(self.proc)
             self.proc = None

@@ -3,10 +3,16 @@
 from __future__ import annotations
 
 import argparse
+import gc
 import logging
 import sys
+from typing import TYPE_CHECKING
 
 from switchyard.config.load import ConfigError, LoadedConfig, load_config
+
+if TYPE_CHECKING:
+    from switchyard.api import Switchyard
+    from switchyard.routers.base import RouterSpec
 
 
 class HelpFormatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
@@ -50,6 +56,40 @@ def load_or_exit(path: str) -> LoadedConfig | None:
     return loaded
 
 
+def build_or_fail(loaded: LoadedConfig, name: str | None, *, decision_log: str | None) -> Switchyard | None:
+    """Builds the router of a loaded config, printing why it cannot be built (returns ``None``).
+
+    ``serve`` and each ``serve --workers`` worker build through here, so both say the same.
+
+    Args:
+        loaded: The validated config.
+        name: The config file named in the error (as the operator gave it).
+        decision_log: ``--decision-log``, if given.
+    """
+    from switchyard.api import Switchyard
+
+    try:
+        return Switchyard(loaded, decision_log=decision_log)
+    except ConfigError as exc:
+        fail(f"cannot build {name}:\n  " + str(exc).replace("\n", "\n  "))
+        return None
+
+
+def freeze_startup() -> None:
+    """Moves what start-up built out of the cyclic garbage collector's sight.
+
+    What start-up built (modules, the config, validators) lives as long as the process: frozen,
+    the collections while serving walk request objects only.
+    """
+    gc.collect()
+    gc.freeze()
+
+
+def show_access_log() -> None:
+    """``--access-log``: asked for explicitly, so shown even under ``--log-level warning``."""
+    logging.getLogger("switchyard.access").setLevel(logging.INFO)
+
+
 _CHATTY = (
     "httpx",
     "httpcore",
@@ -91,6 +131,15 @@ def setup_logging(level: str) -> None:
 def uvicorn_level(level: str) -> str:
     """uvicorn's log level for ours (``debug-all`` is uvicorn's ``debug``; ``debug`` keeps it at info)."""
     return {"debug-all": "debug", "debug": "info"}.get(level, level)
+
+
+def route_or_fail(loaded: LoadedConfig, name: str) -> RouterSpec | None:
+    """The spec of route ``name``, or ``None`` once the error naming the config's routes is printed."""
+    try:
+        return loaded.route_spec(name)
+    except KeyError as exc:
+        fail(str(exc.args[0]))
+        return None
 
 
 def fail(message: str, code: int = 1) -> int:

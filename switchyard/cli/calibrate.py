@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from switchyard.cli._common import HelpFormatter, add_config_arg, fail, load_or_exit
+from switchyard.cli._common import HelpFormatter, add_config_arg, fail, load_or_exit, route_or_fail
 from switchyard.cli.eval import add_run_args, add_selection_args, log_level, open_dataset, pairs
 
 _EPILOG = """\
@@ -59,9 +59,9 @@ def run(args: argparse.Namespace) -> int:
     loaded = load_or_exit(args.config)
     if loaded is None:
         return 1
-    spec = loaded.routes.get(args.route)
+    spec = route_or_fail(loaded, args.route)
     if spec is None:
-        return fail(f"config has no route {args.route!r}; routes: {', '.join(loaded.routes) or '(none)'}")
+        return 1
     key = spec.threshold_key()
     if key is None:
         return fail(f"route type {spec.type!r} has no threshold to calibrate (route {args.route!r})")

@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
 
-from switchyard.cli._common import HelpFormatter, add_config_arg, fail, load_or_exit
+from switchyard.cli._common import HelpFormatter, add_config_arg, fail, load_or_exit, route_or_fail
 
 _EPILOG = """\
 Examples:
@@ -163,8 +163,8 @@ def run(args: argparse.Namespace) -> int:
         dataset = open_dataset(args)
     except (ValueError, DatasetError) as exc:
         return fail(str(exc))
-    if args.route not in loaded.routes:
-        return fail(f"config has no route {args.route!r}; routes: {', '.join(loaded.routes) or '(none)'}")
+    if route_or_fail(loaded, args.route) is None:
+        return 1
     out_dir = Path(args.out) if args.out else (Path(f"eval-{args.route}") if args.sweep else None)
     sink: IO[bytes] | None = None
     if out_dir is not None:

@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 from typing import IO, Any
 
-from switchyard.cli._common import HelpFormatter, add_config_arg, fail, load_or_exit
+from switchyard.cli._common import HelpFormatter, add_config_arg, fail, load_or_exit, route_or_fail
 from switchyard.cli.eval import add_run_args, log_level
 from switchyard.cli.replay_outcomes import add_outcome_args, run_outcomes
 
@@ -87,8 +87,8 @@ def run(args: argparse.Namespace) -> int:
     loaded = load_or_exit(args.config)
     if loaded is None:
         return 1
-    if args.route not in loaded.routes:
-        return fail(f"config has no route {args.route!r}; routes: {', '.join(loaded.routes) or '(none)'}")
+    if route_or_fail(loaded, args.route) is None:
+        return 1
     if args.limit is not None and args.limit < 1:
         return fail("--limit must be >= 1")
     if args.outcomes:

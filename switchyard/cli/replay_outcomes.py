@@ -6,11 +6,14 @@ import argparse
 import asyncio
 import json
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from switchyard.cli._common import fail
 from switchyard.cli.eval import log_level
 from switchyard.config.load import LoadedConfig
+
+if TYPE_CHECKING:
+    from switchyard.eval.counterfactual import Scoring
 
 CASE_TITLES = {
     "base": "base case: after the first switch the task is the capable model's own full trial",
@@ -94,7 +97,8 @@ def run_outcomes(args: argparse.Namespace, loaded: LoadedConfig) -> int:
         return fail("--sessions and --session-task go with --decision-log")
     if args.bootstrap < 0:
         return fail("--bootstrap must be >= 0")
-    sim = {"oracle_points": args.oracle_points, "resamples": args.bootstrap, "seed": args.seed}
+    # Always all three: the flags' defaults are simulate's (tests/eval check they agree).
+    sim: Scoring = {"oracle_points": args.oracle_points, "resamples": args.bootstrap, "seed": args.seed}
     progress = False if args.no_progress else None
     fh: IO[bytes] | None = None
     try:

@@ -3,11 +3,20 @@
 from __future__ import annotations
 
 import argparse
-import gc
 import os
 from typing import TYPE_CHECKING
 
-from switchyard.cli._common import HelpFormatter, add_config_arg, fail, load_or_exit, setup_logging, uvicorn_level
+from switchyard.cli._common import (
+    HelpFormatter,
+    add_config_arg,
+    build_or_fail,
+    fail,
+    freeze_startup,
+    load_or_exit,
+    setup_logging,
+    show_access_log,
+    uvicorn_level,
+)
 
 if TYPE_CHECKING:
     from switchyard.config.load import LoadedConfig
@@ -108,10 +117,7 @@ def run(args: argparse.Namespace) -> int:
         except ValueError as exc:
             return fail(str(exc))
     if args.access_log:
-        import logging
-
-        # Asked for explicitly, so shown even under --log-level warning.
-        logging.getLogger("switchyard.access").setLevel(logging.INFO)
+        show_access_log()
     loaded = load_or_exit(args.config)
     if loaded is None:
         return 1
@@ -133,21 +139,14 @@ def run(args: argparse.Namespace) -> int:
         )
     if count is not None:
         return _run_workers(args, loaded, count)
-    from switchyard.api import Switchyard
-    from switchyard.config.load import ConfigError
-
-    try:
-        sy = Switchyard(loaded, decision_log=args.decision_log)
-    except ConfigError as exc:
-        return fail(f"cannot build {args.config}:\n  " + str(exc).replace("\n", "\n  "))
+    sy = build_or_fail(loaded, args.config, decision_log=args.decision_log)
+    if sy is None:
+        return 1
     print(
         f"switchyard: serving {len(sy.routes)} route(s) ({', '.join(sy.routes)}) on http://{args.host}:{args.port}/v1",
         flush=True,
     )
-    # What start-up built (modules, the config, validators) lives as long as the process: frozen
-    # out of the cyclic collector's sight, its collections while serving walk request objects only.
-    gc.collect()
-    gc.freeze()
+    freeze_startup()
     serve(sy, args.host, args.port, log_level=uvicorn_level(args.log_level), access_log=args.access_log)
     return 0
 

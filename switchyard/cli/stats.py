@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 from typing import Any
 
 from switchyard.cli._common import HelpFormatter, fail, load_or_exit
@@ -43,9 +42,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import orjson
-
     from switchyard.engine.accounting import Pricing, UsdLedger, record_from_log
+    from switchyard.server.dashboard.offline import logged_records
 
     if args.sessions < 0:
         return fail("--sessions must be >= 0")
@@ -58,32 +56,20 @@ def run(args: argparse.Namespace) -> int:
 
         pricing = build_pricing(loaded)
     ledger = UsdLedger(max_sessions=max(args.sessions, 1))
-    skipped = 0
+    skipped: list[str] = []
+
+    def skip(line: str) -> None:
+        print(f"warning: {line}", file=sys.stderr)
+        skipped.append(line)
+
     try:
-        fh = Path(args.log).open("rb")
+        for record in logged_records(args.log, record_from_log, skipped=skip, reprice=pricing):
+            if not args.route or record.route == args.route:
+                ledger(record)
     except OSError as exc:
         return fail(f"cannot read {args.log}: {exc.strerror or exc}")
-    with fh:
-        for number, raw in enumerate(fh, start=1):
-            if not raw.strip():
-                continue
-            try:
-                obj = orjson.loads(raw)
-                if not isinstance(obj, dict):
-                    raise ValueError("not a JSON object")
-                record = record_from_log(obj)
-            except (orjson.JSONDecodeError, ValueError) as exc:
-                print(f"warning: {args.log}:{number}: skipped ({exc})", file=sys.stderr)
-                skipped += 1
-                continue
-            if args.route and record.route != args.route:
-                continue
-            if pricing is not None:
-                record.tier, record.baseline_cost_usd = None, None
-                pricing(record)
-            ledger(record)
     data = ledger.snapshot(sessions=args.sessions)
-    data["skipped_lines"] = skipped
+    data["skipped_lines"] = len(skipped)
     if args.json:
         print(json.dumps(data, indent=2))
         return 0

@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import gc
 import os
 import signal
 import socket
@@ -20,7 +19,14 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from switchyard.cli._common import fail, load_or_exit, setup_logging, uvicorn_level
+from switchyard.cli._common import (
+    build_or_fail,
+    freeze_startup,
+    load_or_exit,
+    setup_logging,
+    show_access_log,
+    uvicorn_level,
+)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -43,9 +49,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     signal.signal(signal.SIGHUP, signal.SIG_IGN)
     setup_logging(args.log_level)
     if args.access_log:
-        import logging
-
-        logging.getLogger("switchyard.access").setLevel(logging.INFO)
+        show_access_log()
     loaded = load_or_exit(args.config)
     if loaded is None:
         return 1
@@ -53,17 +57,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         # Relative paths in the config (probe files, decision logs) mean the original's folder.
         loaded.base_dir = Path(args.config_source).resolve().parent
         loaded.source = args.config_source
-    from switchyard.api import Switchyard
-    from switchyard.config.load import ConfigError
     from switchyard.server.runner import serve_socket
 
-    try:
-        sy = Switchyard(loaded, decision_log=args.decision_log)
-    except ConfigError as exc:
-        return fail(f"cannot build {loaded.source}:\n  " + str(exc).replace("\n", "\n  "))
-    # As `serve` does: what start-up built is frozen out of the cyclic collector's sight.
-    gc.collect()
-    gc.freeze()
+    sy = build_or_fail(loaded, loaded.source, decision_log=args.decision_log)
+    if sy is None:
+        return 1
+    freeze_startup()  # as `serve` does
     sock = socket.socket(fileno=args.listen_fd)
     status_fd: int = args.status_fd
     life_fd: int = args.life_fd

@@ -78,6 +78,17 @@ class LoadedConfig:
     raw: dict[str, Any] = field(default_factory=dict)
     served_context_windows: dict[str, int] = field(default_factory=dict)
 
+    def route_spec(self, name: str) -> RouterSpec:
+        """The spec of route ``name``.
+
+        Raises:
+            KeyError: No such route (the message lists the routes).
+        """
+        spec = self.routes.get(name)
+        if spec is None:
+            raise KeyError(f"config has no route {name!r}; routes: {', '.join(self.routes) or '(none)'}")
+        return spec
+
 
 def format_path(parts: PathT) -> str:
     """``("routes", "mix", "targets", 1)`` → ``routes.mix.targets[1]``."""

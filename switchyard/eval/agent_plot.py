@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from switchyard.eval.agent_replay import SweepPoint
-from switchyard.eval.plot import _pyplot
+from switchyard.eval.plot import _pyplot, _save
 
 SWEEP_COLUMNS = (
     "key",
@@ -125,12 +125,6 @@ def plot_sweep(points: Sequence[SweepPoint], key: str, path: str | Path, *, titl
         ax.set_ylabel("resolve rate")
         n = points[0].result.report.tasks
         ax.set_title(title or f"route {points[0].result.route}: sweep of {key} ({n} tasks)", fontsize=10)
-        ax.grid(True, alpha=0.3)
-        ax.legend(fontsize=7, loc="lower right")
-        fig.tight_layout()
-        out = Path(path)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        fig.savefig(out)
+        return _save(fig, ax, path, legend_size=7)
     finally:
         plt.close(fig)
-    return out

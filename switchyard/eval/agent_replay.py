@@ -15,13 +15,13 @@ import copy
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Unpack
 
 import yaml
 
 from switchyard.config.load import LoadedConfig, load_config
 from switchyard.config.nested import split
-from switchyard.eval.counterfactual import CASES, Report, Row, TaskOutcome, simulate
+from switchyard.eval.counterfactual import CASES, Report, Row, Scoring, TaskOutcome, simulate
 from switchyard.eval.evaluate import TierChoice, resolve_tiers
 from switchyard.eval.offline import route_spec
 from switchyard.eval.paired import (
@@ -128,7 +128,9 @@ class AgentReplay:
         }
 
 
-def _score(loaded: LoadedConfig, route: str, setup: Setup, runs: Runs, source: str, **sim: Any) -> AgentReplay:
+def _score(
+    loaded: LoadedConfig, route: str, setup: Setup, runs: Runs, source: str, **sim: Unpack[Scoring]
+) -> AgentReplay:
     if not runs.runs:
         why = "; ".join(f"{n} x {r}" for r, n in runs.skipped.items()) or "no runs in the input"
         raise PairedError(f"no run could be scored ({why})")
@@ -147,11 +149,12 @@ async def score_replay(
     concurrency: int = 1,
     progress: bool | None = None,
     on_turn: Callable[[TurnDecision], None] | None = None,
-    oracle_points: float = 6.0,
-    resamples: int = 1000,
-    seed: int = 0,
+    **sim: Unpack[Scoring],
 ) -> AgentReplay:
     """Replays ``trajectories`` through ``route`` and scores the runs.
+
+    ``oracle_points``, ``resamples`` and ``seed`` go to :func:`~switchyard.eval.counterfactual.simulate`
+    (its defaults where left out).
 
     Raises:
         PairedError: Nothing could be scored, or a decision picked a target without a tier.
@@ -169,7 +172,7 @@ async def score_replay(
         first_only=first_only,
     )
     runs = runs_from_turns(summary.turns, setup.tier_map, setup.outcomes)
-    return _score(loaded, route, setup, runs, "replay", oracle_points=oracle_points, resamples=resamples, seed=seed)
+    return _score(loaded, route, setup, runs, "replay", **sim)
 
 
 def score_log(
@@ -180,11 +183,12 @@ def score_log(
     *,
     session_tasks: Mapping[str, str] | None = None,
     session_pattern: str | None = None,
-    oracle_points: float = 6.0,
-    resamples: int = 1000,
-    seed: int = 0,
+    **sim: Unpack[Scoring],
 ) -> AgentReplay:
     """Scores the decisions a decision log holds (one run per session).
+
+    ``oracle_points``, ``resamples`` and ``seed`` go to :func:`~switchyard.eval.counterfactual.simulate`
+    (its defaults where left out).
 
     Raises:
         PairedError: Nothing could be scored, or a decision picked a target without a tier.
@@ -193,9 +197,7 @@ def score_log(
     runs = runs_from_log(
         log, route, setup.tier_map, setup.outcomes, session_tasks=session_tasks, session_pattern=session_pattern
     )
-    return _score(
-        loaded, route, setup, runs, "decision log", oracle_points=oracle_points, resamples=resamples, seed=seed
-    )
+    return _score(loaded, route, setup, runs, "decision log", **sim)
 
 
 def parse_sweep(spec: str) -> tuple[str, list[Any]]:

@@ -34,7 +34,7 @@ import random
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 from switchyard.routers.learned.control import quantile
 
@@ -499,6 +499,16 @@ def _bootstrap(case: str, tasks: Sequence[_Task], resamples: int, seed: int) -> 
         values.sort()
         out[key] = Interval(quantile(values, 0.025), quantile(values, 0.975))
     return out
+
+
+class Scoring(TypedDict, total=False):
+    """:func:`simulate`'s scoring keywords, as the callers that score on its behalf pass them on
+    (:func:`~switchyard.eval.agent_replay.score_replay`, ``score_log``): what is left out takes
+    :func:`simulate`'s default, the one place those are written."""
+
+    oracle_points: float
+    resamples: int
+    seed: int
 
 
 def simulate(

@@ -19,6 +19,7 @@ kept for ``--where`` filters (e.g. ``benchmark``).
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -33,6 +34,35 @@ OUTCOME_KEYS = ("correct", "resolved", "score")
 
 class DatasetError(ValueError):
     """The dataset cannot be used; the message names the file, the line and what to do."""
+
+
+def json_lines(path: Path, error: type[ValueError] = DatasetError) -> Iterator[tuple[str, int, Any]]:
+    """Streams the JSON values of a JSON-lines file, one a line, blank lines skipped.
+
+    The one reader of the eval inputs (datasets, trajectories, decision logs, session maps), so
+    that each names a bad line the same way.
+
+    Args:
+        path: The file (opened on the first ``next``).
+        error: Raised for a line that is not JSON (each input has its own error class).
+
+    Yields:
+        ``(where, number, value)``: ``where`` is ``name:line`` for messages, ``number`` the
+        1-based line.
+
+    Raises:
+        error: ``name:line: not valid JSON (why)``.
+    """
+    with path.open("rb") as fh:
+        for number, raw in enumerate(fh, start=1):
+            if not raw.strip():
+                continue
+            where = f"{path.name}:{number}"
+            try:
+                value = orjson.loads(raw)
+            except orjson.JSONDecodeError as exc:
+                raise error(f"{where}: not valid JSON ({exc})") from None
+            yield where, number, value
 
 
 class MissingOutcome(DatasetError):
@@ -262,24 +292,21 @@ class Dataset:
         return self.path.name
 
     def __iter__(self) -> Iterator[EvalItem]:
-        kept = 0
+        # islice stops before reading the line after the last kept item.
+        return itertools.islice(self._kept(), None if self.limit is None else max(self.limit, 0))
+
+    def _kept(self) -> Iterator[EvalItem]:
         seen: set[str] = set()
-        with self.path.open("rb") as fh:
-            for number, raw in enumerate(fh, start=1):
-                if self.limit is not None and kept >= self.limit:
-                    return
-                if not raw.strip():
-                    continue
-                item = self._parse(raw, number)
-                if item.id in seen:
-                    raise DatasetError(f"{self.name}:{number}: duplicate id {item.id!r}")
-                seen.add(item.id)
-                if self.ids is not None and item.id not in self.ids:
-                    continue
-                if not all(f.accepts(item) for f in self.filters):
-                    continue
-                kept += 1
-                yield item
+        for where, number, obj in json_lines(self.path):
+            item = _item(obj, where, number)
+            if item.id in seen:
+                raise DatasetError(f"{where}: duplicate id {item.id!r}")
+            seen.add(item.id)
+            if self.ids is not None and item.id not in self.ids:
+                continue
+            if not all(f.accepts(item) for f in self.filters):
+                continue
+            yield item
 
     def count(self) -> int:
         """Items this dataset yields (one pass over the file; for progress bars)."""
@@ -322,27 +349,23 @@ class Dataset:
             return self.first()  # raises the "no items" error
         return EvalItem(first.id, first.line, first.messages, models, first.fields)
 
-    def _parse(self, raw: bytes, number: int) -> EvalItem:
-        where = f"{self.name}:{number}"
-        try:
-            obj = orjson.loads(raw)
-        except orjson.JSONDecodeError as exc:
-            raise DatasetError(f"{where}: not valid JSON ({exc})") from None
-        if not isinstance(obj, dict):
-            raise DatasetError(f"{where}: each line must be a JSON object, got {type(obj).__name__}")
-        ident = obj.get("id")
-        if not isinstance(ident, str | int) or isinstance(ident, bool) or ident == "":
-            raise DatasetError(f"{where}: 'id' (a non-empty string) is required")
-        models = obj.get("models", {})
-        if not isinstance(models, dict):
-            raise DatasetError(f"{where}: 'models' must be an object mapping model id -> outcome")
-        return EvalItem(
-            id=str(ident),
-            line=number,
-            messages=_messages(obj, where),
-            models=models,
-            fields={k: v for k, v in obj.items() if k not in ("id", "prompt", "messages", "models")},
-        )
+
+def _item(obj: Any, where: str, number: int) -> EvalItem:
+    if not isinstance(obj, dict):
+        raise DatasetError(f"{where}: each line must be a JSON object, got {type(obj).__name__}")
+    ident = obj.get("id")
+    if not isinstance(ident, str | int) or isinstance(ident, bool) or ident == "":
+        raise DatasetError(f"{where}: 'id' (a non-empty string) is required")
+    models = obj.get("models", {})
+    if not isinstance(models, dict):
+        raise DatasetError(f"{where}: 'models' must be an object mapping model id -> outcome")
+    return EvalItem(
+        id=str(ident),
+        line=number,
+        messages=_messages(obj, where),
+        models=models,
+        fields={k: v for k, v in obj.items() if k not in ("id", "prompt", "messages", "models")},
+    )
 
 
 def _messages(obj: Mapping[str, Any], where: str) -> list[dict[str, Any]] | None:

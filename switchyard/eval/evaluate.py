@@ -29,6 +29,7 @@ from switchyard.eval.metrics import (
 from switchyard.eval.offline import Decided, build_offline_engine, chat_request, decide, route_spec, run_pool
 from switchyard.eval.progress import Progress
 from switchyard.protocol.errors import SwitchyardError
+from switchyard.protocol.request import ChatRequest
 from switchyard.protocol.response import Usage
 from switchyard.routers.base import RouterSpec, Tiers
 
@@ -238,19 +239,38 @@ def item_cost(loaded: LoadedConfig, target: str, out: Outcome, per_call: Mapping
 # -- the run ---------------------------------------------------------------------------------
 
 
-async def _prefetch(router: Any, route: str, dataset: Dataset) -> None:
+def _request(route: str, item: EvalItem, source: str) -> ChatRequest:
+    """The request the route decides for ``item`` (of the dataset named ``source``).
+
+    Raises:
+        DatasetError: The item's messages do not decode (file and line named).
+    """
+    try:
+        # An item with no prompt or messages is an empty user message (counted in a note).
+        return chat_request(route, item.messages or [{"role": "user", "content": ""}])
+    except SwitchyardError as exc:
+        raise DatasetError(f"{source}:{item.line}: messages do not decode: {exc.message}") from None
+
+
+async def _prefetch(router: Any, route: str, dataset: Dataset) -> dict[str, ChatRequest]:
     """Lets a learned router extract every item's text in large batches before the decisions
-    (deciding one item at a time would extract one text at a time)."""
+    (deciding one item at a time would extract one text at a time).
+
+    Returns:
+        The requests built for it, by item id, for the decisions to use rather than decode the
+        items again (empty when the router does not prefetch: the items stay streamed).
+    """
     prefetch, text_of = getattr(router, "prefetch", None), getattr(router, "text_of", None)
     if not callable(prefetch) or not callable(text_of):
-        return
-    texts = []
+        return {}
+    built: dict[str, ChatRequest] = {}
     for item in dataset:
         try:
-            texts.append(text_of(chat_request(route, item.messages or [{"role": "user", "content": ""}])))
-        except SwitchyardError:
+            built[item.id] = _request(route, item, dataset.name)
+        except DatasetError:
             continue  # reported when the item is decided
-    await prefetch(texts)
+    await prefetch([text_of(request) for request in built.values()])
+    return built
 
 
 async def run_eval(
@@ -319,6 +339,7 @@ async def run_eval(
     show = progress is not False
     offline = build_offline_engine(loaded)
     no_prompt = 0
+    prefetched: dict[str, ChatRequest] = {}
     bar = Progress(dataset.count() if show else None, f"eval {route}", enabled=None if show else False)
 
     async def work(item: EvalItem) -> ItemResult:
@@ -331,14 +352,10 @@ async def run_eval(
                 raise
             return ItemResult(item.id, Decided(selected=None, skipped=exc.reason), {}, {}, group)
         costs = {t: item_cost(loaded, t, o, per_call) for t, o in outs.items()}
-        messages = item.messages
-        if messages is None:
+        if item.messages is None:
             no_prompt += 1
-            messages = [{"role": "user", "content": ""}]
-        try:
-            request = chat_request(route, messages)
-        except SwitchyardError as exc:
-            raise DatasetError(f"{dataset.name}:{item.line}: messages do not decode: {exc.message}") from None
+        ready = prefetched.pop(item.id, None)
+        request = ready if ready is not None else _request(route, item, dataset.name)
         decided = await decide(offline.engine, request, f"eval:{item.id}")
         if decided.selected is not None and decided.selected not in resolved:
             decided.skipped = f"chose target {decided.selected!r}, which has no mapped dataset model (use --map)"
@@ -350,7 +367,8 @@ async def run_eval(
             on_item(result)
 
     try:
-        await _prefetch(offline.engine.routes[route].router if route in offline.engine.routes else None, route, dataset)
+        router = offline.engine.routes[route].router if route in offline.engine.routes else None
+        prefetched = await _prefetch(router, route, dataset)
         items = await run_pool(dataset, work, concurrency=concurrency, on_done=done)
     finally:
         bar.close()

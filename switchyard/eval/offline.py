@@ -121,11 +121,7 @@ def route_spec(loaded: LoadedConfig, route: str) -> RouterSpec:
     Raises:
         KeyError: No such route (the message lists the routes).
     """
-    spec = loaded.routes.get(route)
-    if spec is None:
-        known = ", ".join(loaded.routes) or "(none)"
-        raise KeyError(f"config has no route {route!r}; routes: {known}")
-    return spec
+    return loaded.route_spec(route)
 
 
 def chat_request(route: str, messages: list[dict[str, Any]], **extra: Any) -> ChatRequest:

@@ -27,7 +27,7 @@ import orjson
 
 from switchyard.config.load import LoadedConfig
 from switchyard.eval.counterfactual import CAPABLE, EFFICIENT, Report, Run, TaskOutcome
-from switchyard.eval.dataset import Dataset, DatasetError, MissingOutcome, outcome
+from switchyard.eval.dataset import Dataset, DatasetError, MissingOutcome, json_lines, outcome
 from switchyard.eval.evaluate import TierChoice
 from switchyard.eval.replay import TurnDecision
 
@@ -313,15 +313,9 @@ def read_session_tasks(path: str | Path) -> dict[str, str]:
     if not p.is_file():
         raise PairedError(f"--sessions: file not found: {p}")
     out: dict[str, str] = {}
-    for number, raw in enumerate(p.read_bytes().splitlines(), start=1):
-        if not raw.strip():
-            continue
-        try:
-            obj = orjson.loads(raw)
-        except orjson.JSONDecodeError as exc:
-            raise PairedError(f"{p.name}:{number}: not valid JSON ({exc})") from None
+    for where, _, obj in json_lines(p, PairedError):
         if not isinstance(obj, dict) or not isinstance(obj.get("session_id"), str) or obj.get("task_id") is None:
-            raise PairedError(f"{p.name}:{number}: each line needs a string 'session_id' and a 'task_id'")
+            raise PairedError(f"{where}: each line needs a string 'session_id' and a 'task_id'")
         out[obj["session_id"]] = str(obj["task_id"])
     return out
 
@@ -376,42 +370,34 @@ def runs_from_log(
         raise PairedError(f"--session-task {session_pattern!r}: not a regular expression ({exc})") from None
     groups: dict[str, tuple[str, list[_Step]]] = {}
     out_of_session = 0
-    with p.open("rb") as fh:
-        for number, raw in enumerate(fh, start=1):
-            if not raw.strip():
-                continue
-            where = f"{p.name}:{number}"
-            try:
-                obj = orjson.loads(raw)
-            except orjson.JSONDecodeError as exc:
-                raise DatasetError(f"{where}: not valid JSON ({exc})") from None
-            if not isinstance(obj, dict):
-                raise DatasetError(f"{where}: each line must be a JSON object")
-            if obj.get("route", route) != route:
-                continue
-            status = obj.get("status", 200)
-            if isinstance(status, int) and status >= 400:
-                continue
-            session = obj.get("session_id")
-            if not isinstance(session, str) or not session:
-                out_of_session += 1
-                continue
-            selected = obj.get("selected")
-            tier = obj.get("tier")
-            if selected is not None and not isinstance(selected, str):
-                raise DatasetError(f"{where}: 'selected' must be a string or null, got {selected!r}")
-            if tier not in (None, CAPABLE, EFFICIENT):
-                raise DatasetError(f"{where}: 'tier' must be 'capable', 'efficient' or null, got {tier!r}")
-            skipped = obj.get("skipped") if isinstance(obj.get("skipped"), str) else None
-            if selected is None and skipped is None:
-                skipped = "the router chose no target"
-            usd, calls, tin, tout = _router_cost(obj, where)
-            step = _Step(
-                selected, str(obj.get("source", "")), str(obj.get("reason", "")), usd, calls, tin, tout, skipped, tier
-            )
-            if session not in groups:
-                groups[session] = (_session_task(session, obj, session_tasks, pattern), [])
-            groups[session][1].append(step)
+    for where, _, obj in json_lines(p):
+        if not isinstance(obj, dict):
+            raise DatasetError(f"{where}: each line must be a JSON object")
+        if obj.get("route", route) != route:
+            continue
+        status = obj.get("status", 200)
+        if isinstance(status, int) and status >= 400:
+            continue
+        session = obj.get("session_id")
+        if not isinstance(session, str) or not session:
+            out_of_session += 1
+            continue
+        selected = obj.get("selected")
+        tier = obj.get("tier")
+        if selected is not None and not isinstance(selected, str):
+            raise DatasetError(f"{where}: 'selected' must be a string or null, got {selected!r}")
+        if tier not in (None, CAPABLE, EFFICIENT):
+            raise DatasetError(f"{where}: 'tier' must be 'capable', 'efficient' or null, got {tier!r}")
+        skipped = obj.get("skipped") if isinstance(obj.get("skipped"), str) else None
+        if selected is None and skipped is None:
+            skipped = "the router chose no target"
+        usd, calls, tin, tout = _router_cost(obj, where)
+        step = _Step(
+            selected, str(obj.get("source", "")), str(obj.get("reason", "")), usd, calls, tin, tout, skipped, tier
+        )
+        if session not in groups:
+            groups[session] = (_session_task(session, obj, session_tasks, pattern), [])
+        groups[session][1].append(step)
     runs = _collect(((k, task, steps) for k, (task, steps) in groups.items()), tiers, tasks)
     if out_of_session:
         runs.skipped["records without a session id (not part of any run)"] += out_of_session

@@ -77,14 +77,19 @@ def plot_result(result: EvalResult, path: str | Path, *, title: str | None = Non
             _points(ax, result)
         ax.set_ylabel("quality")
         ax.set_title(title or f"route {result.route} on {result.dataset} ({result.row.n} items)", fontsize=10)
-        ax.grid(True, alpha=0.3)
-        ax.legend(fontsize=8, loc="lower right")
-        fig.tight_layout()
-        out = Path(path)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        fig.savefig(out)
+        return _save(fig, ax, path, legend_size=8)
     finally:
         plt.close(fig)
+
+
+def _save(fig: Any, ax: Any, path: str | Path, *, legend_size: int) -> Path:
+    """Finishes a plot as every plot of ``eval`` is (grid, legend bottom right) and writes the PNG."""
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=legend_size, loc="lower right")
+    fig.tight_layout()
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out)
     return out
 
 

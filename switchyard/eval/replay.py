@@ -14,6 +14,7 @@ is answered: the recorded turn follows.
 
 from __future__ import annotations
 
+import itertools
 import math
 import statistics
 from collections import Counter
@@ -22,10 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from switchyard.config.load import LoadedConfig
-from switchyard.eval.dataset import DatasetError
+from switchyard.eval.dataset import DatasetError, json_lines
 from switchyard.eval.evaluate import TierChoice
 from switchyard.eval.offline import Decided, build_offline_engine, chat_request, decide, route_spec, run_pool
 from switchyard.eval.progress import Progress
@@ -107,34 +106,27 @@ def read_trajectories(path: str | Path, *, limit: int | None = None) -> Iterator
     p = Path(path)
     if not p.is_file():
         raise DatasetError(f"trajectories not found: {p}")
-    count = 0
-    with p.open("rb") as fh:
-        for number, raw in enumerate(fh, start=1):
-            if limit is not None and count >= limit:
-                return
-            if not raw.strip():
-                continue
-            where = f"{p.name}:{number}"
-            try:
-                obj = orjson.loads(raw)
-            except orjson.JSONDecodeError as exc:
-                raise DatasetError(f"{where}: not valid JSON ({exc})") from None
-            if not isinstance(obj, dict) or not isinstance(obj.get("id"), str) or not obj["id"]:
-                raise DatasetError(f"{where}: each line must be an object with a string 'id'")
-            messages = obj.get("messages")
-            if messages is None and isinstance(obj.get("prompt"), str):
-                messages = [{"role": "user", "content": obj["prompt"]}]
-            if not isinstance(messages, list) or not all(isinstance(m, dict) for m in messages):
-                raise DatasetError(f"{where}: 'messages' must be a list of chat message objects (or give a 'prompt')")
-            task = obj.get("task_id")
-            if task is not None and (not isinstance(task, str | int) or isinstance(task, bool)):
-                raise DatasetError(f"{where}: 'task_id' must be a string, got {task!r}")
-            tools = obj.get("tools")
-            if tools is not None and not isinstance(tools, list):
-                raise DatasetError(f"{where}: 'tools' must be a list of tool definitions")
-            count += 1
-            outcome = {k: obj[k] for k in OUTCOME_FIELDS if k in obj}
-            yield Trajectory(obj["id"], number, messages, tools, outcome, None if task is None else str(task))
+    # islice stops before reading the line after the last trajectory asked for.
+    yield from itertools.islice(_trajectories(p), None if limit is None else max(limit, 0))
+
+
+def _trajectories(p: Path) -> Iterator[Trajectory]:
+    for where, number, obj in json_lines(p):
+        if not isinstance(obj, dict) or not isinstance(obj.get("id"), str) or not obj["id"]:
+            raise DatasetError(f"{where}: each line must be an object with a string 'id'")
+        messages = obj.get("messages")
+        if messages is None and isinstance(obj.get("prompt"), str):
+            messages = [{"role": "user", "content": obj["prompt"]}]
+        if not isinstance(messages, list) or not all(isinstance(m, dict) for m in messages):
+            raise DatasetError(f"{where}: 'messages' must be a list of chat message objects (or give a 'prompt')")
+        task = obj.get("task_id")
+        if task is not None and (not isinstance(task, str | int) or isinstance(task, bool)):
+            raise DatasetError(f"{where}: 'task_id' must be a string, got {task!r}")
+        tools = obj.get("tools")
+        if tools is not None and not isinstance(tools, list):
+            raise DatasetError(f"{where}: 'tools' must be a list of tool definitions")
+        outcome = {k: obj[k] for k in OUTCOME_FIELDS if k in obj}
+        yield Trajectory(obj["id"], number, messages, tools, outcome, None if task is None else str(task))
 
 
 def _recorded(messages: list[dict[str, Any]], index: int) -> dict[str, Any]:

@@ -87,10 +87,15 @@ class InvalidRequestError(SwitchyardError):
 
 
 class RouteNotFoundError(SwitchyardError):
-    """The requested model id names no route."""
+    """The requested model id names no route.
+
+    Typed as OpenAI types its own answer for an unknown model (404 ``invalid_request_error``,
+    code ``model_not_found``, param ``model``); Anthropic's envelope takes its type from the
+    status instead (``not_found_error``).
+    """
 
     status = 404
-    type = "not_found_error"
+    type = "invalid_request_error"
     code = "model_not_found"
 
 

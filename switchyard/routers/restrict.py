@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from switchyard.protocol.messages import ReasoningPart, TextPart, ToolCallPart, ToolResultPart
 from switchyard.protocol.request import ChatRequest
+from switchyard.routers.patterns import checked_pattern
 
 Detector = Literal["secrets", "api_keys", "emails"]
 
@@ -137,12 +138,7 @@ class RestrictRule(BaseModel):
     @field_validator("pattern")
     @classmethod
     def _compiles(cls, value: str | None) -> str | None:
-        if value is not None:
-            try:
-                re.compile(value)
-            except re.error as exc:
-                raise ValueError(f"not a valid regular expression: {exc}") from None
-        return value
+        return None if value is None else checked_pattern(value)
 
     @field_validator("require")
     @classmethod

@@ -28,6 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, field_validato
 from switchyard.protocol.request import ChatRequest
 from switchyard.protocol.response import ChatResponse
 from switchyard.routers.jsonschema import validate
+from switchyard.routers.patterns import checked_pattern
 
 VerifyMode = Literal["shadow", "evaluate", "active"]
 CheckType = Literal["tool_arguments", "response_schema", "regex", "hook", "http"]
@@ -67,12 +68,7 @@ class VerifyCheck(BaseModel):
     @field_validator("pattern")
     @classmethod
     def _compiles(cls, value: str | None) -> str | None:
-        if value is not None:
-            try:
-                re.compile(value)
-            except re.error as exc:
-                raise ValueError(f"not a valid regular expression: {exc}") from None
-        return value
+        return None if value is None else checked_pattern(value)
 
     @model_validator(mode="after")
     def _keys_of_type(self) -> VerifyCheck:

@@ -23,18 +23,10 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from switchyard.api import wants_deep  # re-exported: the server asks the same question as dispatch
 from switchyard.server.auth import ApiKey
 
 HIDDEN = "route, target and backend details need an admin key (server.api_keys[].admin)"
-
-
-def wants_deep(query: str) -> bool:
-    """Whether a ``/health`` query string asks for probes (``deep=1``, ``deep=true``, ``deep``)."""
-    for item in query.split("&"):
-        key, _, value = item.partition("=")
-        if key == "deep":
-            return value.lower() not in ("0", "false", "no")
-    return False
 
 
 def loopback_client(client: Any) -> bool:

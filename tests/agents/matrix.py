@@ -12,7 +12,6 @@ import sys
 import tempfile
 import threading
 import time
-import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -22,6 +21,7 @@ from typing import Any
 import launchers
 import pytest
 import yaml
+from _waits import serving, stop
 
 from switchyard.testing import FakeModel, FakeUpstream, serve_fake
 from switchyard.testing.agent_loop import ToolLoop
@@ -135,20 +135,6 @@ class Stack:
         return [json.loads(line) for line in self.log.read_text().splitlines() if line.strip()]
 
 
-def _wait_healthy(url: str, proc: subprocess.Popen[bytes], deadline_s: float = 30.0) -> None:
-    end = time.monotonic() + deadline_s
-    while time.monotonic() < end:
-        if proc.poll() is not None:
-            raise RuntimeError(f"switchyard serve exited with {proc.returncode}")
-        try:
-            with urllib.request.urlopen(url + "/health", timeout=1) as reply:
-                if reply.status == 200:
-                    return
-        except OSError:
-            time.sleep(0.1)
-    raise RuntimeError("switchyard serve did not become healthy in 30 s")
-
-
 @contextmanager
 def serve_stack(tmp: Path) -> Iterator[Stack]:
     """Starts the fake upstream (thread) and ``switchyard serve`` (subprocess) on free ports."""
@@ -175,15 +161,11 @@ def serve_stack(tmp: Path) -> Iterator[Stack]:
     proc = subprocess.Popen(argv, env=env, stdout=out, stderr=subprocess.STDOUT)
     try:
         root = f"http://127.0.0.1:{port}"
-        _wait_healthy(root, proc)
+        serving(root + "/health", proc, 30, "switchyard serve", log=tmp / "serve.log")
         holder.append(Stack(upstream, root, log, trap))
         yield holder[0]
     finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        stop(proc)
         out.close()
         fake.stop()
         trap.close()

@@ -8,7 +8,7 @@ model name). ``via-anthropic`` is also reachable as ``claude-sonnet-4-6``.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -18,7 +18,7 @@ import openai
 
 from switchyard.api import Switchyard
 from switchyard.server.runner import ServerThread
-from switchyard.testing import FakeModel, FakeUpstream, serve_fake
+from switchyard.testing import FakeModel, FakeUpstream, Turn, serve_fake
 
 FORMATS = ("openai_chat", "anthropic_messages", "openai_responses")
 SHORT = {"openai_chat": "chat", "anthropic_messages": "anthropic", "openai_responses": "responses"}
@@ -78,6 +78,19 @@ class Stack:
         self.openai.close()
         self.anthropic.close()
         self.http.close()
+
+
+@contextmanager
+def brain(stack: Stack, fmt: str, answer: Turn | Callable[[dict[str, Any], FakeModel], Any]) -> Iterator[None]:
+    """Makes the upstream model of ``fmt`` answer for the duration: ``answer`` every time (a
+    :class:`Turn`), or what the brain function ``answer(body, model)`` returns."""
+    model = stack.upstream.model(MODELS[fmt])
+    old = model.brain
+    model.brain = answer if callable(answer) else (lambda body, m: answer)
+    try:
+        yield
+    finally:
+        model.brain = old
 
 
 @contextmanager

@@ -8,14 +8,12 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import anthropic
 import httpx
 import pytest
-from checklist_support import FORMATS, MODELS, Stack, route, running
+from checklist_support import FORMATS, MODELS, Stack, brain, route, running
 
 from switchyard.engine import core
 from switchyard.protocol.messages import ToolCallPart
@@ -27,17 +25,6 @@ from switchyard.wire.anthropic_messages import DEFAULT_MAX_TOKENS
 TOOLS = [{"name": "lookup", "input_schema": {"type": "object", "properties": {"query": {"type": "string"}}}}]
 CHAT_TOOLS = [{"type": "function", "function": {"name": "lookup", "parameters": TOOLS[0]["input_schema"]}}]
 TOOL_ID = re.compile(r"^[a-zA-Z0-9_-]+$")
-
-
-@contextmanager
-def brain(stack: Stack, fmt: str, turn: Turn) -> Iterator[None]:
-    model = stack.upstream.model(MODELS[fmt])
-    old = model.brain
-    model.brain = lambda body, m: turn
-    try:
-        yield
-    finally:
-        model.brain = old
 
 
 def messages_stream(stack: Stack, body: dict[str, Any], path: str = "/v1/messages") -> list[streams.RawEvent]:

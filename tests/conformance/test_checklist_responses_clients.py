@@ -12,14 +12,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import anthropic
 import httpx
 import openai
 import pytest
-from checklist_support import FORMATS, MODELS, Stack, VllmStack, config, route, running_vllm
+from checklist_support import FORMATS, MODELS, Stack, VllmStack, brain, config, route, running_vllm
 
 import switchyard
 from switchyard.api import Switchyard
@@ -51,17 +50,6 @@ SHELL_TOOL = {
     },
     "strict": False,
 }
-
-
-@contextmanager
-def brain(stack: Stack, fmt: str, fn: Any) -> Iterator[None]:
-    model = stack.upstream.model(MODELS[fmt])
-    old = model.brain
-    model.brain = fn
-    try:
-        yield
-    finally:
-        model.brain = old
 
 
 def responses_stream(stack: Stack, body: dict[str, Any]) -> list[streams.RawEvent]:

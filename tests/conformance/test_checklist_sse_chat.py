@@ -8,15 +8,13 @@ the real proxy, the real openai SDK and the three-format fake upstream.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import httpx
 import openai
 import pytest
-from checklist_support import FORMATS, MODELS, Stack, route
+from checklist_support import FORMATS, MODELS, Stack, brain, route
 
 from switchyard.protocol.stream import MessageStart, MessageStop, StreamAccumulator, TextDelta
 from switchyard.testing import Turn, streams
@@ -32,18 +30,6 @@ TOOLS = [
         },
     }
 ]
-
-
-@contextmanager
-def brain(stack: Stack, fmt: str, turn: Turn) -> Iterator[None]:
-    """Makes the upstream model of ``fmt`` answer ``turn`` for the duration."""
-    model = stack.upstream.model(MODELS[fmt])
-    old = model.brain
-    model.brain = lambda body, m: turn
-    try:
-        yield
-    finally:
-        model.brain = old
 
 
 def chat_stream(stack: Stack, body: dict[str, Any]) -> tuple[httpx.Response, bytes]:

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import gc
-import time
 from collections.abc import Callable
 from typing import Any
 
 import orjson
 import pytest
+from _waits import eventually
 
 from switchyard.engine import core, offload
 from switchyard.protocol.errors import InvalidRequestError
@@ -21,15 +21,6 @@ from switchyard.wire import codec
 Rig = Any
 
 ANSWER = ChatResponse(id="r", model="m", content=[TextPart(text="done")], usage=Usage(input_tokens=10, output_tokens=5))
-
-
-async def eventually(check: Callable[[], bool], seconds: float = 30.0) -> None:
-    """Waits until ``check()`` holds, bounded by ``seconds`` of wall time (not by a count of
-    polls, which a busy machine stretches): the release threads poll with a growing delay."""
-    deadline = time.monotonic() + seconds
-    while not check():
-        assert time.monotonic() < deadline, "condition not met in time"
-        await asyncio.sleep(0.02)
 
 
 def _body(n: int, **extra: object) -> bytes:
@@ -84,7 +75,7 @@ async def test_release_waits_until_the_request_is_let_go(monkeypatch: pytest.Mon
     await asyncio.sleep(0.1)
     assert freed == []  # this test still holds it
     del request
-    await eventually(lambda: bool(freed))
+    await eventually(lambda: bool(freed), 30.0, "the release")
     assert freed == [5000]
 
 
@@ -112,12 +103,12 @@ async def test_objects_frozen_after_a_decode_go_back_to_the_collector_once_relea
     # A cycle alive during the decode must still be collectable afterwards (no leak per request).
     # The freeze count is process-wide: a release thread of an earlier test (still waiting for its
     # request to be let go) would unfreeze everything under this test's feet. Wait for them first.
-    await eventually(lambda: offload.pending_releases() == 0)
+    await eventually(lambda: offload.pending_releases() == 0, 30.0, "no pending releases")
     cycle: list[Any] = []
     cycle.append(cycle)
     _, request = await offload.decode_off_loop(codec("openai_chat"), _body(3000))
     assert gc.get_freeze_count() > 0  # the decode's objects (and the cycle) are frozen meanwhile
     offload.release_off_loop(request)
     del request, cycle
-    await eventually(lambda: offload.pending_releases() == 0)
+    await eventually(lambda: offload.pending_releases() == 0, 30.0, "no pending releases")
     assert gc.get_freeze_count() == 0

@@ -295,3 +295,27 @@ def test_sweep_setting_is_a_dotted_path_into_the_route() -> None:
         with_setting(loaded, "agent", "nothing.capable", 1)
     with pytest.raises(ConfigError, match=r"routes\.agent\.confidence_threshold"):
         with_setting(loaded, "agent", "confidence_threshold", "high")
+
+
+def test_the_scoring_defaults_are_written_once_in_simulate(tmp_path: Path) -> None:
+    import argparse
+    import inspect
+
+    from switchyard.cli.replay_outcomes import add_outcome_args
+    from switchyard.config.load import load_config
+    from switchyard.eval.agent_replay import prepare, score_log
+    from switchyard.eval.counterfactual import simulate
+
+    keys = ("oracle_points", "resamples", "seed")
+    defaults = {k: p.default for k, p in inspect.signature(simulate).parameters.items() if k in keys}
+    parser = argparse.ArgumentParser()
+    add_outcome_args(parser)
+    flags = parser.parse_args([])
+    assert {"oracle_points": flags.oracle_points, "resamples": flags.bootstrap, "seed": flags.seed} == defaults
+    # Scoring a log without those keywords gets simulate's defaults.
+    cfg, _, tasks = files(tmp_path)
+    log = tmp_path / "decisions.jsonl"
+    log.write_bytes(DecisionRecord("r1", "scored", "test_score", session_id="A", selected="capable").to_json() + b"\n")
+    loaded = load_config(cfg)
+    report = score_log(loaded, "scored", log, prepare(loaded, "scored", tasks)).report
+    assert {"oracle_points": report.oracle_points, "resamples": report.resamples, "seed": report.seed} == defaults

@@ -307,3 +307,22 @@ def test_replay_bad_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
     ]
     assert main(argv) == 1
     assert "bad.jsonl:1: 'messages' must be a list" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["eval", "--dataset", "{d}"],
+        ["calibrate", "--dataset", "{d}", "--capable-share", "0.3"],
+        ["replay", "--trajectories", "{d}"],
+    ],
+)
+def test_an_unknown_route_is_refused_naming_the_routes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str]
+) -> None:
+    cfg = tmp_path / "router.yaml"
+    cfg.write_text(config_text("  scored: {type: test_score, capable: capable, efficient: efficient}\n"))
+    data = write_jsonl(tmp_path / "d.jsonl", [{"id": "a", "prompt": "hi", "models": {}}])
+    args = [a.format(d=data) for a in argv]
+    assert main([args[0], "-c", str(cfg), "--route", "ghost", *args[1:], "--no-progress"]) == 1
+    assert "error: config has no route 'ghost'; routes: scored\n" in capsys.readouterr().err

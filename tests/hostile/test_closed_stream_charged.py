@@ -4,12 +4,12 @@ hangs up one chunk early."""
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import httpx
 import pytest
+from _waits import wait_until
 
 from switchyard.api import Switchyard
 from switchyard.engine.records import DecisionRecord
@@ -29,16 +29,6 @@ def drip() -> Iterator[Any]:
         yield server
     finally:
         server.stop()
-
-
-def wait_for(check: Callable[[], Any], seconds: float = 10.0) -> Any:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        found = check()
-        if found:
-            return found
-        time.sleep(0.02)
-    raise AssertionError("condition not met in time")
 
 
 @pytest.mark.parametrize("path", ["/v1/chat/completions", "/v1/messages"])
@@ -68,7 +58,7 @@ def test_a_stream_closed_before_its_usage_is_charged_and_spends_the_budget(
                     seen += line.startswith("data:")
                     if seen >= 4:
                         break  # hang up long before the final usage chunk
-            record = wait_for(lambda: records[-1] if records else None)
+            record = wait_until(lambda: records[-1] if records else None, 10.0, "the record")
             assert record.status == 499 and record.details.get("closed_early")
             assert record.output_tokens > 0 and record.input_tokens > 0
             assert "output_tokens" in record.details["usage_estimated"]

@@ -15,6 +15,7 @@ import httpx
 import openai
 import orjson
 import pytest
+from _proxy import recording_proxy
 
 from switchyard.api import Switchyard
 from switchyard.engine.records import DecisionRecord
@@ -54,11 +55,8 @@ def proxy(module_upstream: Any) -> Iterator[tuple[ServerThread, list[DecisionRec
     fake = module_upstream.app
     fake.models["fake-small-output"] = FakeModel("fake-small-output", max_output_tokens=4096)
     fake.models["fake-windowed"] = FakeModel("fake-windowed", context_window=32768, enforce_window=True)
-    sy = Switchyard.from_config(_config(module_upstream.port))
-    records: list[DecisionRecord] = []
-    sy.on_decision(records.append)
-    with ServerThread(sy) as server:
-        yield server, records
+    with recording_proxy(_config(module_upstream.port)) as served:
+        yield served
 
 
 @pytest.fixture(scope="module")
@@ -270,10 +268,10 @@ def test_agent_without_session_identity_gets_a_derived_session(
 
 def test_derived_sessions_can_be_turned_off(module_upstream: Any) -> None:
     config = {**_config(module_upstream.port), "session": {"derive": False}}
-    sy = Switchyard.from_config(config)
-    records: list[DecisionRecord] = []
-    sy.on_decision(records.append)
-    with ServerThread(sy) as server, openai.OpenAI(base_url=server.base_url, api_key="t", max_retries=0) as client:
+    with (
+        recording_proxy(config) as (server, records),
+        openai.OpenAI(base_url=server.base_url, api_key="t", max_retries=0) as client,
+    ):
         client.chat.completions.create(model="to-chat", messages=[{"role": "user", "content": "hi"}])
     assert records[-1].session_id is None and records[-1].session_source is None
 

@@ -3,7 +3,6 @@ probes that take a backend out of routing, and the pre-call context-window check
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -11,6 +10,7 @@ from typing import Any
 import httpx
 import openai
 import pytest
+from _waits import eventually, wait_until
 
 from switchyard.api import Switchyard
 from switchyard.engine.records import DecisionRecord
@@ -210,12 +210,11 @@ def test_background_probes_start_with_the_server_and_stop_with_it() -> None:
         with ServerThread(sy) as proxy:
             # Probed at start-up, no request needed: wait (bounded) until the probe is recorded,
             # which is a moment after the fake saw it.
-            deadline = time.monotonic() + 30
-            while (report := httpx.get(proxy.root_url + "/health", timeout=5).json())["backends"]["vllm"][
-                "state"
-            ] != "up":
-                assert time.monotonic() < deadline, report
-                time.sleep(0.05)
+            def probed() -> dict[str, Any] | None:
+                report: dict[str, Any] = httpx.get(proxy.root_url + "/health", timeout=5).json()
+                return report if report["backends"]["vllm"]["state"] == "up" else None
+
+            report = wait_until(probed, 30, "the start-up probe recorded", every=0.05)
             assert "/health" in vllm.app.gets
             assert report["backends"]["vllm"]["probed"] == "every 3s"
         assert not sy._background_probing()  # the prober stopped with the server
@@ -265,10 +264,9 @@ async def test_library_api_health_and_background_probes() -> None:
         assert report["status"] == "ok" and report["routes"] == ["agent"]
         # Wait until the prober has *recorded* a probe (not merely until the fake saw the
         # request: the answer is recorded a moment later), bounded in wall time.
-        deadline = time.monotonic() + 30
-        while sy.stats()["backends"].get("vllm", {}).get("probes", 0) < 1:
-            assert time.monotonic() < deadline, "the background prober never probed"
-            await asyncio.sleep(0.03)
+        await eventually(
+            lambda: sy.stats()["backends"].get("vllm", {}).get("probes", 0) >= 1, 30, "a recorded background probe"
+        )
         assert "/health" in vllm.app.gets
         assert (await sy.health())["backends"]["vllm"]["state"] == "up"
         vllm.app.health_status = 500

@@ -6,7 +6,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +13,7 @@ import httpx
 import pytest
 from _configs import skeleton_config
 from _redis import free_port
+from _waits import serving, stop
 
 from switchyard.api import Switchyard
 from switchyard.cli import main
@@ -47,15 +47,9 @@ def test_the_offline_dashboard_shows_what_switchyard_stats_sums(
     with output.open("wb") as sink:
         proc = subprocess.Popen(args, stdout=sink, stderr=subprocess.STDOUT, env=env)
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                summary = httpx.get(f"http://127.0.0.1:{port}/dashboard/api/summary", timeout=2)
-                break
-            except httpx.HTTPError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    raise AssertionError(f"switchyard dashboard did not start:\n{output.read_text()}") from None
-                time.sleep(0.1)
+        summary_url = f"http://127.0.0.1:{port}/dashboard/api/summary"
+        serving(summary_url, proc, 30, "switchyard dashboard", log=output)
+        summary = httpx.get(summary_url, timeout=2)
         data = summary.json()
         assert data["replica"]["mode"] == "offline"
         assert data["since_start"]["usd"]["total"] == expected["total"]
@@ -66,5 +60,4 @@ def test_the_offline_dashboard_shows_what_switchyard_stats_sums(
         page = httpx.get(f"http://127.0.0.1:{port}/dashboard/", timeout=5)
         assert page.status_code == 200 and b"app.js" in page.content
     finally:
-        proc.terminate()
-        proc.wait(timeout=10)
+        stop(proc)

@@ -17,14 +17,15 @@ import shutil
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 import yaml
+from _waits import serving
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
@@ -142,22 +143,6 @@ def _env(port: int) -> dict[str, str]:
     return env
 
 
-def _wait(url: str, proc: subprocess.Popen[str], seconds: float = 30) -> None:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise AssertionError(
-                f"{proc.args} exited with {proc.returncode}: {proc.stdout.read() if proc.stdout else ''}"
-            )
-        try:
-            if httpx.get(url, timeout=1).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.1)
-    raise AssertionError(f"{url} did not come up")
-
-
 def _stop(proc: subprocess.Popen[str]) -> str:
     proc.terminate()
     try:
@@ -168,21 +153,37 @@ def _stop(proc: subprocess.Popen[str]) -> str:
     return out or ""
 
 
-@pytest.fixture(scope="module")
-def fake() -> Iterator[int]:
-    port = _free_port()
+class _Served:
+    """A ``switchyard`` command serving on ``port``; ``log`` is its output once it stopped."""
+
+    def __init__(self, port: int) -> None:
+        self.port = port
+        self.log = ""
+
+
+@contextmanager
+def _serve(*args: str, fake: int | None = None) -> Iterator[_Served]:
+    """``switchyard ARGS --port P`` in a subprocess (its env pointed at ``fake``, else at itself),
+    once it answers ``/health``; stopped on leaving, its output kept."""
+    served = _Served(_free_port())
     proc = subprocess.Popen(
-        [*CLI, "fake-upstream", "--port", str(port), "--latency-scale", "0", "--quiet"],
-        env=_env(port),
+        [*CLI, *args, "--port", str(served.port)],
+        env=_env(served.port if fake is None else fake),
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
     )
     try:
-        _wait(f"http://127.0.0.1:{port}/health", proc)
-        yield port
+        serving(f"http://127.0.0.1:{served.port}/health", proc, 30, str(proc.args))
+        yield served
     finally:
-        _stop(proc)
+        served.log = _stop(proc)
+
+
+@pytest.fixture(scope="module")
+def fake() -> Iterator[int]:
+    with _serve("fake-upstream", "--latency-scale", "0", "--quiet") as served:
+        yield served.port
 
 
 def _copy(name: str, port: int, tmp: Path) -> Path:
@@ -229,16 +230,8 @@ def test_example_serves_every_route(fake: int, tmp_path: Path, name: str) -> Non
         pytest.skip("the probe checkpoint is trained locally first (see examples/README.md)")
     path = _copy(name, fake, tmp_path)
     config = yaml.safe_load(path.read_text())
-    port = _free_port()
-    proc = subprocess.Popen(
-        [*CLI, "serve", "-c", str(path), "--port", str(port), "--access-log"],
-        env=_env(fake),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    try:
-        _wait(f"http://127.0.0.1:{port}/health", proc)
+    with _serve("serve", "-c", str(path), "--access-log", fake=fake) as served:
+        port = served.port
         models = httpx.get(f"http://127.0.0.1:{port}/v1/models", timeout=5).json()
         assert {m["id"] for m in models["data"]} >= set(config["routes"])
         for endpoint, body, headers, expect in _requests(name, config):
@@ -251,8 +244,7 @@ def test_example_serves_every_route(fake: int, tmp_path: Path, name: str) -> Non
             model = config["targets"][target].get("model") or "nemotron-3.5-lightning"  # preset targets
             # The simulated model answers "[its model id] ..." in every API's shape.
             assert f"[{model}]" in json.dumps(resp.json()), resp.text
-    finally:
-        log = _stop(proc)
+    log = served.log
     for route in config["routes"]:
         assert re.search(
             rf"POST /v1/chat/completions route={re.escape(route)} status=200 model=\S+ overhead_ms=", log
@@ -275,16 +267,8 @@ def test_dropin_example_runs(fake: int) -> None:
 def test_restricted_example_refuses_what_no_target_may_serve(fake: int, tmp_path: Path) -> None:
     """A label no target carries: a 403 in the caller's shape, and no upstream call."""
     path = _copy("restricted.yaml", fake, tmp_path)
-    port = _free_port()
-    proc = subprocess.Popen(
-        [*CLI, "serve", "-c", str(path), "--port", str(port)],
-        env=_env(fake),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    try:
-        _wait(f"http://127.0.0.1:{port}/health", proc)
+    with _serve("serve", "-c", str(path), fake=fake) as served:
+        port = served.port
         body = {"model": "agent", "max_tokens": 64, "messages": [{"role": "user", "content": "hi"}]}
         headers = {"x-switchyard-require": "onprem, eu"}
         resp = httpx.post(f"http://127.0.0.1:{port}/v1/messages", json=body, headers=headers, timeout=30)
@@ -293,24 +277,13 @@ def test_restricted_example_refuses_what_no_target_may_serve(fake: int, tmp_path
         assert error["type"] == "error" and error["error"]["type"] == "permission_error"
         assert "x-switchyard-require" in error["error"]["message"]
         assert "efficient, capable" in error["error"]["message"]
-    finally:
-        _stop(proc)
 
 
 def test_verify_example_serves_claude_when_lightnings_tool_call_is_malformed(fake: int, tmp_path: Path) -> None:
     """The README's request for examples/verify.yaml, as JSON and as a stream, and in shadow mode."""
     path = _copy("verify.yaml", fake, tmp_path)
-    port = _free_port()
-    proc = subprocess.Popen(
-        [*CLI, "serve", "-c", str(path), "--port", str(port)],
-        env=_env(fake),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    url = f"http://127.0.0.1:{port}/v1/chat/completions"
-    try:
-        _wait(f"http://127.0.0.1:{port}/health", proc)
+    with _serve("serve", "-c", str(path), fake=fake) as served:
+        url = f"http://127.0.0.1:{served.port}/v1/chat/completions"
         body = _turn("sloppy-tool-call.json")
         resp = httpx.post(url, json=body, timeout=30)
         assert resp.status_code == 200 and resp.headers["x-switchyard-selected-model"] == "capable", resp.text
@@ -325,5 +298,3 @@ def test_verify_example_serves_claude_when_lightnings_tool_call_is_malformed(fak
             shadow.headers["x-switchyard-selected-model"] == "efficient"
             and json.loads(call["function"]["arguments"]) == {}
         )
-    finally:
-        _stop(proc)

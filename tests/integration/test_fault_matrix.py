@@ -6,11 +6,11 @@ with ``benchmarks/fault_matrix.py``, which prints the table of ``docs/reliabilit
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from _waits import wait_until
 
 from switchyard.api import Switchyard
 from switchyard.clients.retry import ERROR_TABLE
@@ -30,13 +30,13 @@ class Matrix:
         self.upstream = upstream
 
     def record_for(self, request_id: str) -> DecisionRecord:
-        deadline = time.monotonic() + 15.0
-        while time.monotonic() < deadline:
-            for record in reversed(self.records):
-                if record.request_id == request_id:
-                    return record
-            time.sleep(0.01)
-        raise AssertionError(f"no decision record for request {request_id!r}")
+        found: DecisionRecord = wait_until(
+            lambda: next((r for r in reversed(self.records) if r.request_id == request_id), None),
+            15.0,
+            f"a decision record for request {request_id!r}",
+            every=0.01,
+        )
+        return found
 
 
 @pytest.fixture(scope="module")

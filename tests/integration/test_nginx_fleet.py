@@ -14,7 +14,6 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -25,6 +24,7 @@ import yaml
 from _configs import skeleton_config
 from _convo import Step, bash, render, tool
 from _redis import RedisServer, free_port
+from _waits import serving, stop, wait_until
 
 from switchyard.testing import FakeUpstream, serve_fake
 
@@ -45,19 +45,6 @@ def nginx_binary() -> str:
     return found
 
 
-def wait_http(url: str, proc: subprocess.Popen[bytes], log: Path, what: str) -> None:
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            if httpx.get(url, timeout=1).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        if proc.poll() is not None or time.monotonic() > deadline:
-            raise RuntimeError(f"{what} did not start:\n{log.read_text()[-2000:]}")
-        time.sleep(0.1)
-
-
 class Replica:
     """``switchyard serve`` in a subprocess with its own decision log."""
 
@@ -71,7 +58,7 @@ class Replica:
         with log.open("wb") as out:
             env = {**os.environ, "PYTHONPATH": str(ROOT)}
             self.proc = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, env=env)
-        wait_http(f"http://127.0.0.1:{self.port}/health", self.proc, log, f"replica {name}")
+        serving(f"http://127.0.0.1:{self.port}/health", self.proc, 60, f"replica {name}", log=log)
 
     def served(self, request_id: str) -> dict[str, Any] | None:
         if not self.decisions.exists():
@@ -83,12 +70,7 @@ class Replica:
         return None
 
     def stop(self) -> None:
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait(timeout=10)
+        stop(self.proc, 30)
 
 
 class Nginx:
@@ -116,15 +98,10 @@ class Nginx:
                 [nginx_binary(), "-p", str(prefix), "-c", str(conf)], stdout=out, stderr=subprocess.STDOUT
             )
         self.url = f"http://127.0.0.1:{self.port}"
-        wait_http(f"{self.url}/health", self.proc, prefix / "error.log", "nginx")
+        serving(f"{self.url}/health", self.proc, 60, "nginx", log=prefix / "error.log")
 
     def stop(self) -> None:
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait(timeout=10)
+        stop(self.proc)
 
 
 @pytest.fixture(scope="module")
@@ -168,12 +145,12 @@ def turn(balancer: Nginx, replicas: list[Replica], steps: list[Step]) -> tuple[s
     )
     assert response.status_code == 200, response.text
     request_id = response.headers["x-switchyard-request-id"]
-    deadline = time.monotonic() + 10  # the record is written as the answer completes
-    while True:
-        found = [(r.name, rec) for r in replicas if (rec := r.served(request_id)) is not None]
-        if found or time.monotonic() > deadline:
-            break
-        time.sleep(0.02)
+
+    def found_in() -> list[tuple[str, dict[str, Any]]]:
+        return [(r.name, rec) for r in replicas if (rec := r.served(request_id)) is not None]
+
+    # The record is written as the answer completes.
+    found = wait_until(found_in, 10, f"request {request_id} in a decision log", every=0.02)
     assert len(found) == 1, f"request {request_id} in {len(found)} decision logs"
     name, record = found[0]
     assert (record["source"], record["selected"]) == (

@@ -8,8 +8,8 @@ from typing import Any
 
 import openai
 import pytest
+from _proxy import recording_proxy
 
-from switchyard.api import Switchyard
 from switchyard.engine.records import DecisionRecord
 from switchyard.server.runner import ServerThread
 
@@ -27,11 +27,8 @@ TOOLS = [
 
 @pytest.fixture(scope="module")
 def proxy(module_config: dict[str, Any]) -> Iterator[tuple[ServerThread, list[DecisionRecord]]]:
-    sy = Switchyard.from_config(module_config)
-    records: list[DecisionRecord] = []
-    sy.on_decision(records.append)
-    with ServerThread(sy) as server:
-        yield server, records
+    with recording_proxy(module_config) as served:
+        yield served
 
 
 @pytest.fixture(scope="module")

@@ -3,17 +3,17 @@ breakers, one retry owner, deadlines, mid-stream failures and caller disconnects
 
 from __future__ import annotations
 
-import contextlib
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import httpx
 import openai
 import pytest
+from _proxy import recording_proxy
+from _waits import wait_until
 
 import switchyard
-from switchyard.api import Switchyard
 from switchyard.engine.records import DecisionRecord
 from switchyard.server.runner import ServerThread
 from switchyard.testing import FakeModel, FakeUpstream, serve_fake
@@ -43,28 +43,6 @@ def fake() -> Iterator[Any]:
         yield server
     finally:
         server.stop()
-
-
-@contextlib.contextmanager
-def proxy(config: dict[str, Any]) -> Iterator[tuple[ServerThread, list[DecisionRecord]]]:
-    sy = Switchyard.from_config(config)
-    records: list[DecisionRecord] = []
-    sy.on_decision(records.append)
-    try:
-        with ServerThread(sy) as server:
-            yield server, records
-    finally:
-        sy.close()
-
-
-def wait_for(check: Callable[[], Any], seconds: float = 15.0) -> Any:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        found = check()
-        if found:
-            return found
-        time.sleep(0.02)
-    raise AssertionError("condition not met in time")
 
 
 @pytest.fixture(scope="module")
@@ -100,7 +78,7 @@ def main(fake: Any) -> Iterator[tuple[ServerThread, list[DecisionRecord]]]:
             "trickle": {"type": "passthrough", "target": "trickle_total", "fallbacks": ["backup"]},
         },
     }
-    with proxy(config) as served:
+    with recording_proxy(config) as served:
         yield served
 
 
@@ -225,7 +203,9 @@ def test_stream_total_deadline_ends_with_an_error_event(main: Any) -> None:
     assert time.perf_counter() - started > 0.5
     assert text and "ten" not in text  # it had started, and it did not finish (cut at 0.6 s of ~1.5 s)
     assert "deadline" in err.value.message
-    record = wait_for(lambda: main[1][-1] if main[1][-1].details.get("mid_stream_failure") else None)
+    record = wait_until(
+        lambda: main[1][-1] if main[1][-1].details.get("mid_stream_failure") else None, what="the record"
+    )
     assert record.details["mid_stream_error_class"] == "timeout"
     assert main[0].switchyard.stats()["counters"]["mid_stream_failures"] == before + 1
 
@@ -248,8 +228,8 @@ def test_disconnect_cancels_a_json_request_upstream(main: Any, fake: Any) -> Non
             timeout=httpx.Timeout(0.3, connect=1),
         )
     # The proxy saw the caller go, cancelled its upstream request, and the upstream saw that.
-    assert wait_for(lambda: "stall-headers" in fake.app.disconnects, 2.0)
-    record = wait_for(lambda: next((r for r in reversed(main[1]) if r.status == 499), None))
+    assert wait_until(lambda: "stall-headers" in fake.app.disconnects, 2.0, "the disconnect")
+    record = wait_until(lambda: next((r for r in reversed(main[1]) if r.status == 499), None), what="a 499 record")
     assert record.attempts[-1].error_class == "cancelled"
 
 
@@ -266,8 +246,8 @@ def test_disconnect_cancels_a_stream_upstream(main: Any, fake: Any) -> None:
         for line in resp.iter_lines():
             if '"content"' in line:
                 break  # content arrived; now hang up mid-stream
-    assert wait_for(lambda: "stall-mid" in fake.app.disconnects, 2.0)
-    record = wait_for(lambda: next((r for r in reversed(main[1]) if r.route == "stall_mid"), None))
+    assert wait_until(lambda: "stall-mid" in fake.app.disconnects, 2.0, "the disconnect")
+    record = wait_until(lambda: next((r for r in reversed(main[1]) if r.route == "stall_mid"), None), what="the record")
     assert record.details["closed_early"] is True and not record.details.get("mid_stream_failure")
     assert record.status == 499
 
@@ -313,7 +293,7 @@ def test_circuit_breaker_skips_then_probes_then_closes(fake: Any) -> None:
         "routes": {"r": {"type": "passthrough", "target": "flaky", "fallbacks": ["backup"]}},
         "reply_model": "upstream",  # replies name the target that served them
     }
-    with proxy(config) as (server, records), sdk(server) as client:
+    with recording_proxy(config) as (server, records), sdk(server) as client:
         # 1: two 503s open the breaker; the backup answers.
         assert client.chat.completions.create(model="r", messages=MESSAGES).model == "fake-backup"
         assert [a.target for a in records[-1].attempts] == ["flaky", "flaky", "backup"]
@@ -327,7 +307,7 @@ def test_circuit_breaker_skips_then_probes_then_closes(fake: Any) -> None:
         # 3: after the cooldown one probe goes through; flaky has recovered; the breaker closes.
         # (A 3 s cooldown so that step 2 surely runs inside it on a busy machine; then wait,
         # bounded, for the breaker to say it is half-open rather than sleeping a fixed time.)
-        wait_for(lambda: server.switchyard.stats()["targets"]["flaky"]["state"] == "half_open", 15.0)
+        wait_until(lambda: server.switchyard.stats()["targets"]["flaky"]["state"] == "half_open", 15.0, "half-open")
         assert client.chat.completions.create(model="r", messages=MESSAGES).model == "flaky-2"
         assert server.switchyard.stats()["targets"]["flaky"]["state"] == "closed"
         counters = server.switchyard.stats()["counters"]

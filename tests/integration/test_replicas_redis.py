@@ -11,7 +11,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -23,6 +22,7 @@ import yaml
 from _configs import skeleton_config
 from _convo import Step, bash, render, tool
 from _redis import RedisServer, free_port
+from _waits import serving, stop, wait_until
 from prometheus_client.parser import text_string_to_metric_families
 
 from switchyard.testing import FakeModel, FakeUpstream, serve_fake
@@ -52,16 +52,7 @@ class Replica:
                 stderr=subprocess.STDOUT,
                 env=env,
             )
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                if httpx.get(f"{self.url}/health", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if self.proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"replica {name} did not start:\n{self.log.read_text()[-2000:]}")
-            time.sleep(0.1)
+        serving(f"{self.url}/health", self.proc, 30, f"replica {name}", log=self.log)
 
     def health(self) -> dict[str, Any]:
         return dict(httpx.get(f"{self.url}/health", timeout=5).json())
@@ -75,12 +66,7 @@ class Replica:
         raise AssertionError("switchyard_state_backend_degraded{backend='redis'} is missing")
 
     def stop(self) -> None:
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait(timeout=10)
+        stop(self.proc)
 
 
 @pytest.fixture(scope="module")
@@ -222,10 +208,12 @@ def test_redis_killed_mid_run_loses_no_request_and_state_resumes(stack: Any) -> 
         assert said(chat(a, "watched", "before", conversation(1, "ESCALATE-ME"))) == ("escalation", "capable")
     finally:
         server.start()
-    deadline = time.monotonic() + 15
-    while time.monotonic() < deadline and (a.health()["state"]["degraded"] or b.health()["state"]["degraded"]):
-        time.sleep(0.1)
-    assert not a.health()["state"]["degraded"] and not b.health()["state"]["degraded"]
+    wait_until(
+        lambda: not a.health()["state"]["degraded"] and not b.health()["state"]["degraded"],
+        15,
+        "both replicas out of degraded mode",
+        every=0.1,
+    )
     assert a.health()["state"]["outages"] == 1
     assert a.degraded_metric() == 0.0
     # State resumed: what A changed during the outage was written back, so B sees the latch ...

@@ -4,7 +4,7 @@ another provider issued; then the request is re-encoded from the IR. For all thr
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from typing import Any
 
 import orjson
@@ -17,7 +17,6 @@ from switchyard.protocol.messages import Message
 from switchyard.protocol.request import ChatRequest
 from switchyard.protocol.targets import TargetInfo
 from switchyard.routers.base import Decision, RouteContext
-from switchyard.testing import FakeUpstream, serve_fake
 from switchyard.wire import reasoning
 
 BASE = {"openai_chat": "/v1", "anthropic_messages": "", "openai_responses": "/v1"}
@@ -72,12 +71,8 @@ class NoteRouter:
 
 
 @pytest.fixture(scope="module")
-def fake() -> Iterator[Any]:
-    server = serve_fake(FakeUpstream())
-    try:
-        yield server
-    finally:
-        server.stop()
+def fake(module_upstream: Any) -> Any:
+    return module_upstream  # conftest's plain fake upstream, one per module
 
 
 @pytest.fixture

@@ -12,8 +12,8 @@ from typing import Any
 
 import openai
 import pytest
+from _proxy import recording_proxy
 
-from switchyard.api import Switchyard
 from switchyard.engine.records import DecisionRecord
 from switchyard.server.runner import ServerThread
 from switchyard.testing import serve_fake
@@ -72,12 +72,8 @@ def _config(port: int) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def proxy(upstream: Any) -> Iterator[tuple[ServerThread, list[DecisionRecord]]]:
-    sy = Switchyard.from_config(_config(upstream.port))
-    records: list[DecisionRecord] = []
-    sy.on_decision(records.append)
-    with ServerThread(sy) as server:
-        yield server, records
-    sy.close()
+    with recording_proxy(_config(upstream.port)) as served:
+        yield served
 
 
 def _ask(server: ServerThread, route: str, messages: list[dict[str, Any]]) -> Any:

@@ -17,8 +17,7 @@ import subprocess
 import sys
 import tempfile
 import threading
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +26,7 @@ import pytest
 import yaml
 from _configs import skeleton_config
 from _redis import free_port
+from _waits import stop, wait_until
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.parser import text_string_to_metric_families
@@ -78,14 +78,6 @@ class Gate:
         await self.app(scope, replay, held)
 
 
-def wait_for(what: str, done: Callable[[], bool], timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not done():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.05)
-
-
 class Served:
     """``switchyard serve --workers 2`` in a subprocess, its output in a log file."""
 
@@ -101,7 +93,12 @@ class Served:
             self.proc = subprocess.Popen(
                 [*args, "--workers", "2", "--log-level", "warning"], stdout=log, stderr=subprocess.STDOUT, env=env
             )
-        wait_for("2 workers ready", lambda: "2 worker(s) ready" in self.text() or self.proc.poll() is not None, 120)
+        wait_until(
+            lambda: "2 worker(s) ready" in self.text() or self.proc.poll() is not None,
+            120,
+            "2 workers ready",
+            every=0.05,
+        )
         assert self.proc.poll() is None, self.text()
 
     def text(self) -> str:
@@ -115,12 +112,7 @@ class Served:
         return dict(httpx.get(f"{self.url}/health", timeout=10).json()["process"])
 
     def stop(self) -> None:
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait(timeout=10)
+        stop(self.proc, 60)
 
 
 def config_for(port: int, **routes: Any) -> dict[str, Any]:
@@ -218,7 +210,7 @@ def test_sighup_reloads_keeps_a_stream_and_refuses_a_bad_config(served: Any) -> 
             yaml.safe_dump(config_for(fake_port, second={"type": "passthrough", "target": "efficient"}))
         )
         server.hup()
-        wait_for("the reload", lambda: "reload complete: generation 2" in server.text(), 180)
+        wait_until(lambda: "reload complete: generation 2" in server.text(), 180, "the reload", every=0.05)
         # No worker of the old config accepts any more: every new connection sees the new route.
         for _ in range(10):
             assert server.health()["generation"] == 2
@@ -238,7 +230,7 @@ def test_sighup_reloads_keeps_a_stream_and_refuses_a_bad_config(served: Any) -> 
     broken = config_for(fake_port, second={"type": "passthrough", "target": "nowhere"})
     server.config.write_text(yaml.safe_dump(broken))
     server.hup()
-    wait_for("the refusal", lambda: "reload refused" in server.text(), 60)
+    wait_until(lambda: "reload refused" in server.text(), 60, "the refusal", every=0.05)
     assert "routes.second.target" in server.text()
     for _ in range(10):
         assert server.health()["generation"] == 2
@@ -255,7 +247,7 @@ def test_a_config_that_validates_but_cannot_be_built_is_refused(served: Any) -> 
     server.config.write_text(yaml.safe_dump(config_for(fake_port, judged=judged)))
     refusals = server.text().count("reload refused")
     server.hup()
-    wait_for("the refusal", lambda: server.text().count("reload refused") > refusals, 120)
+    wait_until(lambda: server.text().count("reload refused") > refusals, 120, "the refusal", every=0.05)
     assert "the new worker 0 did not start" in server.text()
     assert f"cannot build {server.config}" in server.text() and "missing-prompt.txt" in server.text()
     for _ in range(10):
@@ -269,8 +261,8 @@ def test_a_killed_worker_is_started_again(served: Any) -> None:
     before = pids_seen(server, generation)
     victim = min(before)
     os.kill(victim, signal.SIGKILL)
-    wait_for("the respawn notice", lambda: f"(pid {victim}) exited" in server.text())
-    wait_for("a new worker", lambda: len(pids_seen(server, generation, tries=20) - before) == 1, 120)
+    wait_until(lambda: f"(pid {victim}) exited" in server.text(), 60, "the respawn notice", every=0.05)
+    wait_until(lambda: len(pids_seen(server, generation, tries=20) - before) == 1, 120, "a new worker", every=0.05)
     chat(server.url, "fast")
 
 
@@ -291,7 +283,7 @@ def test_workers_stop_when_the_supervisor_is_killed(tmp_path: Path) -> None:
         assert len(pids) == 2
         server.proc.kill()  # SIGKILL: no chance to stop its workers itself
         server.proc.wait(timeout=10)
-        wait_for("the orphaned workers to stop", lambda: not any(_running(p) for p in pids), 60)
+        wait_until(lambda: not any(_running(p) for p in pids), 60, "the orphaned workers to stop", every=0.05)
         assert server.text().count("the supervisor is gone; stopping") == 2
     finally:
         if server.proc.poll() is None:

@@ -12,10 +12,10 @@ import httpx
 import pytest
 from _configs import skeleton_config
 
-from switchyard.api import Switchyard
+from switchyard.api import Switchyard, wants_deep
+from switchyard.server import views
 from switchyard.server.auth import hash_key
 from switchyard.server.runner import ServerThread
-from switchyard.testing import FakeUpstream, serve_fake
 
 KEY_ADMIN = "sy-test-admin"
 KEY_ALL = "sy-test-all-routes"
@@ -42,12 +42,8 @@ def _proxy(port: int, server: dict[str, Any]) -> Iterator[ServerThread]:
 
 
 @pytest.fixture(scope="module")
-def fake() -> Iterator[Any]:
-    server = serve_fake(FakeUpstream())
-    try:
-        yield server
-    finally:
-        server.stop()
+def fake(module_upstream: Any) -> Any:
+    return module_upstream  # conftest's plain fake upstream, one per module
 
 
 @pytest.fixture(scope="module")
@@ -114,6 +110,15 @@ def test_without_keys_loopback_callers_see_details_others_only_status(open_proxy
 
 
 # -- deep checks: admin only with keys, one round per interval without -----------------------------
+
+
+@pytest.mark.parametrize(
+    ("query", "deep"),
+    [("deep=1", True), ("deep", True), ("x=1&deep=TRUE", True), ("deep=0", False), ("deep=No", False), ("", False)],
+)
+def test_the_server_and_dispatch_read_deep_the_same_way(query: str, deep: bool) -> None:
+    assert views.wants_deep is wants_deep
+    assert wants_deep(query) is deep
 
 
 def test_deep_checks_by_keys_that_are_not_admin_probe_nothing(keyed: ServerThread, fake: Any) -> None:
@@ -191,11 +196,21 @@ def test_hidden_routes_and_unknown_models_get_one_answer(keyed: ServerThread) ->
         resp = _chat(keyed, model, KEY_FAST)
         assert resp.status_code == 404, model
         error = resp.json()["error"]
+        # OpenAI's documented body for an unknown model: type invalid_request_error.
+        assert set(error) == {"message", "type", "param", "code"}
+        assert error["type"] == "invalid_request_error"
         assert error["code"] == "model_not_found" and error["param"] == "model"
         assert error["message"] == (
             f"The model `{model}` does not exist or you do not have access to it: "
             "it names no route this caller may use (available: fast)"
         )
+        responses = httpx.post(
+            f"{keyed.base_url}/responses",
+            json={"model": model, "input": "hi"},
+            headers={"authorization": f"Bearer {KEY_FAST}"},
+            timeout=10,
+        )
+        assert responses.status_code == 404 and responses.json()["error"] == error
         anthropic = httpx.post(
             f"{keyed.root_url}/v1/messages",
             json={"model": model, "max_tokens": 8, "messages": HI},
@@ -205,7 +220,7 @@ def test_hidden_routes_and_unknown_models_get_one_answer(keyed: ServerThread) ->
         assert anthropic.status_code == 404 and anthropic.json()["error"]["type"] == "not_found_error"
         assert "`mix`" not in anthropic.json()["error"]["message"].replace(f"`{model}`", "")
         listed = _get(keyed, f"/v1/models/{model}", KEY_FAST)
-        assert listed.status_code == 404 and listed.json()["error"]["message"] == error["message"]
+        assert listed.status_code == 404 and listed.json()["error"] == error
     # The key that may use the default route is still served by it.
     assert _chat(keyed, "nothing", KEY_ALL).status_code == 200
 

@@ -9,11 +9,10 @@ from typing import Any
 import httpx
 import pytest
 from _convo import Step, bash, render
+from _proxy import recording_proxy
 
-from switchyard.api import Switchyard
 from switchyard.engine.records import DecisionRecord
 from switchyard.server.auth import hash_key
-from switchyard.server.runner import ServerThread
 
 KEY_ALL = "sy-test-decide-all"
 KEY_FAST = "sy-test-decide-fast"
@@ -38,12 +37,8 @@ def decider(module_config: dict[str, Any], module_upstream: Any) -> Iterator[tup
             "limits": {"max_messages": 50},
         },
     }
-    sy = Switchyard.from_config(config)
-    records: list[DecisionRecord] = []
-    sy.on_decision(records.append)
-    with ServerThread(sy) as server:
+    with recording_proxy(config) as (server, records):
         yield server.root_url, records, module_upstream.app
-    sy.close()
 
 
 def decide(root: str, body: dict[str, Any], key: str = KEY_ALL, query: str = "", **headers: str) -> httpx.Response:

@@ -12,8 +12,8 @@ import httpx
 import openai
 import pytest
 from _configs import skeleton_config
+from _proxy import recording_proxy
 
-from switchyard.api import Switchyard
 from switchyard.config.server import ApiKeyConfig
 from switchyard.engine.records import DecisionRecord
 from switchyard.server.auth import Budgets, KeyRing, hash_key
@@ -28,12 +28,8 @@ KEY_BUDGET = "sy-test-budget"
 
 @contextlib.contextmanager
 def proxy(config: dict[str, Any]) -> Iterator[tuple[ServerThread, list[DecisionRecord]]]:
-    sy = Switchyard.from_config(config)
-    records: list[DecisionRecord] = []
-    sy.on_decision(records.append)
-    with ServerThread(sy) as server:
-        yield server, records
-    sy.close()
+    with recording_proxy(config) as served:
+        yield served
 
 
 @pytest.fixture(scope="module")

@@ -7,10 +7,10 @@ from __future__ import annotations
 import asyncio
 import socket
 import threading
-import time
 from typing import Any
 
 import pytest
+from _waits import wait_until
 
 from switchyard.server import connections
 from switchyard.server.runner import AppThread
@@ -34,6 +34,14 @@ class App:
         if scope["path"] == "/slow":
             await asyncio.to_thread(self.release.wait, 60)
         await send({"type": "http.response.body", "body": b"ok"})
+
+
+def _listening(port: int) -> bool:
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=1).close()
+    except OSError:
+        return False
+    return True
 
 
 def exchange(sock: socket.socket, path: str, *, head_only: bool = False) -> bytes:
@@ -66,13 +74,7 @@ def test_idle_and_busy_keepalive_connections_get_their_next_request_answered(mon
         assert b"200 OK" in exchange(idle, "/fast")
         assert b"200 OK" in exchange(busy, "/slow", head_only=True)  # keep-alive promised
         server.server.should_exit = True
-        deadline = time.monotonic() + 30
-        while True:  # shutdown has begun once the listener is gone
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            except OSError:
-                break
-            assert time.monotonic() < deadline, "the server did not start shutting down"
+        wait_until(lambda: not _listening(port), 30, "the listener gone (shutdown begun)")
         answer = exchange(idle, "/fast")
         assert b"200 OK" in answer and b"connection: close" in answer.lower()
         app.release.set()

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import logging
 import socket
-import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from _configs import skeleton_config
+from _waits import wait_until
 
 from switchyard.api import Switchyard
 from switchyard.server.access_log import AccessLog, format_line, printable
@@ -37,9 +37,8 @@ def test_crlf_in_the_path_does_not_forge_an_access_line(proxy: AppThread, caplog
             sock.sendall(b"GET " + forged + b" HTTP/1.1\r\nHost: 127.0.0.1\r\nconnection: close\r\n\r\n")
             while sock.recv(65536):
                 pass
-        deadline = time.monotonic() + 5  # the line is written after the last byte: wait, bounded
-        while not _access(caplog) and time.monotonic() < deadline:
-            time.sleep(0.01)
+        # The line is written after the last byte: wait, bounded.
+        wait_until(lambda: _access(caplog), 5, "the access line", every=0.01)
     lines = _access(caplog)
     assert len(lines) == 1, lines
     line = lines[0]

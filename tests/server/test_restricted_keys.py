@@ -7,8 +7,8 @@ from typing import Any
 
 import openai
 import pytest
+from _proxy import recording_proxy
 
-from switchyard.api import Switchyard
 from switchyard.engine.records import DecisionRecord
 from switchyard.server.auth import hash_key
 from switchyard.server.runner import ServerThread
@@ -33,12 +33,8 @@ def labelled_proxy(module_config: dict[str, Any]) -> Iterator[tuple[ServerThread
             ]
         },
     }
-    sy = Switchyard.from_config(config)
-    records: list[DecisionRecord] = []
-    sy.on_decision(records.append)
-    with ServerThread(sy) as server:
+    with recording_proxy(config) as (server, records):
         yield server, records, config
-    sy.close()
 
 
 def test_the_keys_labels_choose_the_target_and_are_recorded(labelled_proxy: Any, module_upstream: Any) -> None:

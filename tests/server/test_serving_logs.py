@@ -4,13 +4,13 @@ quiet third-party loggers under ``--log-level debug``, and ``serve --help``."""
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Iterator
 from typing import Any
 
 import httpx
 import pytest
 from _configs import skeleton_config
+from _waits import wait_until
 
 from switchyard.api import Switchyard
 from switchyard.cli import build_parser
@@ -52,9 +52,7 @@ def test_access_log_one_line_per_request(proxy: Any, caplog: pytest.LogCaptureFi
         assert httpx.get(f"{root}/health", timeout=10).status_code == 200
         # A line is written after the last byte was handed to the server, so the client can
         # see the response a moment before its line exists: wait for it (bounded).
-        deadline = time.monotonic() + 15
-        while len(_access(caplog)) < 5 and time.monotonic() < deadline:
-            time.sleep(0.01)
+        wait_until(lambda: len(_access(caplog)) >= 5, 15, "five access lines", every=0.01)
     lines = _access(caplog)
     assert len(lines) == 5, lines
     assert lines[0].startswith("POST /v1/chat/completions route=fast status=200 model=efficient overhead_ms=")

@@ -8,8 +8,8 @@ from typing import Any
 
 import httpx
 import pytest
+from _proxy import recording_proxy
 
-from switchyard.api import Switchyard
 from switchyard.engine.records import DecisionRecord
 from switchyard.engine.session import MAX_ID_CHARS, bounded_id, identify
 from switchyard.protocol.request import ChatRequest
@@ -20,12 +20,8 @@ HI = [{"role": "user", "content": "hi"}]
 
 @pytest.fixture
 def proxy(module_config: dict[str, Any]) -> Iterator[tuple[ServerThread, list[DecisionRecord]]]:
-    sy = Switchyard.from_config(module_config)
-    records: list[DecisionRecord] = []
-    sy.on_decision(records.append)
-    with ServerThread(sy) as srv:
-        yield srv, records
-    sy.close()
+    with recording_proxy(module_config) as served:
+        yield served
 
 
 def test_long_ids_from_the_body_are_kept_as_hashes(proxy: tuple[ServerThread, list[DecisionRecord]]) -> None:

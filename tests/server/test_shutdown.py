@@ -16,7 +16,7 @@ from typing import Any
 import httpx
 import pytest
 import yaml
-from _waits import wait_until
+from _waits import serving, wait_until
 
 from switchyard.testing import FakeModel, FakeUpstream, serve_fake
 
@@ -32,18 +32,6 @@ def _free_port() -> int:
         s.bind(("127.0.0.1", 0))
         port: int = s.getsockname()[1]
         return port
-
-
-def _wait_ready(port: int, proc: subprocess.Popen[str]) -> None:
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        assert proc.poll() is None, proc.communicate()[0]
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/health", timeout=1).status_code == 200:
-                return
-        except httpx.HTTPError:
-            time.sleep(0.1)
-    raise AssertionError("switchyard serve did not start")
 
 
 class _Stream(threading.Thread):
@@ -91,7 +79,7 @@ def test_sigterm_drains_then_ends_open_streams_with_error_events(tmp_path: Path)
     cmd += ["--port", str(port), "--decision-log", str(log), "--log-level", "warning"]
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
-        _wait_ready(port, proc)
+        serving(f"http://127.0.0.1:{port}/health", proc, 20, "switchyard serve")
         root = f"http://127.0.0.1:{port}"
         streams = {
             "chat": _Stream(f"{root}/v1/chat/completions", {"model": "long", "messages": MESSAGES, "stream": True}),

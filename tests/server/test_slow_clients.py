@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from _waits import wait_until
 
 from switchyard.api import Switchyard
 from switchyard.config.server import ClientTimeoutsConfig
@@ -129,10 +130,7 @@ def _open_connections(srv: ServerThread) -> int:
 
 
 def _wait_connections(srv: ServerThread, done: Any, seconds: float = 10.0) -> None:
-    deadline = time.monotonic() + seconds
-    while not done(_open_connections(srv)):
-        assert time.monotonic() < deadline, f"{_open_connections(srv)} connections open"
-        time.sleep(0.01)
+    wait_until(lambda: done(_open_connections(srv)), seconds, "the open connections", every=0.01)
 
 
 def test_connections_beyond_the_cap_get_503(module_config: dict[str, Any]) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import socket
 from pathlib import Path
 from typing import Any
@@ -11,7 +12,7 @@ import pytest
 import yaml
 from _configs import skeleton_config
 
-from switchyard.cli import main
+from switchyard.cli import main, worker
 from switchyard.config.load import load_config
 from switchyard.server.workers import memory_state_warning, worker_count
 
@@ -57,3 +58,31 @@ def test_serve_refuses_a_bad_worker_count_and_a_busy_port(tmp_path: Path, capsys
         port = busy.getsockname()[1]
         assert main(["serve", "-c", str(path), "--workers", "2", "--port", str(port)]) != 0
     assert f"cannot listen on 127.0.0.1:{port}" in capsys.readouterr().err
+
+
+def test_serve_and_a_worker_say_the_same_when_a_valid_config_cannot_be_built(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = skeleton_config(9)
+    # Valid YAML and schema; only building the judge finds its prompt file missing.
+    config["routes"]["judged"] = {
+        "type": "llm_classifier",
+        "mode": "escalation",
+        "classifier_target": "capable",
+        "strong_target": "capable",
+        "weak_target": "efficient",
+        "prompt_file": "missing-prompt.txt",
+    }
+    path = tmp_path / "router.yaml"
+    path.write_text(yaml.safe_dump(config))
+    assert main(["serve", "-c", str(path)]) == 1
+    served = capsys.readouterr().err
+    assert f"error: cannot build {path}:\n  " in served and "missing-prompt.txt" in served
+    # The worker fails before it touches its descriptors; it ignores SIGHUP (the supervisor's).
+    before = signal.getsignal(signal.SIGHUP)
+    try:
+        code = worker.main(["-c", str(path), "--listen-fd", "-1", "--status-fd", "-1", "--life-fd", "-1"])
+    finally:
+        signal.signal(signal.SIGHUP, before)
+    assert code == 1
+    assert capsys.readouterr().err == served

@@ -11,6 +11,7 @@ from typing import ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from switchyard.routers.base import BuildContext, Router, RouterSpec, Tiers
+from switchyard.routers.patterns import checked_pattern
 from switchyard.routers.plan_execute.phase import DEFAULT_PLAN_PATTERNS, DEFAULT_PLAN_TOOLS, Rules
 from switchyard.routers.plan_execute.router import PlanExecuteRouter
 
@@ -68,10 +69,7 @@ class PlanExecuteSpec(RouterSpec):
     @classmethod
     def _compiles(cls, value: list[str]) -> list[str]:
         for i, pattern in enumerate(value):
-            try:
-                re.compile(pattern)
-            except re.error as exc:
-                raise ValueError(f"plan_patterns[{i}] is not a valid regular expression: {exc}") from None
+            checked_pattern(pattern, f"plan_patterns[{i}]")
         return value
 
     def target_refs(self) -> list[tuple[str, str]]:

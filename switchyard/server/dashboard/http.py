@@ -23,7 +23,6 @@ browser on another origin can neither read the data nor embed the page. A reques
 
 from __future__ import annotations
 
-import ipaddress
 from collections.abc import Mapping
 from importlib import resources
 from typing import Any
@@ -33,6 +32,7 @@ from switchyard.engine.reply import Reply
 from switchyard.server.auth import KeyRing, presented_key
 from switchyard.server.dashboard.fleet import Fleet
 from switchyard.server.dashboard.views import Views
+from switchyard.server.views import loopback_client
 from switchyard.wire.json import dumps
 
 PREFIX = "/dashboard"
@@ -65,15 +65,6 @@ def is_dashboard_path(path: str) -> bool:
 def _load_assets() -> dict[str, bytes]:
     folder = resources.files("switchyard.server.dashboard").joinpath("static")
     return {name: folder.joinpath(name).read_bytes() for name, _ in _ASSETS.values()}
-
-
-def _is_loopback(client: Any) -> bool:
-    if not client:
-        return False
-    try:
-        return ipaddress.ip_address(str(client[0])).is_loopback
-    except ValueError:
-        return False
 
 
 def _reply(status: int, body: bytes, content_type: str, **extra: str) -> Reply:
@@ -131,7 +122,7 @@ class DashboardHttp:
     def _refuse(self, headers: Mapping[str, str], client: Any) -> Reply | None:
         """Why this data request may not be answered (``None``: it may)."""
         if not self.keys:
-            if _is_loopback(client):
+            if loopback_client(client):
                 return None
             return _error(
                 403,

@@ -10,7 +10,7 @@ are not in decision logs (they stay in the live process's memory), so the timeli
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -100,8 +100,34 @@ def read_log(
     Raises:
         OSError: The file cannot be read.
     """
-    records: list[DecisionRecord] = []
     warnings: list[str] = []
+    records = list(logged_records(path, record_from_json, skipped=warnings.append, reprice=reprice))
+    records.sort(key=lambda r: r.ts)
+    return records, warnings
+
+
+def logged_records(
+    path: str | Path,
+    parse: Callable[[Mapping[str, Any]], DecisionRecord],
+    *,
+    skipped: Callable[[str], None],
+    reprice: Callable[[DecisionRecord], None] | None = None,
+) -> Iterator[DecisionRecord]:
+    """Streams the records of a decision log in file order, passing over lines it cannot read.
+
+    The one tolerant reader of decision logs (the offline dashboard, ``switchyard stats``): a
+    log a crashed proxy left may end in half a line, which is told, not fatal.
+
+    Args:
+        path: The JSONL file (opened on the first ``next``).
+        parse: One line's object → record (:func:`record_from_json`, or
+            :func:`~switchyard.engine.accounting.record_from_log` for the accounting fields).
+        skipped: Told ``path:line: skipped (why)`` for each line passed over.
+        reprice: Recomputes tier and always-capable baseline (``Pricing`` from a config).
+
+    Raises:
+        OSError: The file cannot be read.
+    """
     with Path(path).open("rb") as fh:
         for number, raw in enumerate(fh, start=1):
             if not raw.strip():
@@ -110,16 +136,14 @@ def read_log(
                 obj = orjson.loads(raw)
                 if not isinstance(obj, dict):
                     raise ValueError("not a JSON object")
-                record = record_from_json(obj)
+                record = parse(obj)
             except (orjson.JSONDecodeError, ValueError) as exc:
-                warnings.append(f"{path}:{number}: skipped ({exc})")
+                skipped(f"{path}:{number}: skipped ({exc})")
                 continue
             if reprice is not None:
                 record.tier, record.baseline_cost_usd = None, None
                 reprice(record)
-            records.append(record)
-    records.sort(key=lambda r: r.ts)
-    return records, warnings
+            yield record
 
 
 class LogTotals:
@@ -202,4 +226,4 @@ class OfflineApp:
         await send({"type": "http.response.body", "body": body, "more_body": False})
 
 
-__all__ = ["LogTotals", "OfflineApp", "offline_views", "read_log", "record_from_json"]
+__all__ = ["LogTotals", "OfflineApp", "logged_records", "offline_views", "read_log", "record_from_json"]

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 from _convo import WIRE_FORMATS, Step, bash, decode
+from _stage_yaml import load
 
 from switchyard.protocol.session import SessionInfo
 from switchyard.routers.base import Decision, RouteContext
@@ -164,27 +165,6 @@ async def test_the_shipped_profile_routes_a_stuck_run_to_capable() -> None:
 
 
 # -- the YAML keys --------------------------------------------------------------------------------
-
-BASE = """\
-llm_clients:
-  local: {format: openai_chat, base_url: "http://127.0.0.1:9/v1"}
-targets:
-  lightning: {client: local, model: lightning}
-  frontier: {client: local, model: frontier}
-routes:
-  agent:
-    type: stage_router
-    capable: frontier
-    efficient: lightning
-"""
-
-
-def load(tmp_path: Path, extra: str) -> Any:
-    from switchyard.config.load import load_config
-
-    path = tmp_path / "router.yaml"
-    path.write_text(BASE + "".join(f"    {line}\n" for line in extra.splitlines()))
-    return load_config(path)
 
 
 def test_keys_are_off_by_default(tmp_path: Path) -> None:

@@ -2,35 +2,15 @@
 
 from __future__ import annotations
 
-import textwrap
 from pathlib import Path
-from typing import Any
 
 import pytest
+from _stage_yaml import BASE, load
 
 from switchyard.config.load import ConfigError, load_config
 from switchyard.routers import router_types, spec_for
 from switchyard.routers.base import BuildContext
 from switchyard.routers.stage import StageRouter, StageRouterSpec, ToolKind
-
-BASE = """\
-llm_clients:
-  local: {format: openai_chat, base_url: "http://127.0.0.1:9/v1"}
-targets:
-  lightning: {client: local, model: lightning}
-  frontier: {client: local, model: frontier}
-routes:
-  agent:
-    type: stage_router
-    capable: frontier
-    efficient: lightning
-"""
-
-
-def load(tmp_path: Path, extra: str = "") -> Any:
-    path = tmp_path / "router.yaml"
-    path.write_text(BASE + textwrap.indent(textwrap.dedent(extra), "    "))
-    return load_config(path)
 
 
 def error(tmp_path: Path, extra: str) -> str:
