@@ -152,7 +152,7 @@ def running_vllm() -> Iterator[VllmStack]:
     config = {
         "llm_clients": {
             # 2 s: a probe of the local fake must not time out on a busy machine by accident.
-            "vllm": {"base_url": vllm_base, "max_retries": 0, "health_check": {"timeout_s": 2.0}},
+            "vllm": {"base_url": vllm_base, "max_retries": 0, "health_check": {"timeout_s": 30.0}},
             "vllm_strict": {"base_url": vllm_base, "max_retries": 0, "markup_leak": "fallback"},
             "frontier": {"base_url": f"http://127.0.0.1:{frontier.port}/v1", "max_retries": 0},
         },
