@@ -11,24 +11,28 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from switchyard.api import Switchyard
 from switchyard.config.server import ServerConfig
 from switchyard.engine.reply import SHUTDOWN_CANCEL, Reply
 from switchyard.server.auth import ApiKey, Budgets, KeyRing, name_key
-from switchyard.server.dashboard.http import DashboardHttp, is_dashboard_path
-from switchyard.server.drain import SHUTDOWN_ERROR, Drain
+from switchyard.server.drain import Drain, shutdown_error
 from switchyard.server.escape import printable
 from switchyard.server.guard import Gate, error_reply, host_problem
 from switchyard.server.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from switchyard.server.metrics import Metrics, for_switchyard
-from switchyard.server.openapi import OPENAPI_PATH, openapi_reply
 from switchyard.server.views import HealthPolicy, health_view, wants_deep
 from switchyard.wire import strict
 from switchyard.wire.json import dumps
 
+if TYPE_CHECKING:
+    from switchyard.server.dashboard.http import DashboardHttp
+
 logger = logging.getLogger("switchyard.server")
+
+OPENAPI_PATH = "/openapi.json"
+"""The OpenAPI document's path (``server/openapi.py``, imported when it is asked for)."""
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -115,7 +119,7 @@ class SwitchyardApp:
                 send, error_reply(path, 400, bad_host, "invalid_request_error", code="invalid_host", headers=close)
             )
             return
-        if self.dashboard is not None and is_dashboard_path(path):
+        if self.dashboard is not None and _is_dashboard_path(path):
             # Its own checks (same-origin only, admin key or loopback) and no CORS headers.
             page = self.dashboard.handle(
                 scope["method"], path, scope.get("query_string") or b"", headers, scope.get("client")
@@ -129,6 +133,8 @@ class SwitchyardApp:
             await _write(send, admission.reply, extra)
             return
         if path == OPENAPI_PATH and scope["method"] == "GET":
+            from switchyard.server.openapi import openapi_reply
+
             await _write(send, openapi_reply(), extra)
             return
         body = await self._read_body(path, headers, receive, send, extra)
@@ -240,7 +246,7 @@ class SwitchyardApp:
             if state.shutdown:
                 # Shutdown past its drain time: answer instead of leaving the caller hanging.
                 logger.info("shutting down; ended %s %s with 503", scope["method"], printable(scope["path"]))
-                info = SHUTDOWN_ERROR
+                info = shutdown_error()
                 return error_reply(scope["path"], info.status, info.message, "api_error", code=info.code)
             logger.info("caller disconnected; cancelled %s %s", scope["method"], printable(scope["path"]))
             return None
@@ -345,7 +351,7 @@ class SwitchyardApp:
             elif not pump_task.done() and ending.done() and not watch.done() and reply.abort is not None:
                 # Shutdown past its drain time: the stream ends with an error event in its API's
                 # format (recorded as interrupted) instead of being cut by the process exit.
-                closing = reply.abort(SHUTDOWN_ERROR)
+                closing = reply.abort(shutdown_error())
             for task in (producer, pump_task):
                 if not task.done():
                     # The caller went away: stop reading upstream (closing the stream cancels it).
@@ -535,6 +541,13 @@ def _metrics(sy: Switchyard) -> Metrics | None:
     except ImportError:
         logger.info("GET /metrics is off: pip install 'switchyard-router[metrics]' for Prometheus metrics")
         return None
+
+
+def _is_dashboard_path(path: str) -> bool:
+    """Whether ``path`` is the dashboard's (asked only when it is enabled: imported then)."""
+    from switchyard.server.dashboard.http import is_dashboard_path
+
+    return is_dashboard_path(path)
 
 
 def _dashboard(sy: Switchyard, settings: ServerConfig, keys: KeyRing, gate: Gate) -> DashboardHttp | None:
