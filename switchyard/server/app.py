@@ -311,15 +311,6 @@ class SwitchyardApp:
         ready = _Ready(loop, STREAM_BUFFER)
         write = _deadline_send(send, self.write_s, state, abort)
 
-        async def produce() -> None:
-            try:
-                async for chunk in chunks:
-                    await ready.put(chunk)  # waits while the caller is not reading (bounded)
-            except BaseException as exc:
-                ready.close(exc)
-                raise
-            ready.close(None)
-
         async def pump() -> None:
             # Writes whatever the producer has ready as one body message: events that reached
             # the proxy together (one upstream read) leave together — one write, one read for
@@ -333,7 +324,7 @@ class SwitchyardApp:
             except _Stalled:
                 return  # the connection is dropped; the finally below stops the upstream read
 
-        producer = asyncio.ensure_future(produce())
+        producer = asyncio.ensure_future(_produce(chunks, ready))
         pump_task = asyncio.ensure_future(pump())
         tasks: set[asyncio.Future[None]] = {pump_task, watch, ending}
         ticker = None
@@ -374,6 +365,18 @@ class SwitchyardApp:
             logger.error("stream failed: %r", pump_task.exception())
 
 
+async def _produce(chunks: AsyncIterator[bytes], ready: _Ready) -> None:
+    """Moves a stream's chunks into ``ready`` as they come, waiting while it is full."""
+    try:
+        async for chunk in chunks:
+            if ready.put(chunk):
+                await ready.room()  # waits while the caller is not reading (bounded)
+    except BaseException as exc:
+        ready.close(exc)
+        raise
+    ready.close(None)
+
+
 class _Ready:
     """Chunks produced but not yet written; the writer takes them all at once. The producer
     waits while ``limit`` bytes are waiting, so a caller that does not read stops the upstream
@@ -395,10 +398,18 @@ class _Ready:
         if self._waiter is not None and not self._waiter.done():
             self._waiter.set_result(None)
 
-    async def put(self, chunk: bytes) -> None:
+    def put(self, chunk: bytes) -> bool:
+        """Adds ``chunk``; ``True`` when the producer must now ``await room()`` (buffer full).
+        (No coroutine per chunk: a stream of 50 events puts 50 times.)"""
         self._parts.append(chunk)
         self._size += len(chunk)
-        self._wake()
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+        return self._size >= self._limit and not self._done
+
+    async def room(self) -> None:
+        """Waits until the writer has taken what is ready (or the stream ended)."""
         while self._size >= self._limit and not self._done:
             self._room = self._loop.create_future()
             try:
