@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from switchyard.protocol.errors import (
     ContextWindowExceededError,
@@ -33,6 +33,9 @@ from switchyard.protocol.errors import (
     UpstreamStatusError,
     UpstreamTimeoutError,
 )
+
+if TYPE_CHECKING:
+    from datetime import datetime
 
 
 class ErrorClass(StrEnum):
@@ -165,7 +168,7 @@ def _duration(value: str) -> float | None:
     return sum(float(n) * _UNIT[u] for n, u in parts)
 
 
-def _until(when: Any, now: float) -> float:
+def _until(when: datetime, now: float) -> float:
     return max(0.0, when.timestamp() - now)
 
 
