@@ -62,8 +62,8 @@ def _modules_after(code: str) -> set[str]:
 
 
 def test_the_server_app_leaves_unused_parts_unloaded() -> None:
-    # What a proxy serving Chat needs no part of (docs/benchmarks.md, issue 24): the dashboard,
-    # the OpenAPI document, plugin discovery (importlib.metadata, the email package under it),
+    # What a proxy serving Chat needs no part of (docs/benchmarks.md, issue 24): the OpenAPI
+    # document, plugin discovery (importlib.metadata, the email package under it),
     # the Anthropic codec, and no pydantic model built (validators are built on first use).
     code = (
         "import switchyard.server.app\n"
@@ -72,7 +72,6 @@ def test_the_server_app_leaves_unused_parts_unloaded() -> None:
     )
     loaded = _modules_after(code)
     unwanted = {
-        "switchyard.server.dashboard",
         "switchyard.server.openapi",
         "importlib.metadata",
         "email.utils",

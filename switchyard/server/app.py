@@ -11,12 +11,13 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from switchyard.api import Switchyard
 from switchyard.config.server import ServerConfig
 from switchyard.engine.reply import SHUTDOWN_CANCEL, Reply
 from switchyard.server.auth import ApiKey, Budgets, KeyRing, name_key
+from switchyard.server.dashboard.http import DashboardHttp, is_dashboard_path
 from switchyard.server.drain import Drain, shutdown_error
 from switchyard.server.escape import printable
 from switchyard.server.guard import Gate, error_reply, host_problem
@@ -25,9 +26,6 @@ from switchyard.server.metrics import Metrics, for_switchyard
 from switchyard.server.views import HealthPolicy, health_view, wants_deep
 from switchyard.wire import strict
 from switchyard.wire.json import dumps
-
-if TYPE_CHECKING:
-    from switchyard.server.dashboard.http import DashboardHttp
 
 logger = logging.getLogger("switchyard.server")
 
@@ -119,7 +117,7 @@ class SwitchyardApp:
                 send, error_reply(path, 400, bad_host, "invalid_request_error", code="invalid_host", headers=close)
             )
             return
-        if self.dashboard is not None and _is_dashboard_path(path):
+        if self.dashboard is not None and is_dashboard_path(path):
             # Its own checks (same-origin only, admin key or loopback) and no CORS headers.
             page = self.dashboard.handle(
                 scope["method"], path, scope.get("query_string") or b"", headers, scope.get("client")
@@ -552,13 +550,6 @@ def _metrics(sy: Switchyard) -> Metrics | None:
     except ImportError:
         logger.info("GET /metrics is off: pip install 'switchyard-router[metrics]' for Prometheus metrics")
         return None
-
-
-def _is_dashboard_path(path: str) -> bool:
-    """Whether ``path`` is the dashboard's (asked only when it is enabled: imported then)."""
-    from switchyard.server.dashboard.http import is_dashboard_path
-
-    return is_dashboard_path(path)
 
 
 def _dashboard(sy: Switchyard, settings: ServerConfig, keys: KeyRing, gate: Gate) -> DashboardHttp | None:
