@@ -52,3 +52,36 @@ def test_building_a_router_stays_free_of_sdks_and_servers() -> None:
     )
     loaded = imported_by(code)
     assert not loaded & set(FORBIDDEN), sorted(loaded & set(FORBIDDEN))
+
+
+def _modules_after(code: str) -> set[str]:
+    out = subprocess.run(
+        [sys.executable, "-c", _PROBE.format(code=code)], capture_output=True, text=True, timeout=60, check=True
+    ).stdout
+    return set(json.loads(out))
+
+
+def test_the_server_app_leaves_unused_parts_unloaded() -> None:
+    # What a proxy serving Chat needs no part of (docs/benchmarks.md, issue 24): the OpenAPI
+    # document, plugin discovery (importlib.metadata, the email package under it),
+    # the Anthropic codec, and no pydantic model built (validators are built on first use).
+    code = (
+        "import switchyard.server.app\n"
+        "from switchyard.protocol.errors import ErrorInfo\n"
+        "assert not ErrorInfo.__pydantic_complete__, 'a model was built at import'\n"
+    )
+    loaded = _modules_after(code)
+    unwanted = {
+        "switchyard.server.openapi",
+        "importlib.metadata",
+        "email.utils",
+        "switchyard.wire.anthropic_messages.stream",
+        "switchyard.wire.anthropic_messages.request",
+    }
+    assert not loaded & unwanted, sorted(loaded & unwanted)
+
+
+def test_the_app_names_the_openapi_path_of_the_document() -> None:
+    from switchyard.server import app, openapi
+
+    assert app.OPENAPI_PATH == openapi.OPENAPI_PATH

@@ -22,10 +22,8 @@ import re
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from datetime import datetime
-from email.utils import parsedate_to_datetime
 from enum import StrEnum
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from switchyard.protocol.errors import (
     ContextWindowExceededError,
@@ -35,6 +33,9 @@ from switchyard.protocol.errors import (
     UpstreamStatusError,
     UpstreamTimeoutError,
 )
+
+if TYPE_CHECKING:
+    from datetime import datetime
 
 
 class ErrorClass(StrEnum):
@@ -172,6 +173,10 @@ def _until(when: datetime, now: float) -> float:
 
 
 def _http_date(value: str, now: float) -> float | None:
+    # Imported here: the email package costs the proxy's start-up more than all retry policy,
+    # and only an upstream that sends an HTTP-date Retry-After needs it.
+    from email.utils import parsedate_to_datetime
+
     try:
         when = parsedate_to_datetime(value)
     except (TypeError, ValueError, IndexError):
@@ -182,6 +187,8 @@ def _http_date(value: str, now: float) -> float | None:
 
 
 def _rfc3339(value: str, now: float) -> float | None:
+    from datetime import datetime
+
     try:
         when = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
     except ValueError:

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import time
-import uuid
 from collections.abc import AsyncIterator, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
@@ -147,6 +147,7 @@ class Engine:
         self._infos: Mapping[str, TargetInfo] = MappingProxyType({n: t.info for n, t in self.targets.items()})
         # Per route, what a restriction may remove (its targets, fallbacks and judges): the record's list.
         self._relevant: dict[str, tuple[str, ...]] = {}
+        self._answerers: dict[str, tuple[str, ...]] = {}
         for route in self.routes.values():
             if route.store is None:
                 route.store = NamespacedStore(self.store, f"{route.name}:")
@@ -155,6 +156,7 @@ class Engine:
             infos = {t: self.targets[t].info for t in (*route.targets, *route.fallbacks) if t in self.targets}
             self._route_targets[route.name] = MappingProxyType(infos)
             self._relevant[route.name] = tuple(dict.fromkeys((*route.targets, *route.fallbacks, *route.auxiliary)))
+            self._answerers[route.name] = (*route.targets, *route.fallbacks)  # threads.check_route's
         self._warned_no_session: set[str] = set()
         self.keepalive_s: float | None = KEEPALIVE_S
         self.monitor = BackendMonitor(self.targets, self.health)
@@ -209,7 +211,7 @@ class Engine:
         )
         session = await threads.resume(self.store, request, session)  # a thread's `continue` keeps its session
         record = DecisionRecord(
-            request_id=headers.get(HEADER_REQUEST_ID) or uuid.uuid4().hex[:16],
+            request_id=headers.get(HEADER_REQUEST_ID) or os.urandom(8).hex(),  # 16 hex digits
             route=route.name,
             router=route.kind,
             inbound_format=inbound.value if inbound else None,
@@ -226,9 +228,11 @@ class Engine:
         restriction = restriction_for(request, headers, route.restrict, self._infos, self._relevant[route.name])
         if restriction is not None:
             record.details["restriction"] = restriction.to_dict()
+        fwd = forwarded(headers)
         try:
-            threads.check_route(request, (*route.targets, *route.fallbacks), self.targets)  # before routing
-            decision = await self._decide(route, request, session, headers, record, limits, restriction)
+            answerers = self._answerers.get(route.name) or (*route.targets, *route.fallbacks)
+            threads.check_route(request, answerers, self.targets)  # before routing
+            decision = await self._decide(route, request, session, headers, record, limits, restriction, fwd)
             candidates = route.order(decision.candidates)
             if restriction is not None:
                 candidates = restriction.narrow(route.name, decision, candidates, record)
@@ -242,7 +246,7 @@ class Engine:
         options = CallOptions(
             raw_body=raw if decision.request is None else None,
             raw_format=inbound.value if inbound else None,
-            headers=forwarded(headers),
+            headers=fwd,
         )
         prep = _Prepared(route, decision.request or request, decision, record, candidates, options, t0, headers, limits)
         prep.restriction = restriction
@@ -257,6 +261,7 @@ class Engine:
         record: DecisionRecord,
         limits: Budget | None = None,
         restriction: Restriction | None = None,
+        fwd: Mapping[str, str] | None = None,
     ) -> Decision:
         if route.stateful and session.key is None and route.name not in self._warned_no_session:
             self._warned_no_session.add(route.name)
@@ -280,7 +285,8 @@ class Engine:
             headers=headers,
             shared=route.store,
         )
-        router_call = RouterCall(self.targets, self.health, record, limits, restriction, route.name, forwarded(headers))
+        fwd = forwarded(headers) if fwd is None else fwd
+        router_call = RouterCall(self.targets, self.health, record, limits, restriction, route.name, fwd)
         try:
             decision = await route.router.route(request, ctx, router_call)
         except SwitchyardError:

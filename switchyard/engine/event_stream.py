@@ -95,7 +95,10 @@ class EventStream:
             if self._rest is not None:
                 try:
                     async for event in self._rest:
-                        self._observe(event)
+                        if type(event) is TextDelta and self._scanner is None:
+                            self._chars += len(event.text)  # ``_observe``'s commonest case, inline
+                        else:
+                            self._observe(event)
                         yield event
                 except UpstreamError as exc:
                     info = exc.info()

@@ -45,8 +45,10 @@ class RouterCall:
     ) -> None:
         self._targets = targets
         # The caller's forwarded headers (anthropic-beta …): a router's answer call continues
-        # the caller's request, beta features (message threads) included.
-        self._options = CallOptions(headers=dict(headers or {}))
+        # the caller's request, beta features (message threads) included. Copied at the first
+        # call: most routers (passthrough, random) never make one.
+        self._headers = headers
+        self._options: CallOptions | None = None
         self._health = health
         self._record = record
         self._budget = budget
@@ -94,6 +96,8 @@ class RouterCall:
             prompt=PromptSize(request),
             allowed=restriction.allowed if restriction is not None else None,
         )
+        if self._options is None:
+            self._options = CallOptions(headers=dict(self._headers or {}))
         started = time.perf_counter()
         try:
             target, response = await runner.run(

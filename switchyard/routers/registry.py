@@ -10,7 +10,6 @@ point group (``name = "package.module:SpecClass"``).
 from __future__ import annotations
 
 import importlib
-from importlib.metadata import entry_points
 
 from switchyard.routers.base import RouterSpec
 
@@ -42,6 +41,10 @@ def register(spec: type[RouterSpec]) -> type[RouterSpec]:
 
 
 def _entry_point_paths() -> dict[str, str]:
+    # Imported here: importlib.metadata (and the email package under it) is a tenth of the
+    # server's import, and only plugin look-ups need it.
+    from importlib.metadata import entry_points
+
     return {ep.name: ep.value for ep in entry_points(group="switchyard.routers")}
 
 

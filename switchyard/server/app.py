@@ -18,17 +18,19 @@ from switchyard.config.server import ServerConfig
 from switchyard.engine.reply import SHUTDOWN_CANCEL, Reply
 from switchyard.server.auth import ApiKey, Budgets, KeyRing, name_key
 from switchyard.server.dashboard.http import DashboardHttp, is_dashboard_path
-from switchyard.server.drain import SHUTDOWN_ERROR, Drain
+from switchyard.server.drain import Drain, shutdown_error
 from switchyard.server.escape import printable
 from switchyard.server.guard import Gate, error_reply, host_problem
 from switchyard.server.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from switchyard.server.metrics import Metrics, for_switchyard
-from switchyard.server.openapi import OPENAPI_PATH, openapi_reply
 from switchyard.server.views import HealthPolicy, health_view, wants_deep
 from switchyard.wire import strict
 from switchyard.wire.json import dumps
 
 logger = logging.getLogger("switchyard.server")
+
+OPENAPI_PATH = "/openapi.json"
+"""The OpenAPI document's path (``server/openapi.py``, imported when it is asked for)."""
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -129,6 +131,8 @@ class SwitchyardApp:
             await _write(send, admission.reply, extra)
             return
         if path == OPENAPI_PATH and scope["method"] == "GET":
+            from switchyard.server.openapi import openapi_reply
+
             await _write(send, openapi_reply(), extra)
             return
         body = await self._read_body(path, headers, receive, send, extra)
@@ -240,7 +244,7 @@ class SwitchyardApp:
             if state.shutdown:
                 # Shutdown past its drain time: answer instead of leaving the caller hanging.
                 logger.info("shutting down; ended %s %s with 503", scope["method"], printable(scope["path"]))
-                info = SHUTDOWN_ERROR
+                info = shutdown_error()
                 return error_reply(scope["path"], info.status, info.message, "api_error", code=info.code)
             logger.info("caller disconnected; cancelled %s %s", scope["method"], printable(scope["path"]))
             return None
@@ -305,15 +309,6 @@ class SwitchyardApp:
         ready = _Ready(loop, STREAM_BUFFER)
         write = _deadline_send(send, self.write_s, state, abort)
 
-        async def produce() -> None:
-            try:
-                async for chunk in chunks:
-                    await ready.put(chunk)  # waits while the caller is not reading (bounded)
-            except BaseException as exc:
-                ready.close(exc)
-                raise
-            ready.close(None)
-
         async def pump() -> None:
             # Writes whatever the producer has ready as one body message: events that reached
             # the proxy together (one upstream read) leave together — one write, one read for
@@ -327,7 +322,7 @@ class SwitchyardApp:
             except _Stalled:
                 return  # the connection is dropped; the finally below stops the upstream read
 
-        producer = asyncio.ensure_future(produce())
+        producer = asyncio.ensure_future(_produce(chunks, ready))
         pump_task = asyncio.ensure_future(pump())
         tasks: set[asyncio.Future[None]] = {pump_task, watch, ending}
         ticker = None
@@ -345,7 +340,7 @@ class SwitchyardApp:
             elif not pump_task.done() and ending.done() and not watch.done() and reply.abort is not None:
                 # Shutdown past its drain time: the stream ends with an error event in its API's
                 # format (recorded as interrupted) instead of being cut by the process exit.
-                closing = reply.abort(SHUTDOWN_ERROR)
+                closing = reply.abort(shutdown_error())
             for task in (producer, pump_task):
                 if not task.done():
                     # The caller went away: stop reading upstream (closing the stream cancels it).
@@ -366,6 +361,18 @@ class SwitchyardApp:
                     await send({"type": "http.response.body", "body": b"", "more_body": False})
         if pump_task.done() and not pump_task.cancelled() and pump_task.exception() is not None:
             logger.error("stream failed: %r", pump_task.exception())
+
+
+async def _produce(chunks: AsyncIterator[bytes], ready: _Ready) -> None:
+    """Moves a stream's chunks into ``ready`` as they come, waiting while it is full."""
+    try:
+        async for chunk in chunks:
+            if ready.put(chunk):
+                await ready.room()  # waits while the caller is not reading (bounded)
+    except BaseException as exc:
+        ready.close(exc)
+        raise
+    ready.close(None)
 
 
 class _Ready:
@@ -389,10 +396,18 @@ class _Ready:
         if self._waiter is not None and not self._waiter.done():
             self._waiter.set_result(None)
 
-    async def put(self, chunk: bytes) -> None:
+    def put(self, chunk: bytes) -> bool:
+        """Adds ``chunk``; ``True`` when the producer must now ``await room()`` (buffer full).
+        (No coroutine per chunk: a stream of 50 events puts 50 times.)"""
         self._parts.append(chunk)
         self._size += len(chunk)
-        self._wake()
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+        return self._size >= self._limit and not self._done
+
+    async def room(self) -> None:
+        """Waits until the writer has taken what is ready (or the stream ended)."""
         while self._size >= self._limit and not self._done:
             self._room = self._loop.create_future()
             try:

@@ -14,19 +14,32 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from functools import cache
+from typing import TYPE_CHECKING
 
 from switchyard.engine.reply import SHUTDOWN_CANCEL
-from switchyard.protocol.errors import ErrorInfo
+
+if TYPE_CHECKING:
+    from switchyard.protocol.errors import ErrorInfo
 
 logger = logging.getLogger("switchyard.server")
 
-SHUTDOWN_ERROR = ErrorInfo(
-    status=503,
-    type="api_error",
-    code=SHUTDOWN_CANCEL,
-    message="the proxy is shutting down and ended this request after its drain time; retry it",
-)
-"""What a request cut short by shutdown is told (and recorded with)."""
+
+@cache
+def shutdown_error() -> ErrorInfo:
+    """What a request cut short by shutdown is told (and recorded with).
+
+    Built on first use: building a pydantic model at import would build its validator (and make
+    pydantic look for plugins) in every process that imports the server, shutdown or not.
+    """
+    from switchyard.protocol.errors import ErrorInfo
+
+    return ErrorInfo(
+        status=503,
+        type="api_error",
+        code=SHUTDOWN_CANCEL,
+        message="the proxy is shutting down and ended this request after its drain time; retry it",
+    )
 
 
 class Drain:

@@ -68,9 +68,16 @@ class FormatCodec:
         """IR → caller JSON."""
         return self.response_encoder(response, model=model)
 
-    def stream_decoder(self) -> guard.GuardedDecoder:
-        """A fresh decoder for one upstream stream."""
-        return guard.GuardedDecoder(self.format.value, self.stream_decoder_factory())
+    def stream_decoder(self) -> Any:
+        """A fresh decoder for one upstream stream (a :class:`~switchyard.wire.base.StreamDecoder`).
+
+        Guarded, unless the decoder turns every malformed event into ``UpstreamProtocolError``
+        itself (``guards_itself``): a wrapper would cost two calls per event for nothing.
+        """
+        decoder = self.stream_decoder_factory()
+        if getattr(decoder, "guards_itself", False):
+            return decoder
+        return guard.GuardedDecoder(self.format.value, decoder)
 
     def stream_encoder(self, *, model: str, include_usage: bool) -> StreamEncoder:
         """A fresh encoder for one caller stream."""

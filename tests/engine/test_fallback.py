@@ -301,3 +301,16 @@ def test_skip_reasons_name_only_their_cause() -> None:
     window = skip_reason(Skipped("small", "context_window", window=8192, prompt_tokens=20000))
     assert window == "small: prompt does not fit its context window of 8192 tokens (prompt ~20000 tokens)"
     assert "context" not in unhealthy and "breaker" not in window
+
+
+def test_limited_options_are_what_replace_makes() -> None:
+    # ``limited`` builds CallOptions field by field: a field added later must not be dropped.
+    from dataclasses import fields, replace
+
+    from switchyard.engine.fallback import limited
+    from switchyard.protocol.call import CallOptions
+
+    values = {"raw_body": {"a": 1}, "raw_format": "openai_chat", "headers": {"anthropic-beta": "x"}}
+    options = CallOptions(**values, timeout={"read": 1.0}, deadline=5.0)
+    assert {f.name for f in fields(CallOptions)} == {*values, "timeout", "deadline"}
+    assert limited(options, 9.0, {"total": 2.0}) == replace(options, deadline=9.0, timeout={"total": 2.0})
