@@ -26,7 +26,6 @@ import importlib.util
 import json
 import os
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -42,6 +41,9 @@ ROOT = HERE.parent
 DEFAULT_HARNESS = ROOT.parent / "shared" / "bench"
 PATHS = {"json": "/v1", "sse": "/sse/v1"}
 TICKS = os.sysconf("SC_CLK_TCK")
+sys.path.insert(0, str(HERE))
+
+from workers_reload import _free_port  # noqa: E402
 
 
 def _load_upstream(harness: Path) -> ModuleType:
@@ -51,12 +53,6 @@ def _load_upstream(harness: Path) -> ModuleType:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def _tree_cpu_s(pid: int) -> float:
