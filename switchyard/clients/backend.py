@@ -20,6 +20,7 @@ from switchyard.clients.health import Probe, health_url, probe_urls, server_root
 from switchyard.clients.http_parts import (
     DEFAULT_HEADERS,
     MAX_RESPONSE_BYTES,
+    Deadline,
     drain,
     env_proxy,
     is_connect_timeout,
@@ -343,7 +344,7 @@ class HttpBackend:
         timeouts, deadline, label = self._limits(options)
         content, names = await self._encode(request, target, options, stream=False)
         try:
-            async with asyncio.timeout(left(deadline)):
+            async with Deadline(left(deadline)):
                 resp = await self._post(content, options, timeouts, deadline=deadline)
         except TimeoutError as exc:
             raise _timed_out(f"{target.name}: no complete answer within its {label}", target, label) from exc
@@ -372,7 +373,7 @@ class HttpBackend:
         timeouts, deadline, label = self._limits(options)
         content, names = await self._encode(request, target, options, stream=True)
         try:
-            async with asyncio.timeout(left(deadline)):
+            async with Deadline(left(deadline)):
                 resp = await self._post(content, options, timeouts, deadline=deadline, stream=True)
         except TimeoutError as exc:
             raise _timed_out(f"{target.name}: no response headers within its {label}", target, label) from exc
@@ -397,7 +398,7 @@ class HttpBackend:
             # A body that breaks off (truncated, badly chunked, a bomb) fails like a JSON answer
             # would: an upstream error the engine falls back on, never a bare transport error.
             try:
-                async with asyncio.timeout(left(deadline)):
+                async with Deadline(left(deadline)):
                     body = await resp.aread()
             except TimeoutError as exc:
                 raise _timed_out(f"{target.name}: no complete answer within its {label}", target, label) from exc
@@ -438,7 +439,7 @@ class HttpBackend:
                     # (each gap shorter than ``read``) still ends on time. The timeout scope never
                     # spans a ``yield``: it only wraps the read.
                     try:
-                        async with asyncio.timeout(left(deadline)):
+                        async with Deadline(left(deadline)):
                             chunk = await anext(chunks, None)
                     except TimeoutError as exc:
                         said = f"{target.name}: stream exceeded its {label}"

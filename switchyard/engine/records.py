@@ -248,7 +248,22 @@ class JsonlSink:
         self._fh.close()
 
 
+DirectWriter = Callable[[logging.Logger, int, str], bool]
+"""Writes one message of a logger at a level the way its handlers would, without a
+``LogRecord``; ``False`` when it cannot (other handlers, filters, another format)."""
+
+_direct: list[DirectWriter] = []
+
+
+def set_direct_writer(writer: DirectWriter | None) -> None:
+    """Lets :func:`log_sink` hand its lines to ``writer`` (the CLI's log handler, see
+    ``switchyard/cli/log_handler.py``) instead of going through ``logging`` for each request."""
+    _direct[:] = [] if writer is None else [writer]
+
+
 def log_sink(record: DecisionRecord) -> None:
     """Logs the record at INFO on the ``switchyard.decisions`` logger (as JSON)."""
     if logger.isEnabledFor(logging.INFO):
-        logger.info("%s", record.to_json().decode())
+        line = record.to_json().decode()
+        if not (_direct and _direct[0](logger, logging.INFO, line)):
+            logger.info("%s", line)

@@ -14,9 +14,11 @@ from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
 from typing import Any
 
 from switchyard.api import Switchyard
+from switchyard.clients.http_parts import Deadline
 from switchyard.config.server import ServerConfig
 from switchyard.engine.reply import SHUTDOWN_CANCEL, Reply
 from switchyard.server.auth import ApiKey, Budgets, KeyRing, name_key
+from switchyard.server.connections import DISCONNECT_EXTENSION
 from switchyard.server.dashboard.http import DashboardHttp, is_dashboard_path
 from switchyard.server.drain import Drain, shutdown_error
 from switchyard.server.escape import printable
@@ -142,7 +144,7 @@ class SwitchyardApp:
         # From here on the only message left to receive is ``http.disconnect``: watching for it
         # lets a caller that goes away cancel the work it started — the routing, the upstream
         # request of a JSON answer (its connection is closed) or the stream.
-        watch = asyncio.ensure_future(_disconnected(receive))
+        watch = _disconnect_watch(scope, receive)
         ending = self.drain.enter()
         try:
             reply = await self._dispatch(scope, body, headers, watch, ending, admission.key)
@@ -154,9 +156,10 @@ class SwitchyardApp:
             await self._stream(reply, reply.stream, watch, send, ending, extra, connection_aborter(scope, send))
         finally:
             self.drain.leave(ending)
-            watch.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await watch
+            if isinstance(watch, asyncio.Task):
+                watch.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await watch
 
     async def _read_body(
         self, path: str, headers: dict[str, str], receive: Receive, send: Send, extra: list[tuple[bytes, bytes]]
@@ -171,7 +174,7 @@ class SwitchyardApp:
         size = 0
         more = True
         try:
-            async with asyncio.timeout(self.body_s):
+            async with Deadline(self.body_s):
                 while more:
                     message = await receive()
                     if message["type"] == "http.disconnect":
@@ -514,6 +517,16 @@ async def _keepalive(send: Send, state: _Writer, ping: bytes, interval: float, l
             continue
         await send({"type": "http.response.body", "body": ping, "more_body": True})
         state.last = loop.time()
+
+
+def _disconnect_watch(scope: Scope, receive: Receive) -> asyncio.Future[None]:
+    """A future done when the caller disconnects: the connection's own (the guarded protocol's
+    :data:`~switchyard.server.connections.DISCONNECT_EXTENSION`), else a task waiting on
+    ``receive`` for ``http.disconnect`` (other servers, the h11 protocol)."""
+    found = (scope.get("extensions") or {}).get(DISCONNECT_EXTENSION)
+    if isinstance(found, asyncio.Future):
+        return found
+    return asyncio.ensure_future(_disconnected(receive))
 
 
 async def _disconnected(receive: Receive) -> None:

@@ -39,6 +39,10 @@ from typing import Any
 
 logger = logging.getLogger("switchyard.server")
 
+DISCONNECT_EXTENSION = "switchyard.disconnected"
+"""Scope extension set by the guarded httptools protocol: a future resolved when the request's
+connection is lost (the app's disconnect watch, see ``server/app.py``)."""
+
 IDLE_CLOSE_GRACE_S = 1.0
 """At shutdown, how long an idle keep-alive connection stays open for a request in flight."""
 
@@ -234,6 +238,27 @@ class _GentleClose(_ProtocolBase):  # type: ignore[misc]
             self._sy_closing = None
 
 
+class _DisconnectSignal(_ProtocolBase):  # type: ignore[misc]
+    """Each request's "caller went away" future (:data:`DISCONNECT_EXTENSION`), resolved when
+    the connection is lost: the app then needs no task per request waiting on ``receive()``
+    for ``http.disconnect``."""
+
+    _sy_gone: asyncio.Future[None] | None = None
+
+    def _sy_watch(self) -> None:
+        gone = self._sy_gone = self.loop.create_future()
+        scope = self.cycle.scope
+        extensions = scope.get("extensions")
+        if extensions is None:
+            extensions = scope["extensions"] = {}
+        extensions[DISCONNECT_EXTENSION] = gone
+
+    def _sy_lost(self) -> None:
+        gone = self._sy_gone
+        if gone is not None and not gone.done():
+            gone.set_result(None)
+
+
 def guarded_protocol(
     header_s: float,
     max_connections: int,
@@ -253,7 +278,7 @@ def guarded_protocol(
     """
     parent = base or _base_protocol()
 
-    class GuardedProtocol(_GentleClose, parent):  # type: ignore[misc,valid-type]
+    class GuardedProtocol(_GentleClose, _DisconnectSignal, parent):  # type: ignore[misc,valid-type]
         _sy_timer: asyncio.TimerHandle | None = None
 
         def connection_made(self, transport: asyncio.Transport) -> None:
@@ -291,6 +316,7 @@ def guarded_protocol(
         def on_headers_complete(self) -> None:
             self._sy_parsing_head = False
             super().on_headers_complete()
+            self._sy_watch()
 
         def on_message_complete(self) -> None:
             self._sy_between = True
@@ -302,6 +328,7 @@ def guarded_protocol(
                 self._sy_timer = None
             self._sy_forget()
             super().connection_lost(exc)
+            self._sy_lost()
 
         def _sy_refuse(self) -> None:
             logger.warning("refused a request from %s: header fields too large (431)", self.client)
