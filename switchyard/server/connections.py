@@ -238,6 +238,58 @@ class _GentleClose(_ProtocolBase):  # type: ignore[misc]
             self._sy_closing = None
 
 
+class TurnWriter:
+    """A connection's transport that sends what one event-loop turn wrote in one ``write``.
+
+    uvicorn writes a response's head and its body separately: two sends on the socket (two
+    system calls, two TCP segments for the caller to read) for every JSON answer. Bytes written
+    in one turn are joined and sent at its end; ``close`` sends what is pending first, ``abort``
+    drops it. Everything else is the transport's own.
+    """
+
+    __slots__ = ("_loop", "_pending", "transport")
+
+    def __init__(self, transport: asyncio.Transport, loop: asyncio.AbstractEventLoop) -> None:
+        self.transport = transport
+        self._loop = loop
+        self._pending: list[bytes] | None = None
+
+    def write(self, data: bytes) -> None:
+        """Queues ``data`` for the end of this loop turn."""
+        pending = self._pending
+        if pending is None:
+            self._pending = [data]
+            self._loop.call_soon(self.flush)
+        else:
+            pending.append(data)
+
+    def flush(self) -> None:
+        """Sends what is pending now."""
+        pending = self._pending
+        if pending is None:
+            return
+        self._pending = None
+        if not self.transport.is_closing():
+            self.transport.write(pending[0] if len(pending) == 1 else b"".join(pending))
+
+    def close(self) -> None:
+        """Sends what is pending, then closes the transport (its buffered bytes still leave)."""
+        self.flush()
+        self.transport.close()
+
+    def abort(self) -> None:
+        """Drops the connection at once, pending bytes included."""
+        self._pending = None
+        self.transport.abort()
+
+    def is_closing(self) -> bool:
+        """Whether the transport is closing or closed."""
+        return self.transport.is_closing()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.transport, name)
+
+
 class _DisconnectSignal(_ProtocolBase):  # type: ignore[misc]
     """Each request's "caller went away" future (:data:`DISCONNECT_EXTENSION`), resolved when
     the connection is lost: the app then needs no task per request waiting on ``receive()``
@@ -289,7 +341,7 @@ def guarded_protocol(
             # the rest of a body that arrives after an early answer (401, 413).
             self._sy_between = False
             self._sy_parsing_head = False
-            super().connection_made(transport)
+            super().connection_made(TurnWriter(transport, self.loop))
             if len(self.connections) > max_connections:
                 logger.warning("refused a connection: %d open (max_connections)", len(self.connections) - 1)
                 transport.write(BUSY_RESPONSE)
