@@ -17,35 +17,27 @@ import threading
 import weakref
 from collections.abc import AsyncIterator, Coroutine, Iterator, Mapping
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from switchyard.config.build import (
-    build_engine,
-    build_routes,
-    build_span_sink,
-    build_store,
-    decision_log_sink,
-    describe_routes,
-)
-from switchyard.config.build import target_infos as _target_infos
-from switchyard.config.discovery import probe_context_windows
-from switchyard.config.load import LoadedConfig, load_config
-from switchyard.engine.accounting import UsdLedger
-from switchyard.engine.core import Completion, Engine, EventStream, Route
-from switchyard.engine.health import Health
 from switchyard.engine.logs import log_count_tokens
-from switchyard.engine.records import DecisionRecord, DecisionSink, JsonlSink
 from switchyard.engine.reply import Reply
 from switchyard.engine.timeouts import HEADER_TIMEOUT, format_timeout
 from switchyard.protocol.access import may_use, no_such_model
 from switchyard.protocol.errors import ErrorInfo, RouteNotFoundError
-from switchyard.protocol.request import ChatRequest
-from switchyard.protocol.session import StateStore
-from switchyard.protocol.stream import StreamEvent
 from switchyard.wire import available_formats
 from switchyard.wire import codec as get_codec
 from switchyard.wire.base import WireFormat
 from switchyard.wire.json import dumps
+
+if TYPE_CHECKING:
+    # The config loader and builder and the engine load when a router is built
+    # (:meth:`Switchyard.__init__`), not when the server module is imported.
+    from switchyard.config.load import LoadedConfig
+    from switchyard.engine.core import Completion, Engine, EventStream, Route
+    from switchyard.engine.records import DecisionRecord, DecisionSink, JsonlSink
+    from switchyard.protocol.request import ChatRequest
+    from switchyard.protocol.session import StateStore
+    from switchyard.protocol.stream import StreamEvent
 
 T = TypeVar("T")
 
@@ -114,6 +106,18 @@ class Switchyard:
     """
 
     def __init__(self, loaded: LoadedConfig, *, decision_log: str | None = None) -> None:
+        from switchyard.config.build import (
+            build_engine,
+            build_routes,
+            build_span_sink,
+            build_store,
+            decision_log_sink,
+        )
+        from switchyard.config.build import target_infos as _target_infos
+        from switchyard.config.discovery import probe_context_windows
+        from switchyard.engine.accounting import UsdLedger
+        from switchyard.engine.health import Health
+
         self.loaded = loaded
         self._callbacks: list[DecisionSink] = []
         self.ledger = UsdLedger()
@@ -143,6 +147,8 @@ class Switchyard:
         Raises:
             ConfigError: The config is invalid; the message names each bad key's YAML path.
         """
+        from switchyard.config.load import load_config
+
         return cls(load_config(source), decision_log=decision_log)
 
     # -- engines ----------------------------------------------------------------------------
@@ -170,6 +176,8 @@ class Switchyard:
                     found, self._probe = self._probe, None
                     found.sinks.extend(self._sinks())
                 else:
+                    from switchyard.config.build import build_engine
+
                     found = build_engine(
                         self.loaded, routes=self._routes, store=self._store, sinks=self._sinks(), health=self._health
                     )
@@ -327,6 +335,8 @@ class Switchyard:
 
     def complete_sync(self, **kwargs: Any) -> Completion | Iterator[StreamEvent]:
         """Synchronous :meth:`complete`; with ``stream=True`` returns an iterator of IR events."""
+        from switchyard.engine.core import EventStream
+
         result = self.run_sync(self.complete(**kwargs))
         if isinstance(result, EventStream):
             return self.iterate_sync(result)
@@ -372,6 +382,8 @@ class Switchyard:
                 stats["threshold_control"] = thresholds
             return Reply(200, {"content-type": "application/json"}, body=dumps(stats))
         if sub == "/models" and method == "GET":
+            from switchyard.config.build import describe_routes
+
             # An inbound key limited to some routes sees only those (and their aliases).
             routes = [r for r in describe_routes(self.engine) if may_use(r.get("alias_of") or r["id"])]
             if _anthropic_client(headers):

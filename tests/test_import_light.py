@@ -85,3 +85,62 @@ def test_the_app_names_the_openapi_path_of_the_document() -> None:
     from switchyard.server import app, openapi
 
     assert app.OPENAPI_PATH == openapi.OPENAPI_PATH
+
+
+def test_the_server_app_leaves_the_engine_and_the_config_loader_to_the_build() -> None:
+    # Issue 24's import row: importing the proxy's ASGI app loads the server's own parts, the
+    # server settings model and pydantic; the config loader (and yaml), the engine builder, the
+    # engine, the HTTP backends and the dashboard (off by default) load when a router is built.
+    loaded = _modules_after("import switchyard.server.app")
+    unwanted = {
+        "httpx",
+        "yaml",
+        "switchyard.config.load",
+        "switchyard.config.build",
+        "switchyard.config.verify_build",
+        "switchyard.engine.core",
+        "switchyard.engine.health",
+        "switchyard.clients.backend",
+        "switchyard.clients.retry",
+        "switchyard.routers.base",
+        "switchyard.protocol.stream",
+        "switchyard.wire.openai_chat",
+        "switchyard.server.dashboard.fleet",
+        "switchyard.server.dashboard.views",
+        "importlib.resources",
+    }
+    assert not loaded & unwanted, sorted(loaded & unwanted)
+
+
+def test_the_package_re_exports_still_resolve() -> None:
+    # The package __init__s load their names on first use; each still resolves.
+    import importlib
+
+    for package in ("engine", "config", "clients", "routers", "protocol", "server.dashboard"):
+        module = importlib.import_module(f"switchyard.{package}")
+        for name in getattr(module, "__all__", None) or module._LAZY:
+            assert getattr(module, name) is not None, (package, name)
+
+
+def test_the_command_line_imports_only_the_command_it_runs() -> None:
+    # `switchyard serve` registers only serve's parser: not the fake upstreams, the vLLM rules
+    # or the offline tooling of the other commands.
+    code = "from switchyard.cli import _commands_for, build_parser\nbuild_parser(_commands_for(['serve', '-c', 'x']))"
+    loaded = _modules_after(code)
+    unwanted = {"switchyard.testing", "switchyard.serving", "switchyard.cli.replay", "switchyard.cli.eval"}
+    assert "switchyard.cli.serve" in loaded
+    assert not loaded & unwanted, sorted(loaded & unwanted)
+
+
+def test_every_command_name_maps_to_the_module_that_registers_it() -> None:
+    import argparse
+
+    from switchyard.cli import _MODULE_OF, build_parser
+
+    def names(parser: argparse.ArgumentParser) -> set[str]:
+        sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+        return set(sub.choices)
+
+    assert names(build_parser()) == set(_MODULE_OF)
+    for name, module in _MODULE_OF.items():
+        assert name in names(build_parser((module,))), (name, module)

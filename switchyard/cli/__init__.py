@@ -3,7 +3,9 @@
 Layer: ``cli`` — the top; imports anything, heavy parts lazily inside each command.
 
 Each sub-command lives in its own module exposing ``register(subparsers)``; add new ones to
-``_COMMANDS``.
+``_COMMANDS`` and name the commands they register in ``_MODULE_OF``. ``main`` imports only the
+module of the command it runs (``switchyard serve`` does not import the eval, replay or
+fake-upstream tooling); help and unknown commands get every module.
 """
 
 from __future__ import annotations
@@ -32,6 +34,25 @@ _COMMANDS = (
     "keys",
 )
 
+_MODULE_OF = {
+    "serve": "serve",
+    "validate": "validate",
+    "route": "route",
+    "explain": "route",
+    "eval": "eval",
+    "calibrate": "calibrate",
+    "replay": "replay",
+    "stats": "stats",
+    "dashboard": "dashboard",
+    "train-probe": "train_probe",
+    "demo": "demo",
+    "vllm-command": "vllm_command",
+    "fake-upstream": "fake_upstream",
+    "config": "config_cmd",
+    "keys": "keys",
+}
+"""The module of each command name (``_COMMANDS`` entries register these names)."""
+
 _DESCRIPTION = """\
 Switchyard routes every LLM call of an agent to the model that should serve it (a cheap efficient
 model such as Nemotron 3.5 Lightning, or a frontier model) and translates between provider APIs.
@@ -52,8 +73,9 @@ Docs: docs/index.md (every key: docs/configuration.md). `switchyard COMMAND --he
 """
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The argument parser with every sub-command."""
+def build_parser(commands: Sequence[str] = _COMMANDS) -> argparse.ArgumentParser:
+    """The argument parser with the sub-commands of ``commands`` (modules of ``_COMMANDS``;
+    default: every one)."""
     parser = argparse.ArgumentParser(
         prog="switchyard",
         description=_DESCRIPTION,
@@ -61,23 +83,31 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"switchyard {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in _COMMANDS:
+    for name in commands:
         importlib.import_module(f"switchyard.cli.{name}").register(sub)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``switchyard`` console script."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    args_list = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(_commands_for(args_list))
+    args = parser.parse_args(args_list)
     if not getattr(args, "func", None):
-        parser.print_help()
+        build_parser().print_help()  # every command, whichever ``argv`` named
         return 2
     try:
         code: int = args.func(args)
     except KeyboardInterrupt:
         return 130
     return code
+
+
+def _commands_for(argv: Sequence[str]) -> Sequence[str]:
+    """The command modules ``argv`` needs: the one of its command when it names one first, else
+    every one (``--help``, ``--version``, no command, an unknown command)."""
+    module = _MODULE_OF.get(argv[0]) if argv else None
+    return (module,) if module is not None else _COMMANDS
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -1,11 +1,29 @@
 """YAML config → validated models → a built engine.
 
 Layer: ``config``.
+
+The names below load on first use: importing one config module (``config.server``) does not
+build the loader, the engine builder or their imports.
 """
 
-from switchyard.config.build import build_engine, describe_routes
-from switchyard.config.load import ConfigError, ConfigIssue, LoadedConfig, load_config
-from switchyard.config.schema import SwitchyardConfig
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from switchyard.config.build import build_engine, describe_routes
+    from switchyard.config.load import ConfigError, ConfigIssue, LoadedConfig, load_config
+    from switchyard.config.schema import SwitchyardConfig
+
+_LAZY = {
+    "build_engine": "switchyard.config.build",
+    "describe_routes": "switchyard.config.build",
+    "ConfigError": "switchyard.config.load",
+    "ConfigIssue": "switchyard.config.load",
+    "LoadedConfig": "switchyard.config.load",
+    "load_config": "switchyard.config.load",
+    "SwitchyardConfig": "switchyard.config.schema",
+}
 
 __all__ = [
     "ConfigError",
@@ -16,3 +34,14 @@ __all__ = [
     "describe_routes",
     "load_config",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value

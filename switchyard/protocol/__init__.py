@@ -1,49 +1,102 @@
 """The provider-neutral IR: requests, messages, responses, stream events and errors.
 
 Layer: ``protocol`` — the bottom layer; imports nothing else of ours.
+
+The names below load on first use: importing one IR module (``protocol.errors``) does not
+import the request and message models.
 """
 
-from switchyard.protocol.call import CallOptions, ModelBackend, ModelCall
-from switchyard.protocol.errors import (
-    ContextWindowExceededError,
-    ErrorInfo,
-    InvalidRequestError,
-    RouteNotFoundError,
-    RouterError,
-    SwitchyardError,
-    ThreadNotFoundError,
-    UpstreamConnectionError,
-    UpstreamError,
-    UpstreamProtocolError,
-    UpstreamStatusError,
-    UpstreamTimeoutError,
-)
-from switchyard.protocol.messages import (
-    ContentPart,
-    ImagePart,
-    Message,
-    ReasoningPart,
-    Role,
-    TextPart,
-    ToolCallPart,
-    ToolResultPart,
-)
-from switchyard.protocol.request import ChatRequest, ReasoningConfig
-from switchyard.protocol.response import ChatResponse, StopReason, Usage
-from switchyard.protocol.stream import (
-    MessageStart,
-    MessageStop,
-    ReasoningDelta,
-    StreamAccumulator,
-    StreamError,
-    StreamEvent,
-    TextDelta,
-    ToolCallDelta,
-    UsageDelta,
-    response_to_events,
-)
-from switchyard.protocol.targets import Price, TargetInfo
-from switchyard.protocol.tools import ToolChoice, ToolDefinition
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from switchyard.protocol.call import CallOptions, ModelBackend, ModelCall
+    from switchyard.protocol.errors import (
+        ContextWindowExceededError,
+        ErrorInfo,
+        InvalidRequestError,
+        RouteNotFoundError,
+        RouterError,
+        SwitchyardError,
+        ThreadNotFoundError,
+        UpstreamConnectionError,
+        UpstreamError,
+        UpstreamProtocolError,
+        UpstreamStatusError,
+        UpstreamTimeoutError,
+    )
+    from switchyard.protocol.messages import (
+        ContentPart,
+        ImagePart,
+        Message,
+        ReasoningPart,
+        Role,
+        TextPart,
+        ToolCallPart,
+        ToolResultPart,
+    )
+    from switchyard.protocol.request import ChatRequest, ReasoningConfig
+    from switchyard.protocol.response import ChatResponse, StopReason, Usage
+    from switchyard.protocol.stream import (
+        MessageStart,
+        MessageStop,
+        ReasoningDelta,
+        StreamAccumulator,
+        StreamError,
+        StreamEvent,
+        TextDelta,
+        ToolCallDelta,
+        UsageDelta,
+        response_to_events,
+    )
+    from switchyard.protocol.targets import Price, TargetInfo
+    from switchyard.protocol.tools import ToolChoice, ToolDefinition
+
+_LAZY = {
+    "CallOptions": "switchyard.protocol.call",
+    "ModelBackend": "switchyard.protocol.call",
+    "ModelCall": "switchyard.protocol.call",
+    "ContextWindowExceededError": "switchyard.protocol.errors",
+    "ErrorInfo": "switchyard.protocol.errors",
+    "InvalidRequestError": "switchyard.protocol.errors",
+    "RouteNotFoundError": "switchyard.protocol.errors",
+    "RouterError": "switchyard.protocol.errors",
+    "SwitchyardError": "switchyard.protocol.errors",
+    "ThreadNotFoundError": "switchyard.protocol.errors",
+    "UpstreamConnectionError": "switchyard.protocol.errors",
+    "UpstreamError": "switchyard.protocol.errors",
+    "UpstreamProtocolError": "switchyard.protocol.errors",
+    "UpstreamStatusError": "switchyard.protocol.errors",
+    "UpstreamTimeoutError": "switchyard.protocol.errors",
+    "ContentPart": "switchyard.protocol.messages",
+    "ImagePart": "switchyard.protocol.messages",
+    "Message": "switchyard.protocol.messages",
+    "ReasoningPart": "switchyard.protocol.messages",
+    "Role": "switchyard.protocol.messages",
+    "TextPart": "switchyard.protocol.messages",
+    "ToolCallPart": "switchyard.protocol.messages",
+    "ToolResultPart": "switchyard.protocol.messages",
+    "ChatRequest": "switchyard.protocol.request",
+    "ReasoningConfig": "switchyard.protocol.request",
+    "ChatResponse": "switchyard.protocol.response",
+    "StopReason": "switchyard.protocol.response",
+    "Usage": "switchyard.protocol.response",
+    "MessageStart": "switchyard.protocol.stream",
+    "MessageStop": "switchyard.protocol.stream",
+    "ReasoningDelta": "switchyard.protocol.stream",
+    "StreamAccumulator": "switchyard.protocol.stream",
+    "StreamError": "switchyard.protocol.stream",
+    "StreamEvent": "switchyard.protocol.stream",
+    "TextDelta": "switchyard.protocol.stream",
+    "ToolCallDelta": "switchyard.protocol.stream",
+    "UsageDelta": "switchyard.protocol.stream",
+    "response_to_events": "switchyard.protocol.stream",
+    "Price": "switchyard.protocol.targets",
+    "TargetInfo": "switchyard.protocol.targets",
+    "ToolChoice": "switchyard.protocol.tools",
+    "ToolDefinition": "switchyard.protocol.tools",
+}
 
 __all__ = [
     "CallOptions",
@@ -89,3 +142,14 @@ __all__ = [
     "UsageDelta",
     "response_to_events",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value

@@ -1,10 +1,30 @@
 """Routing policy. Routers never perform I/O; they await the injected model call.
 
 Layer: ``routers`` — imports ``protocol`` only (numpy/torch lazily in learned routers).
+
+The names below load on first use: importing one router module (``routers.restrict``) does not
+import the router contract and what it imports.
 """
 
-from switchyard.routers.base import BuildContext, Decision, RouteContext, Router, RouterSpec, Tiers
-from switchyard.routers.registry import register, router_types, spec_for
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from switchyard.routers.base import BuildContext, Decision, RouteContext, Router, RouterSpec, Tiers
+    from switchyard.routers.registry import register, router_types, spec_for
+
+_LAZY = {
+    "BuildContext": "switchyard.routers.base",
+    "Decision": "switchyard.routers.base",
+    "RouteContext": "switchyard.routers.base",
+    "Router": "switchyard.routers.base",
+    "RouterSpec": "switchyard.routers.base",
+    "Tiers": "switchyard.routers.base",
+    "register": "switchyard.routers.registry",
+    "router_types": "switchyard.routers.registry",
+    "spec_for": "switchyard.routers.registry",
+}
 
 __all__ = [
     "BuildContext",
@@ -17,3 +37,14 @@ __all__ = [
     "router_types",
     "spec_for",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value

@@ -23,11 +23,13 @@ import time
 from collections.abc import Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from switchyard.config.server import ApiKeyConfig
-from switchyard.engine.records import DecisionRecord
-from switchyard.protocol.session import StateStore
+
+if TYPE_CHECKING:
+    from switchyard.engine.records import DecisionRecord
+    from switchyard.protocol.session import StateStore
 
 logger = logging.getLogger("switchyard.server")
 

@@ -20,12 +20,11 @@ import os
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from switchyard.engine.records import DecisionRecord
-
 if TYPE_CHECKING:
     from prometheus_client.metrics_core import Metric
 
     from switchyard.api import Switchyard
+    from switchyard.engine.records import DecisionRecord
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 

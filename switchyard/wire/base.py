@@ -6,13 +6,14 @@ Layer: ``wire`` — imports ``protocol`` only.
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from switchyard.protocol.errors import ErrorInfo
-from switchyard.protocol.request import ChatRequest
-from switchyard.protocol.response import ChatResponse
-from switchyard.protocol.stream import StreamEvent
-from switchyard.wire.sse import SSEEvent
+if TYPE_CHECKING:
+    from switchyard.protocol.errors import ErrorInfo
+    from switchyard.protocol.request import ChatRequest
+    from switchyard.protocol.response import ChatResponse
+    from switchyard.protocol.stream import StreamEvent
+    from switchyard.wire.sse import SSEEvent
 
 
 class WireFormat(StrEnum):

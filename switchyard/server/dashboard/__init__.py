@@ -7,15 +7,38 @@ build step, no CDN. :func:`for_switchyard` wires it to a live router; ``switchya
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from switchyard.api import Switchyard
-from switchyard.config.server import ServerConfig
-from switchyard.server.auth import KeyRing
-from switchyard.server.dashboard.fleet import Fleet
-from switchyard.server.dashboard.http import DashboardHttp, is_dashboard_path
-from switchyard.server.dashboard.ring import RecordRing
-from switchyard.server.dashboard.views import Replica, Views
+if TYPE_CHECKING:
+    from switchyard.api import Switchyard
+    from switchyard.config.server import ServerConfig
+    from switchyard.server.auth import KeyRing
+    from switchyard.server.dashboard.fleet import Fleet
+    from switchyard.server.dashboard.http import DashboardHttp, is_dashboard_path
+    from switchyard.server.dashboard.ring import RecordRing
+    from switchyard.server.dashboard.views import Replica, Views
+
+# The proxy imports ``dashboard.http`` (for ``is_dashboard_path``) with the dashboard off: the
+# package's parts load when the dashboard is built (:func:`for_switchyard`) or named.
+_LAZY = {
+    "DashboardHttp": "switchyard.server.dashboard.http",
+    "is_dashboard_path": "switchyard.server.dashboard.http",
+    "Fleet": "switchyard.server.dashboard.fleet",
+    "RecordRing": "switchyard.server.dashboard.ring",
+    "Replica": "switchyard.server.dashboard.views",
+    "Views": "switchyard.server.dashboard.views",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
 
 
 class LiveTotals:
@@ -41,6 +64,11 @@ class LiveTotals:
 
 def for_switchyard(sy: Switchyard, settings: ServerConfig, keys: KeyRing, host_allowed: Any = None) -> DashboardHttp:
     """The dashboard of a live router: registers the record ring as a decision callback."""
+    from switchyard.server.dashboard.fleet import Fleet
+    from switchyard.server.dashboard.http import DashboardHttp
+    from switchyard.server.dashboard.ring import RecordRing
+    from switchyard.server.dashboard.views import Replica, Views
+
     cfg = settings.dashboard
     ring = RecordRing(cfg.max_records)
     sy.on_decision(ring)

@@ -24,16 +24,19 @@ browser on another origin can neither read the data nor embed the page. A reques
 from __future__ import annotations
 
 from collections.abc import Mapping
-from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs
 
 from switchyard.engine.reply import Reply
 from switchyard.server.auth import KeyRing, presented_key
-from switchyard.server.dashboard.fleet import Fleet
-from switchyard.server.dashboard.views import Views
 from switchyard.server.views import loopback_client
 from switchyard.wire.json import dumps
+
+if TYPE_CHECKING:
+    # Built by ``for_switchyard`` (or the offline dashboard) when the dashboard is on: the
+    # proxy imports this module for ``is_dashboard_path`` whether or not it is.
+    from switchyard.server.dashboard.fleet import Fleet
+    from switchyard.server.dashboard.views import Views
 
 PREFIX = "/dashboard"
 
@@ -63,6 +66,8 @@ def is_dashboard_path(path: str) -> bool:
 
 
 def _load_assets() -> dict[str, bytes]:
+    from importlib import resources
+
     folder = resources.files("switchyard.server.dashboard").joinpath("static")
     return {name: folder.joinpath(name).read_bytes() for name, _ in _ASSETS.values()}
 
