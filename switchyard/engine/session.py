@@ -39,6 +39,23 @@ _OPENAI_SUBAGENT = "x-openai-subagent"
 _SUBAGENT_ID_HEADERS = ("x-claude-code-agent-id", "x-nemo-relay-subagent-id")
 """Agent ids these harnesses send only from a sub-agent (Claude Code's main thread sends none)."""
 
+_IDENTITY_HEADERS = frozenset(
+    (
+        *SESSION_HEADERS,
+        "session-id",
+        *AGENT_HEADERS,
+        "thread-id",
+        *PARENT_HEADERS,
+        *KIND_HEADERS,
+        SUBAGENT_HEADER,
+        _CODEX_META,
+        _OPENAI_SUBAGENT,
+        *_SUBAGENT_ID_HEADERS,
+    )
+)
+"""Every header :func:`identify` reads (lower-case): a request with none of them is identified
+by its body alone."""
+
 MAINTENANCE_KINDS = frozenset(("compact", "memory_consolidation", "memgen", "title", "summary"))
 """Agent kinds that are harness housekeeping run as a child thread, not delegated work: they keep
 the parent's policy (Codex's ``compact`` and ``memory_consolidation``)."""
@@ -143,25 +160,23 @@ def identify(
         derive: Whether to derive a session from the conversation's opening when nothing
             else identifies it.
     """
+    if not _IDENTITY_HEADERS.intersection(headers):
+        # The usual plain SDK call: no header names a session, an agent or a sub-agent, so only
+        # the body can (what the lookups below conclude, without their ~20 header probes).
+        session, source = _from_body(request, hash_fallback, derive)
+        return SessionInfo(
+            session_id=bounded_id(session),
+            source=source,
+            turn_index=sum(1 for m in request.messages if m.role == "assistant"),
+        )
     codex = _codex_meta(headers)
     session, source = _first(headers, SESSION_HEADERS)
     if session is None and isinstance(codex.get("session_id"), str):
         session, source = codex["session_id"], _CODEX_META
     if session is None:
         session, source = _first(headers, ("session-id",))
-    meta = request.metadata or {}
-    if session is None and isinstance(meta.get("session_id"), str) and meta["session_id"]:
-        session, source = meta["session_id"], "metadata.session_id"
-    cache_key = request.extra.get("prompt_cache_key")
-    if session is None and isinstance(cache_key, str) and cache_key:
-        session, source = cache_key, "prompt_cache_key"
-    if session is None and request.user:
-        session, source = request.user, "user"
-    if session is None and hash_fallback:
-        session, source = first_message_hash(request), "first_message_hash"
-    if session is None and derive:
-        session = derived_session_key(request)
-        source = "derived" if session is not None else None
+    if session is None:
+        session, source = _from_body(request, hash_fallback, derive)
     agent, _ = _first(headers, AGENT_HEADERS)
     if agent is None and isinstance(codex.get("thread_id"), str):
         agent = codex["thread_id"]
@@ -184,6 +199,25 @@ def identify(
         delegated=delegated,
         delegation=delegation,
     )
+
+
+def _from_body(request: ChatRequest, hash_fallback: bool, derive: bool) -> tuple[str | None, str | None]:
+    """The session the body names, in :func:`identify`'s order, and where it came from."""
+    meta = request.metadata or {}
+    if isinstance(meta.get("session_id"), str) and meta["session_id"]:
+        return meta["session_id"], "metadata.session_id"
+    cache_key = request.extra.get("prompt_cache_key")
+    if isinstance(cache_key, str) and cache_key:
+        return cache_key, "prompt_cache_key"
+    if request.user:
+        return request.user, "user"
+    session, source = None, None
+    if hash_fallback:
+        session, source = first_message_hash(request), "first_message_hash"
+    if session is None and derive:
+        session = derived_session_key(request)
+        source = "derived" if session is not None else None
+    return session, source
 
 
 def _agent_kind(headers: Mapping[str, str], codex: Mapping[str, Any]) -> str | None:

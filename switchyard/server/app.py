@@ -479,7 +479,7 @@ def _deadline_send(send: Send, write_s: float, state: _Writer, abort: Callable[[
         if state.stalled:
             raise _Stalled
         try:
-            async with asyncio.timeout(write_s):
+            async with Deadline(write_s):
                 await send(message)
         except TimeoutError:
             state.stalled = True

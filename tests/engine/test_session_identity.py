@@ -111,3 +111,37 @@ def test_conversation_without_identity_gets_a_derived_key() -> None:
     assert identify({}, first, hash_fallback=True, derive=True).source == "first_message_hash"
     assert identify({}, first).session_id is None
     assert identify({}, ChatRequest(model="r", messages=[Message.of("system", "S")]), derive=True).session_id is None
+
+
+@pytest.mark.parametrize("hash_fallback", [False, True])
+@pytest.mark.parametrize("derive", [False, True])
+@pytest.mark.parametrize(
+    "body",
+    [
+        {},
+        {"metadata": {"session_id": "m-1"}},
+        {"metadata": {"session_id": ""}, "prompt_cache_key": "ck"},
+        {"user": "u-1"},
+        {"user": "x" * 500},
+    ],
+)
+def test_a_request_without_identity_headers_is_identified_as_by_the_full_lookup(
+    body: dict[str, object], hash_fallback: bool, derive: bool
+) -> None:
+    # identify() skips its header probes when no identity header is present; a blank one (which
+    # the probes ignore) takes the full path: both must agree on every field.
+    messages = [
+        Message.of("system", "be brief"),
+        Message.of("user", "hello"),
+        Message.of("assistant", "hi"),
+        Message.of("user", "again"),
+    ]
+    fields = dict(body)
+    cache_key = fields.pop("prompt_cache_key", None)
+    extra = {"prompt_cache_key": cache_key} if cache_key else {}
+    request = ChatRequest(model="r", messages=messages, extra=extra, **fields)  # type: ignore[arg-type]
+    plain = {"content-type": "application/json", "user-agent": "sdk"}
+    fast = identify(plain, request, hash_fallback=hash_fallback, derive=derive)
+    full = identify({**plain, "x-session-id": " "}, request, hash_fallback=hash_fallback, derive=derive)
+    assert fast == full
+    assert fast.turn_index == 1
