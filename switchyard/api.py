@@ -131,6 +131,8 @@ class Switchyard:
         # Circuit breakers and reliability counters span every engine (one per event loop).
         self._health = Health()
         self._engines: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Engine] = weakref.WeakKeyDictionary()
+        # The engine of the loop that asked last (a strong reference to that loop until another asks).
+        self._last_engine: tuple[asyncio.AbstractEventLoop, Engine] | None = None
         self._lock = threading.Lock()
         self._thread: _LoopThread | None = None
         # Fail at construction, not at the first request, when clients cannot be built.
@@ -169,6 +171,9 @@ class Switchyard:
     def engine(self) -> Engine:
         """The engine for the running event loop (created on first use in that loop)."""
         loop = asyncio.get_running_loop()
+        last = self._last_engine
+        if last is not None and last[0] is loop:
+            return last[1]  # the usual case: one loop serves every request, no lock needed
         with self._lock:
             found = self._engines.get(loop)
             if found is None:
@@ -185,7 +190,16 @@ class Switchyard:
                 if found.monitor.background and not self._background_probing():
                     # health_check.interval_s: one background prober per router, in the first loop.
                     found.monitor.ensure_running()
+            self._last_engine = (loop, found)
         return found
+
+    def _forget_engine(self, loop: asyncio.AbstractEventLoop) -> Engine | None:
+        """Removes (and returns) ``loop``'s engine: the next request in that loop builds another."""
+        with self._lock:
+            last = self._last_engine
+            if last is not None and last[0] is loop:
+                self._last_engine = None
+            return self._engines.pop(loop, None)
 
     def _background_probing(self) -> bool:
         return any(e.monitor.running for e in self._engines.values())
@@ -438,7 +452,7 @@ class Switchyard:
     async def aclose(self) -> None:
         """Closes the connection pools of the current loop's engine."""
         loop = asyncio.get_running_loop()
-        engine = self._engines.pop(loop, None)
+        engine = self._forget_engine(loop)
         if engine is not None:
             await engine.aclose()
         closer = getattr(self._store, "aclose", None)
@@ -449,8 +463,9 @@ class Switchyard:
         """Closes everything, including the private loop thread."""
         thread, self._thread = self._thread, None
         if thread is not None:
-            if thread.loop in self._engines:
-                thread.run(self._engines.pop(thread.loop).aclose())
+            engine = self._forget_engine(thread.loop)
+            if engine is not None:
+                thread.run(engine.aclose())
             closer = getattr(self._store, "aclose", None)
             if closer is not None:
                 thread.run(closer())

@@ -351,14 +351,18 @@ def guarded_protocol(
 
         def data_received(self, data: bytes) -> None:
             cycle = self.cycle
-            if self._sy_timer is None and (cycle is None or cycle.response_complete):
-                self._sy_arm()  # the first byte of a next request on a kept-alive connection
+            between = cycle is None or cycle.response_complete
             if not _metered(self, data):
                 self._sy_refuse()
                 return
             super().data_received(data)
             if self.cycle is not cycle:
                 self._sy_headers_done()
+            elif between and self._sy_timer is None and not self.transport.is_closing():
+                # The first bytes of a next request on a kept-alive connection, its head not yet
+                # complete: its deadline starts now. (A head that arrived whole, the usual case,
+                # needs no timer at all.)
+                self._sy_arm()
 
         def on_message_begin(self) -> None:
             self._sy_between = False

@@ -124,6 +124,22 @@ def test_keepalive_requests_each_get_a_fresh_header_deadline(module_config: dict
     sy.close()
 
 
+def test_a_next_request_whose_head_trickles_is_cut(module_config: dict[str, Any]) -> None:
+    # The second request of a kept-alive connection starts, then its head stalls: the header
+    # deadline (0.6 s) closes it long before the 30 s keep-alive would.
+    limits = {**LIMITS, "keepalive_s": 30}
+    sy = Switchyard.from_config({**module_config, "server": {"client_timeouts": limits}})
+    with ServerThread(sy) as srv:
+        sock = _connect(srv)
+        sock.sendall(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        assert _response(sock).startswith(b"HTTP/1.1 200")
+        sock.sendall(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n")  # no blank line: the head is open
+        seconds, got = _closed_after(sock, limit=20.0)
+        assert got == b"" and seconds < 20.0
+        sock.close()
+    sy.close()
+
+
 def _open_connections(srv: ServerThread) -> int:
     """Connections the proxy has accepted and not yet seen closed."""
     return len(srv.server.server_state.connections)
