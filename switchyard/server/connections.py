@@ -39,6 +39,11 @@ from typing import Any
 
 logger = logging.getLogger("switchyard.server")
 
+FLUSH_EXTENSION = "switchyard.flush"
+"""Scope extension set by the guarded httptools protocol: sends what the connection's
+:class:`TurnWriter` holds now (the app calls it once an answer is written whole, so the bytes
+leave in this loop turn rather than the next)."""
+
 DISCONNECT_EXTENSION = "switchyard.disconnected"
 """Scope extension set by the guarded httptools protocol: a future resolved when the request's
 connection is lost (the app's disconnect watch, see ``server/app.py``)."""
@@ -304,6 +309,9 @@ class _DisconnectSignal(_ProtocolBase):  # type: ignore[misc]
         if extensions is None:
             extensions = scope["extensions"] = {}
         extensions[DISCONNECT_EXTENSION] = gone
+        flush = getattr(self.transport, "flush", None)
+        if flush is not None:
+            extensions[FLUSH_EXTENSION] = flush
 
     def _sy_lost(self) -> None:
         gone = self._sy_gone

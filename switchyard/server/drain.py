@@ -54,6 +54,10 @@ class Drain:
         self._open.add(signal)
         return signal
 
+    def open_count(self) -> int:
+        """Requests in flight now."""
+        return len(self._open)
+
     def leave(self, signal: asyncio.Future[None]) -> None:
         """Forgets a finished request."""
         self._open.discard(signal)
