@@ -8,7 +8,9 @@ import the HTTP backend and the codecs it uses.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from switchyard._lazy import lazy_attributes
 
 if TYPE_CHECKING:
     from switchyard.clients.backend import HttpBackend, Timeouts
@@ -18,12 +20,4 @@ _LAZY = {"HttpBackend": "switchyard.clients.backend", "Timeouts": "switchyard.cl
 __all__ = ["HttpBackend", "Timeouts"]
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_attributes(__name__, _LAZY, globals())

@@ -8,7 +8,9 @@ The names below load on first use: importing one engine module (``engine.records
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from switchyard._lazy import lazy_attributes
 
 if TYPE_CHECKING:
     from switchyard.engine.core import Completion, Engine, EventStream, Route, Target
@@ -42,12 +44,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_attributes(__name__, _LAZY, globals())

@@ -8,7 +8,9 @@ import the router contract and what it imports.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from switchyard._lazy import lazy_attributes
 
 if TYPE_CHECKING:
     from switchyard.routers.base import BuildContext, Decision, RouteContext, Router, RouterSpec, Tiers
@@ -39,12 +41,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_attributes(__name__, _LAZY, globals())

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from switchyard._lazy import lazy_attributes
+
 if TYPE_CHECKING:
     from switchyard.api import Switchyard
     from switchyard.config.server import ServerConfig
@@ -30,15 +32,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_attributes(__name__, _LAZY, globals())
 
 
 class LiveTotals:
