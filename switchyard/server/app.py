@@ -430,9 +430,7 @@ class _Ready:
         (No coroutine per chunk: a stream of 50 events puts 50 times.)"""
         self._parts.append(chunk)
         self._size += len(chunk)
-        waiter = self._waiter
-        if waiter is not None and not waiter.done():
-            waiter.set_result(None)
+        self._wake()
         return self._size >= self._limit and not self._done
 
     async def room(self) -> None:

@@ -17,10 +17,9 @@ from typing import Any
 
 from switchyard._version import __version__
 from switchyard.engine.reply import Reply
+from switchyard.server.app import OPENAPI_PATH  # where the app serves this document
 from switchyard.wire.json import dumps
 from switchyard.wire.strict import MAX_TOKENS_CEILING
-
-OPENAPI_PATH = "/openapi.json"
 
 _OPENAI_ERROR = {
     "type": "object",
