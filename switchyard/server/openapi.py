@@ -128,7 +128,12 @@ def _chat_request() -> dict[str, Any]:
             "messages": {
                 "type": "array",
                 "minItems": 1,
-                "items": _message(["system", "developer", "user", "assistant", "tool"]),
+                "items": {
+                    **_message(["system", "developer", "user", "assistant", "tool"]),
+                    # A tool message names the call it answers (the proxy refuses one without).
+                    "if": {"properties": {"role": {"const": "tool"}}},
+                    "then": {"required": ["tool_call_id"], "properties": {"tool_call_id": {"type": "string"}}},
+                },
             },
             "max_tokens": _TOKENS,
             "max_completion_tokens": _TOKENS,
