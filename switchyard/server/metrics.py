@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -60,6 +61,17 @@ _BREAKER_STATES = ("closed", "open", "half_open")
 _TOKEN_KINDS = tuple((k, f"{k}_tokens") for k in ("input", "output", "cache_read", "cache_creation", "reasoning"))
 
 
+@dataclass(frozen=True, slots=True)
+class _Common:
+    """The metric children of one (route, router, source, tier, status, target) label set."""
+
+    decisions: Any
+    overhead: Any
+    duration: Any
+    tokens: tuple[tuple[str, Any], ...]
+    cost: Any
+
+
 def multiprocess_dir() -> str | None:
     """``PROMETHEUS_MULTIPROC_DIR`` when it names a directory (multiprocess mode), else ``None``."""
     path = os.environ.get("PROMETHEUS_MULTIPROC_DIR")
@@ -79,6 +91,7 @@ class Metrics:
 
         self._live = live
         self._children: dict[tuple[Any, ...], Any] = {}
+        self._bundles: dict[tuple[Any, ...], _Common] = {}
         self.registry = CollectorRegistry(auto_describe=True)
         r = self.registry
         self.decisions = Counter(
@@ -188,11 +201,32 @@ class Metrics:
             child = self._children[key] = metric.labels(*labels)
         return child
 
+    def _common(self, record: DecisionRecord) -> _Common:
+        """The children every request of this label set counts in, looked up once per set."""
+        key = (record.route, record.router, record.source, record.tier, record.status // 100, record.selected)
+        found = self._bundles.get(key)
+        if found is None:
+            route, target = record.route, record.selected
+            decisions = self._child(
+                self.decisions,
+                route,
+                record.router,
+                record.source or "none",
+                record.tier or "other",
+                f"{record.status // 100}xx",
+            )
+            tokens = () if target is None else tuple((a, self._child(self.tokens, target, k)) for k, a in _TOKEN_KINDS)
+            cost = None if target is None else self._child(self.cost, target)
+            overhead, duration = self._child(self.overhead, route), self._child(self.duration, route)
+            found = _Common(decisions, overhead, duration, tokens, cost)
+            self._bundles[key] = found
+        return found
+
     def observe(self, record: DecisionRecord) -> None:
         """Counts one finished request (a decision sink)."""
         route = record.route
-        status = f"{record.status // 100}xx"
-        self._child(self.decisions, route, record.router, record.source or "none", record.tier or "other", status).inc()
+        common = self._common(record)
+        common.decisions.inc()
         rc = record.router_cost
         if rc.calls:
             self._child(self.router_calls, route, "judge").inc(rc.calls)
@@ -211,15 +245,14 @@ class Metrics:
             self._child(self.mid_stream, route, str(cls or "unknown")).inc()
         if record.model_mismatch:
             self._child(self.mismatches, route, record.selected or "none").inc()
-        self._child(self.overhead, route).observe(record.overhead_ms / 1000)
-        self._child(self.duration, route).observe(record.duration_ms / 1000)
-        if record.selected is not None:
-            target = record.selected
-            for kind, attr in _TOKEN_KINDS:
-                count = getattr(record, attr)
-                if count:
-                    self._child(self.tokens, target, kind).inc(count)
-            self._child(self.cost, target).inc(record.cost_usd)
+        common.overhead.observe(record.overhead_ms / 1000)
+        common.duration.observe(record.duration_ms / 1000)
+        for attr, child in common.tokens:
+            count = getattr(record, attr)
+            if count:
+                child.inc(count)
+        if common.cost is not None:
+            common.cost.inc(record.cost_usd)
         if record.baseline_cost_usd is not None:
             spent = record.total_cost_usd
             self._child(self.spent, route).inc(spent)
