@@ -3,7 +3,7 @@
 Layer: ``cli`` — the top; imports anything, heavy parts lazily inside each command.
 
 Each sub-command lives in its own module exposing ``register(subparsers)``; add new ones to
-``_COMMANDS`` and name the commands they register in ``_MODULE_OF``. ``main`` imports only the
+``_MODULE_OF`` under each command name they register (``_COMMANDS`` follows from it). ``main`` imports only the
 module of the command it runs (``switchyard serve`` does not import the eval, replay or
 fake-upstream tooling); help and unknown commands get every module.
 """
@@ -16,23 +16,6 @@ import sys
 from collections.abc import Sequence
 
 from switchyard._version import __version__
-
-_COMMANDS = (
-    "serve",
-    "validate",
-    "route",
-    "eval",
-    "calibrate",
-    "replay",
-    "stats",
-    "dashboard",
-    "train_probe",
-    "demo",
-    "vllm_command",
-    "fake_upstream",
-    "config_cmd",
-    "keys",
-)
 
 _MODULE_OF = {
     "serve": "serve",
@@ -51,7 +34,10 @@ _MODULE_OF = {
     "config": "config_cmd",
     "keys": "keys",
 }
-"""The module of each command name (``_COMMANDS`` entries register these names)."""
+"""The module of each command name (a module registers every command that names it)."""
+
+_COMMANDS = tuple(dict.fromkeys(_MODULE_OF.values()))
+"""The command modules, in help order."""
 
 _DESCRIPTION = """\
 Switchyard routes every LLM call of an agent to the model that should serve it (a cheap efficient

@@ -81,6 +81,10 @@ class TurnBatchingHandler(logging.StreamHandler):  # type: ignore[type-arg]
             loop = asyncio.get_running_loop()
         except RuntimeError:
             loop = None
+        self._queue(line, loop, record)
+
+    def _queue(self, line: str, loop: asyncio.AbstractEventLoop | None, record: logging.LogRecord | None) -> None:
+        """Adds ``line``; writes now outside a loop or past ``max_pending``, else at the turn's end."""
         self._pending.append(line)
         self._size += len(line)
         if loop is None or self._size >= self.max_pending:
@@ -125,13 +129,7 @@ class TurnBatchingHandler(logging.StreamHandler):  # type: ignore[type-arg]
         line = f"{stamp} {logging.getLevelName(level)} {logger.name}: {message}{self.terminator}"
         self.acquire()
         try:
-            self._pending.append(line)
-            self._size += len(line)
-            if self._size >= self.max_pending:
-                self._write_pending(None)
-            elif not self._scheduled:
-                self._scheduled = True
-                loop.call_soon(self._end_of_turn)
+            self._queue(line, loop, None)
         finally:
             self.release()
         return True
