@@ -81,6 +81,11 @@ class HttpBackend:
             body, read from this upstream (a gzip bomb fails as a protocol error).
     """
 
+    replays_caller_body = True
+    """A caller's body of this backend's format (``CallOptions.raw_body``) goes out as it came,
+    the model replaced: of the request it reads only ``model``, ``stream`` and ``origin``, so the
+    engine may hand it a stand-in for a plain Chat body (switchyard/engine/plain_chat.py)."""
+
     def __init__(
         self,
         name: str,

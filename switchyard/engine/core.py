@@ -13,12 +13,12 @@ import asyncio
 import logging
 import os
 import time
-from collections.abc import AsyncIterator, Iterable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any
 
-from switchyard.engine import caller_view, served_model, threads
+from switchyard.engine import caller_view, plain_chat, served_model, threads
 from switchyard.engine.counting import count_tokens
 from switchyard.engine.event_stream import EventStream, aclose_events, first_content
 from switchyard.engine.fallback import Fallback
@@ -106,6 +106,7 @@ class _Prepared:
     budget: Budget = field(default_factory=Budget)
     body_bytes: int | None = None  # the caller's body size, when the request is that body unchanged
     restriction: Restriction | None = None  # the labels the request requires (None: unrestricted)
+    decode: Callable[[], ChatRequest] | None = None  # the full decode of a plain Chat stand-in
 
 
 class Engine:
@@ -157,6 +158,9 @@ class Engine:
             self._route_targets[route.name] = MappingProxyType(infos)
             self._relevant[route.name] = tuple(dict.fromkeys((*route.targets, *route.fallbacks, *route.auxiliary)))
             self._answerers[route.name] = (*route.targets, *route.fallbacks)  # threads.check_route's
+        # Routes whose plain Chat requests skip the IR decode (engine/plain_chat.py): their
+        # candidate targets, each checked per request (a context window may be discovered later).
+        self._plain = plain_chat.relay_routes(self.routes.values(), self.targets)
         self._warned_no_session: set[str] = set()
         self.keepalive_s: float | None = KEEPALIVE_S
         self.monitor = BackendMonitor(self.targets, self.health)
@@ -198,18 +202,20 @@ class Engine:
         inbound: WireFormat | None,
         raw: dict[str, Any] | None,
         t0: float,
+        session: SessionInfo | None = None,
     ) -> _Prepared:
         if not request.model:
             raise InvalidRequestError("'model' is required: name a route (see GET /v1/models)", param="model")
         route = self.route(request.model)
         limits = budget(headers, time.perf_counter() - t0)
-        session = identify(
-            headers,
-            request,
-            hash_fallback=self.hash_session_fallback or route.hash_session_fallback,
-            derive=self.derive_session,
-        )
-        session = await threads.resume(self.store, request, session)  # a thread's `continue` keeps its session
+        if session is None:  # else read off a plain Chat body (_plain_view)
+            session = identify(
+                headers,
+                request,
+                hash_fallback=self.hash_session_fallback or route.hash_session_fallback,
+                derive=self.derive_session,
+            )
+            session = await threads.resume(self.store, request, session)  # a thread's `continue` keeps its session
         record = DecisionRecord(
             request_id=headers.get(HEADER_REQUEST_ID) or os.urandom(8).hex(),  # 16 hex digits
             route=route.name,
@@ -348,7 +354,7 @@ class Engine:
             auth_fallback=prep.route.fallback_on_auth_error,
             attempts=prep.record.attempts,
             skipped=prep.record.skipped,
-            prompt=PromptSize(prep.request, prep.body_bytes),
+            prompt=PromptSize(prep.decode or prep.request, prep.body_bytes),
             defer_success=stream,
             allowed=prep.restriction.allowed if prep.restriction is not None else None,
         )
@@ -536,17 +542,22 @@ class Engine:
         codec = get_codec(fmt)
         hdrs = lower(headers)
         prep: _Prepared | None = None
+        plain: tuple[ChatRequest, SessionInfo] | None = None
         try:
             if len(body) >= LARGE_BODY_BYTES:
-                # Decoding 5 MB (100,000 messages) takes seconds of CPU: on a worker thread the
-                # event loop keeps serving everyone else meanwhile (docs/benchmarks.md); so is
-                # freeing it, once this call has let go of it.
+                # Decoding 5 MB (100,000 messages) takes seconds of CPU: on a worker thread the event
+                # loop serves everyone else meanwhile (docs/benchmarks.md); so is freeing it, after.
                 raw, request = await decode_off_loop(codec, body)
                 release_off_loop(raw, request)
             else:
                 raw = load_object(body)
-                request = codec.decode_request(raw)
-            prep = await self._prepare(request, hdrs, fmt, raw, t0)
+                lane = None if self.preview_chars or self.hash_session_fallback else self._plain  # both read the IR
+                if lane and fmt is WireFormat.OPENAI_CHAT:
+                    plain = plain_chat.view(raw, hdrs, lane, self.route, derive=self.derive_session)
+                request = codec.decode_request(raw) if plain is None else plain[0]
+            prep = await self._prepare(request, hdrs, fmt, raw, t0, None if plain is None else plain[1])
+            if plain is not None:  # the stand-in's full decode, should the prompt's size be needed
+                prep.decode = lambda: codec.decode_request(raw)
             prep.record.path = path
             if prep.decision.request is None:
                 prep.body_bytes = len(body)

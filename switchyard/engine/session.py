@@ -6,7 +6,7 @@ Layer: ``engine``.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import orjson
@@ -115,17 +115,28 @@ def derived_session_key(request: ChatRequest) -> str | None:
     same system prompt and first message share a key (send ``x-switchyard-session-id`` to tell
     them apart).
     """
-    first = request.first_user_text()
-    if not first:
-        return None
+    return opening_key((m.role, m.text if m.role in _OPENING_ROLES else "") for m in request.messages)
+
+
+_OPENING_ROLES = frozenset(("system", "developer", "user"))
+
+
+def opening_key(messages: Iterable[tuple[str, str]]) -> str | None:
+    """:func:`derived_session_key` of a conversation given as ``(role, text)`` in order (the
+    text of system, developer and user messages; others may carry ``""``). Reads no further
+    than the first user message with text."""
     digest = hashlib.blake2b(digest_size=12)
-    for msg in request.messages:
-        if msg.role not in ("system", "developer"):
-            break
-        _digest_text(digest, msg.text)
-    digest.update(b"\0")
-    _digest_text(digest, first)
-    return "d:" + digest.hexdigest()
+    leading = True
+    for role, text in messages:
+        if leading and role in ("system", "developer"):
+            _digest_text(digest, text)
+            continue
+        leading = False
+        if role == "user" and text:
+            digest.update(b"\0")
+            _digest_text(digest, text)
+            return "d:" + digest.hexdigest()
+    return None
 
 
 _HEAD_CHARS = 2048
@@ -164,11 +175,7 @@ def identify(
         # The usual plain SDK call: no header names a session, an agent or a sub-agent, so only
         # the body can (what the lookups below conclude, without their ~20 header probes).
         session, source = _from_body(request, hash_fallback, derive)
-        return SessionInfo(
-            session_id=bounded_id(session),
-            source=source,
-            turn_index=sum(1 for m in request.messages if m.role == "assistant"),
-        )
+        return headerless(session, source, sum(1 for m in request.messages if m.role == "assistant"))
     codex = _codex_meta(headers)
     session, source = _first(headers, SESSION_HEADERS)
     if session is None and isinstance(codex.get("session_id"), str):
@@ -203,21 +210,51 @@ def identify(
 
 def _from_body(request: ChatRequest, hash_fallback: bool, derive: bool) -> tuple[str | None, str | None]:
     """The session the body names, in :func:`identify`'s order, and where it came from."""
-    meta = request.metadata or {}
+    return body_session(
+        request.metadata,
+        request.extra.get("prompt_cache_key"),
+        request.user,
+        first_hash=(lambda: first_message_hash(request)) if hash_fallback else None,
+        derived=(lambda: derived_session_key(request)) if derive else None,
+    )
+
+
+def body_session(
+    metadata: Mapping[str, Any] | None,
+    cache_key: Any,
+    user: str | None,
+    *,
+    first_hash: Callable[[], str | None] | None = None,
+    derived: Callable[[], str | None] | None = None,
+) -> tuple[str | None, str | None]:
+    """The session a request body names and its source: ``metadata.session_id``, then
+    ``prompt_cache_key``, then ``user``, then ``first_hash()`` and ``derived()`` (each only
+    when given). Shared by the decoded request and the plain Chat body (engine/plain_chat.py).
+    """
+    meta = metadata or {}
     if isinstance(meta.get("session_id"), str) and meta["session_id"]:
         return meta["session_id"], "metadata.session_id"
-    cache_key = request.extra.get("prompt_cache_key")
     if isinstance(cache_key, str) and cache_key:
         return cache_key, "prompt_cache_key"
-    if request.user:
-        return request.user, "user"
+    if user:
+        return user, "user"
     session, source = None, None
-    if hash_fallback:
-        session, source = first_message_hash(request), "first_message_hash"
-    if session is None and derive:
-        session = derived_session_key(request)
+    if first_hash is not None:
+        session, source = first_hash(), "first_message_hash"
+    if session is None and derived is not None:
+        session = derived()
         source = "derived" if session is not None else None
     return session, source
+
+
+def names_no_one(headers: Mapping[str, str]) -> bool:
+    """Whether no header names a session, an agent or a sub-agent (only the body can)."""
+    return not _IDENTITY_HEADERS.intersection(headers)
+
+
+def headerless(session: str | None, source: str | None, turn_index: int) -> SessionInfo:
+    """The identity of a request whose headers name no one (:func:`names_no_one`)."""
+    return SessionInfo(session_id=bounded_id(session), source=source, turn_index=turn_index)
 
 
 def _agent_kind(headers: Mapping[str, str], codex: Mapping[str, Any]) -> str | None:

@@ -27,6 +27,8 @@ with an overflow the fallback understands.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import orjson
 
 from switchyard.protocol.messages import ReasoningPart, TextPart, ToolCallPart, ToolResultPart
@@ -45,18 +47,30 @@ class PromptSize:
     """The size of one request's prompt, computed lazily and at most once.
 
     Args:
-        request: The request as it will be sent.
+        request: The request as it will be sent, or a function that decodes it (called at
+            most once, only when the size is needed: the plain Chat lane never decodes).
         body_bytes: Length of the caller's body when ``request`` was decoded from it unchanged
             (an upper bound of its characters); ``None`` otherwise.
     """
 
-    __slots__ = ("_body_bytes", "_chars", "_request", "_tokens")
+    __slots__ = ("_body_bytes", "_chars", "_decode", "_found", "_tokens")
 
-    def __init__(self, request: ChatRequest, body_bytes: int | None = None) -> None:
-        self._request = request
+    def __init__(self, request: ChatRequest | Callable[[], ChatRequest], body_bytes: int | None = None) -> None:
+        if isinstance(request, ChatRequest):
+            self._found: ChatRequest | None = request
+            self._decode: Callable[[], ChatRequest] | None = None
+        else:
+            self._found, self._decode = None, request
         self._body_bytes = body_bytes
         self._chars: int | None = None
         self._tokens: int | None = None
+
+    @property
+    def _request(self) -> ChatRequest:
+        if self._found is None:
+            assert self._decode is not None
+            self._found = self._decode()
+        return self._found
 
     def chars(self) -> int:
         """Characters of message text (text, reasoning, tool-call names and arguments, tool

@@ -1,0 +1,271 @@
+"""The plain Chat lane (switchyard/engine/plain_chat.py): a stand-in only for bodies the decoder
+accepts, the same session, and through the engine the same reply and record as the full decode."""
+
+from __future__ import annotations
+
+import copy
+import random
+from collections.abc import Callable
+from typing import Any
+
+import orjson
+import pytest
+
+from switchyard.engine import plain_chat
+from switchyard.engine.session import identify
+from switchyard.protocol.errors import InvalidRequestError
+from switchyard.protocol.messages import ReasoningPart, TextPart
+from switchyard.protocol.request import ChatRequest
+from switchyard.protocol.response import ChatResponse, Usage
+from switchyard.wire.openai_chat.request import decode_request
+
+Rig = Any  # tests/engine/conftest.py's
+
+_TEXTS = ["", "hello", "You are terse.", "x" * 3000, "Fix the bug in app.py"]
+
+
+def _content(rng: random.Random) -> Any:
+    kind = rng.randrange(6)
+    if kind == 0:
+        return None
+    if kind == 1:
+        return [{"type": "text", "text": rng.choice(_TEXTS)} for _ in range(rng.randrange(3))]
+    if kind == 2:  # not plain: an image part, a cache marker, a part without text
+        return rng.choice(
+            [
+                [{"type": "image_url", "image_url": {"url": "https://e.x/a.png"}}],
+                [{"type": "text", "text": "a", "cache_control": {"type": "ephemeral"}}],
+                [{"type": "text"}],
+                [3],
+                7,
+            ]
+        )
+    return rng.choice(_TEXTS)
+
+
+def _message(rng: random.Random) -> Any:
+    role = rng.choice(["system", "developer", "user", "user", "assistant", "tool", "function", "critic"])
+    msg: dict[str, Any] = {"role": role, "content": _content(rng)}
+    if role == "tool" and rng.random() < 0.9:
+        msg["tool_call_id"] = rng.choice(["call_1", 5])
+    if role == "assistant":
+        roll = rng.random()
+        if roll < 0.3:
+            args = rng.choice(['{"a": 1}', {"a": 1}, ""])
+            msg["tool_calls"] = [{"id": "call_1", "type": "function", "function": {"name": "ls", "arguments": args}}]
+        elif roll < 0.4:
+            msg[rng.choice(["reasoning", "reasoning_content", "refusal"])] = "because"
+    if rng.random() < 0.1:
+        msg["name"] = rng.choice(["bob", 3])
+    if rng.random() < 0.05:
+        return "not a message"
+    return msg
+
+
+def _body(rng: random.Random) -> dict[str, Any]:
+    body: dict[str, Any] = {"model": "solo", "messages": [_message(rng) for _ in range(rng.randrange(6))]}
+    optional: dict[str, list[Any]] = {
+        "temperature": [0.2, 1, "hot", True],
+        "top_p": [0.9, None],
+        "max_tokens": [256, 25.0, True, -1],
+        "max_completion_tokens": [100, "100"],
+        "seed": [7, 7.5],
+        "stop": ["\n", ["a", "b"], [1]],
+        "stream": [False, True, "yes"],
+        "stream_options": [{"include_usage": True}, None, 3],
+        "user": ["u-1", 5, ""],
+        "metadata": [{"session_id": "s-1"}, {"session_id": 4}, "m"],
+        "prompt_cache_key": ["pck-1", 9, ""],
+        "response_format": [{"type": "json_object"}, "json"],
+        "parallel_tool_calls": [True, "yes"],
+        "tool_choice": ["auto", "required", {"type": "function", "function": {"name": "ls"}}, "bogus"],
+        "tools": [
+            [{"type": "function", "function": {"name": "ls", "parameters": {"type": "object"}}}],
+            [{"type": "function", "function": {"name": "ls", "description": 3}}],
+            [{"type": "custom", "custom": {"name": "apply_patch"}}],
+        ],
+        "reasoning_effort": ["low"],
+        "top_k": [40],
+    }
+    for key, values in optional.items():
+        if rng.random() < 0.25:
+            body[key] = rng.choice(values)
+    if rng.random() < 0.03:
+        body["messages"] = "hi"
+    if rng.random() < 0.03:
+        body["model"] = rng.choice([None, 3, ""])
+    return body
+
+
+def _standin_or_error(body: dict[str, Any]) -> ChatRequest | InvalidRequestError | None:
+    try:
+        return plain_chat.standin(body)
+    except InvalidRequestError as exc:
+        return exc
+
+
+def test_a_stand_in_only_for_bodies_the_decoder_accepts_and_the_same_session() -> None:
+    rng = random.Random(20261202)
+    plain = refused = 0
+    for _ in range(4000):
+        body = _body(rng)
+        original = copy.deepcopy(body)
+        got = _standin_or_error(body)
+        assert body == original  # read, never changed
+        try:
+            decoded: ChatRequest | InvalidRequestError = decode_request(copy.deepcopy(body))
+        except InvalidRequestError as exc:
+            decoded = exc
+        if isinstance(got, InvalidRequestError):  # strict.check_body: the decoder's own first check
+            assert isinstance(decoded, InvalidRequestError), body
+            assert (got.message, got.param) == (decoded.message, decoded.param)
+            refused += 1
+            continue
+        if got is None:
+            continue
+        assert isinstance(decoded, ChatRequest), (body, decoded)
+        plain += 1
+        # Reasoning is what a replaying backend reads of the messages (clients/backend.py _replays).
+        assert not any(isinstance(p, ReasoningPart) for m in decoded.messages for p in m.content), body
+        assert (got.model, got.stream, got.include_usage, got.origin) == (
+            decoded.model,
+            decoded.stream,
+            decoded.include_usage,
+            decoded.origin,
+        )
+        for derive in (True, False):
+            lane = plain_chat.view(body, {}, {"solo": ()}, _route, derive=derive)
+            if not body.get("model"):
+                assert lane is None  # no route named: the full decode (and its error)
+                continue
+            assert lane is not None
+            expected = identify({}, decoded, derive=derive)
+            assert lane[1] == expected, body
+    assert plain >= 100 and refused >= 10, (plain, refused)  # both kinds were exercised (seeded)
+
+
+def _route(_model: str) -> Any:
+    """A route lookup that finds the route ``solo`` for any model (the lane reads its name)."""
+
+    class Found:
+        name = "solo"
+
+    return Found()
+
+
+def test_the_common_agent_shapes_are_plain() -> None:
+    body = {
+        "model": "solo",
+        "messages": [
+            {"role": "system", "content": "You are an agent."},
+            {"role": "user", "content": [{"type": "text", "text": "List the files"}]},
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "ls", "arguments": "{}"}}],
+            },
+            {"role": "tool", "tool_call_id": "c1", "content": "a.py"},
+        ],
+        "tools": [{"type": "function", "function": {"name": "ls", "parameters": {"type": "object"}}}],
+        "tool_choice": "auto",
+        "stream": True,
+        "stream_options": {"include_usage": True},
+        "temperature": 0,
+        "max_tokens": 512,
+    }
+    request = plain_chat.standin(body)
+    assert request is not None and request.stream and request.include_usage
+    lane = plain_chat.view(body, {}, {"solo": ()}, _route, derive=True)
+    assert lane is not None and lane[1].turn_index == 1 and lane[1].source == "derived"
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [{"x-switchyard-session-id": "s"}, {"x-switchyard-require": "eu"}, {"x-claude-code-session-id": "s"}],
+)
+def test_headers_that_read_the_request_take_the_full_decode(headers: dict[str, str]) -> None:
+    body = {"model": "solo", "messages": [{"role": "user", "content": "hi"}]}
+    assert plain_chat.view(body, headers, {"solo": ()}, _route, derive=True) is None
+
+
+def _relaying(backend: Any) -> Any:
+    """The rig's scripted backend, declared to replay the caller's body (as HttpBackend does)."""
+    relaying = type("Relaying", (type(backend),), {"replays_caller_body": True})
+    return relaying(backend.script)
+
+
+_USAGE = Usage(input_tokens=12, output_tokens=3)
+
+
+def _answer() -> ChatResponse:
+    return ChatResponse(id="r1", model="m-cheap", content=[TextPart(text="done")], stop_reason="end_turn", usage=_USAGE)
+
+
+def _strip(record: Any) -> dict[str, Any]:
+    out: dict[str, Any] = record.to_dict()
+    for key in ("request_id", "ts", "overhead_ms", "duration_ms"):
+        out.pop(key)
+    for attempt in out["attempts"]:
+        attempt.pop("elapsed_ms")
+    return out
+
+
+async def _serve(rig: Callable[..., Rig], relay: bool, body: dict[str, Any]) -> tuple[Any, list[Any], Any]:
+    made = rig({"cheap": [_answer()], "spare": [_answer()]})
+    backend = _relaying(made.backend) if relay else made.backend
+    for target in made.engine.targets.values():
+        target.backend = backend
+    made.engine._plain = plain_chat.relay_routes(made.engine.routes.values(), made.engine.targets)
+    reply = await made.engine.handle("openai_chat", orjson.dumps(body), {"content-type": "application/json"})
+    return reply, made.records, backend
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_the_lane_answers_and_records_as_the_full_decode(rig: Callable[..., Rig], stream: bool) -> None:
+    body = {
+        "model": "solo",
+        "messages": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "hi"}],
+        "stream": stream,
+        "user": "u-7",
+        "top_k": 40,
+    }
+    lane_reply, lane_records, lane_backend = await _serve(rig, True, body)
+    full_reply, full_records, full_backend = await _serve(rig, False, body)
+    if stream:
+        assert lane_reply.stream is not None and full_reply.stream is not None
+        lane_bytes = b"".join([c async for c in lane_reply.stream])
+        full_bytes = b"".join([c async for c in full_reply.stream])
+        assert lane_bytes.replace(b"\n", b"").count(b"done") == full_bytes.replace(b"\n", b"").count(b"done") == 1
+    else:
+        assert lane_reply.body == full_reply.body
+    assert [_strip(r) for r in lane_records] == [_strip(r) for r in full_records]
+    assert lane_records[0].session_id == "u-7"
+    _, _, lane_request, lane_options = lane_backend.calls[0]
+    _, _, full_request, full_options = full_backend.calls[0]
+    assert lane_request.messages == [] and len(full_request.messages) == 2  # the stand-in went up
+    assert lane_options.raw_body == full_options.raw_body == body  # the caller's body, to replay
+
+
+async def test_a_known_context_window_takes_the_full_decode(rig: Callable[..., Rig]) -> None:
+    body = {"model": "solo", "messages": [{"role": "user", "content": "hi"}]}
+    made = rig({"cheap": [_answer()]})
+    engine = made.engine
+    for target in engine.targets.values():
+        target.backend = _relaying(made.backend)
+    relaying = plain_chat.relay_routes(engine.routes.values(), engine.targets)
+    assert plain_chat.view(body, {}, relaying, engine.route, derive=True) is not None
+    cheap = engine.targets["cheap"]
+    cheap.info = cheap.info.model_copy(update={"context_window": 8192})  # e.g. read from the upstream at start-up
+    assert plain_chat.view(body, {}, relaying, engine.route, derive=True) is None
+
+
+def test_only_passthroughs_to_relaying_chat_backends_relay(rig: Callable[..., Rig]) -> None:
+    made = rig({"cheap": [_answer()]})
+    engine = made.engine
+    assert plain_chat.relay_routes(engine.routes.values(), engine.targets) == {}  # the scripted one replays nothing
+    relaying = _relaying(made.backend)
+    for target in engine.targets.values():
+        target.backend = relaying
+    found = plain_chat.relay_routes(engine.routes.values(), engine.targets)
+    assert set(found) == {"solo"}  # "pair" is a random router: it is never a relay
+    assert [t.info.name for t in found["solo"]] == ["cheap", "spare"]
