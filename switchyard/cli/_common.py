@@ -116,7 +116,7 @@ def setup_logging(level: str) -> None:
     """
     everything = level == "debug-all"
     name = "DEBUG" if everything else level.upper()
-    # Lines of one event-loop turn leave in one write, and asctime is formatted once a second
+    # Lines logged in the event loop leave together (≤ LINGER_S late), asctime is formatted once a second
     # (log_handler.py: the standard handler cost ~1/6 of a proxied request's CPU).
     handler = TurnBatchingHandler()
     handler.setFormatter(Formatter(FORMAT))

@@ -251,7 +251,7 @@ class Metrics:
             count = getattr(record, attr)
             if count:
                 child.inc(count)
-        if common.cost is not None:
+        if common.cost is not None and record.cost_usd:  # the child exists (0 until priced)
             common.cost.inc(record.cost_usd)
         if record.baseline_cost_usd is not None:
             spent = record.total_cost_usd

@@ -45,6 +45,7 @@ def test_formatter_writes_what_the_standard_one_writes() -> None:
 
 
 def test_lines_of_one_loop_turn_leave_in_one_write_in_order(handler: TurnBatchingHandler) -> None:
+    handler.linger_s = 0  # to the end of the turn
     log = _logger("tlh.turn", handler)
     stream = handler.stream
 
@@ -60,6 +61,48 @@ def test_lines_of_one_loop_turn_leave_in_one_write_in_order(handler: TurnBatchin
     assert (before, after) == (0, 1)
     lines = stream.getvalue().splitlines()
     assert [line.rsplit(": ", 1)[1] for line in lines] == [f"line {i}" for i in range(5)]
+
+
+def test_lines_linger_then_leave_in_one_write(handler: TurnBatchingHandler) -> None:
+    log = _logger("tlh.linger", handler)
+    stream = handler.stream
+    due: list[tuple[float, object]] = []
+
+    async def main() -> tuple[int, int]:
+        loop = asyncio.get_running_loop()
+        loop.call_later = lambda delay, callback, *args: due.append((delay, callback))  # type: ignore[method-assign,assignment,misc,return-value]
+        for i in range(6):
+            log.info("line %d", i)
+            if i % 2:
+                await asyncio.sleep(0)  # other loop turns: still one write due
+        before = stream.writes
+        assert len(due) == 1
+        due[0][1]()  # type: ignore[operator]  # the timer fires
+        return before, stream.writes
+
+    assert asyncio.run(main()) == (0, 1)
+    assert due[0][0] == handler.linger_s > 0
+    assert [line.rsplit(": ", 1)[1] for line in stream.getvalue().splitlines()] == [f"line {i}" for i in range(6)]
+
+
+def test_lines_left_by_a_stopped_loop_go_before_the_next_ones(handler: TurnBatchingHandler) -> None:
+    handler.linger_s = 3600.0  # the timer never fires here: the loop stops first
+    log = _logger("tlh.stopped", handler)
+
+    async def first() -> None:
+        log.info("from the first loop")
+
+    async def second() -> str:
+        log.info("from the second loop")
+        await asyncio.sleep(0)
+        await asyncio.sleep(0)
+        return handler.stream.getvalue()
+
+    asyncio.run(first())
+    assert handler.stream.writes == 0
+    handler.linger_s = 0
+    text = asyncio.run(second())  # the first loop's line goes as soon as another comes; this one at its turn's end
+    assert text.index("first loop") < text.index("second loop")
 
 
 def test_outside_a_loop_each_line_is_written_at_once(handler: TurnBatchingHandler) -> None:
@@ -96,7 +139,7 @@ def test_a_full_buffer_is_written_early() -> None:
 def test_direct_lines_match_formatted_records_and_keep_their_order() -> None:
     root = logging.getLogger()
     saved = root.handlers[:], root.level
-    h = TurnBatchingHandler(CountingStream())
+    h = TurnBatchingHandler(CountingStream(), linger_s=0)
     h.setFormatter(Formatter(FORMAT))
     root.handlers[:] = [h]
     root.setLevel(logging.INFO)
