@@ -152,7 +152,7 @@ async def test_replicas_share_the_choice_through_redis(rig: Callable[..., Rig], 
 
     server = RedisServer(tmp_path).start()
     try:
-        state = {"backend": "redis", "url": server.url}
+        state = {"backend": "redis", "url": server.url, "timeout_s": 5.0}  # no degraded fallback on a busy machine
         script_a = {"efficient": [answer("efficient")], "capable": [answer("capable")], "judge": [verdict(0.1)]}
         script_b = {"efficient": [answer("efficient")], "capable": [answer("capable")], "judge": [verdict(0.9)]}
         a = rig(script_a, targets=TARGETS, routes=ROUTES, state=state)

@@ -22,7 +22,9 @@ async def test_totals_of_every_replica_come_from_the_shared_store(tmp_path: Path
     apps: list[SwitchyardApp] = []
     try:
         config = skeleton_config(module_upstream.port)
-        config["state"] = {"backend": "redis", "url": redis.url}
+        # A generous per-operation wait: on a busy machine the default 0.25 s can time out, and a
+        # replica that falls back to its own memory (degraded mode) is missing from the sum.
+        config["state"] = {"backend": "redis", "url": redis.url, "timeout_s": 5.0}
         config["server"] = {"dashboard": {"enabled": True}}
         for pid in (101, 202):
             app = SwitchyardApp(Switchyard.from_config(config))

@@ -223,7 +223,8 @@ async def test_a_thread_keeps_its_session_across_replicas_sharing_redis(module_u
 
     server = RedisServer(tmp_path).start()
     try:
-        config = {**_config(module_upstream.port), "state": {"backend": "redis", "url": server.url}}
+        # timeout_s: no degraded (per-process) fallback when a busy machine is slow to answer.
+        config = {**_config(module_upstream.port), "state": {"backend": "redis", "url": server.url, "timeout_s": 5.0}}
         one, two = Switchyard.from_config(config), Switchyard.from_config(config)
         records: list[DecisionRecord] = []
         one.on_decision(records.append)
