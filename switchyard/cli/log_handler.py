@@ -78,7 +78,7 @@ class TurnBatchingHandler(logging.StreamHandler):  # type: ignore[type-arg]
         self._scheduled: asyncio.AbstractEventLoop | None = None  # the loop a write is due in
 
     def emit(self, record: logging.LogRecord) -> None:
-        """Formats ``record`` now; writes it at the end of this loop turn (or now, outside a loop).
+        """Formats ``record`` now; writes it with the lines that follow within ``linger_s`` (now, outside a loop).
 
         ``Handler.handle`` holds the handler's lock around this call.
         """
@@ -94,7 +94,7 @@ class TurnBatchingHandler(logging.StreamHandler):  # type: ignore[type-arg]
         self._queue(line, loop, record)
 
     def _queue(self, line: str, loop: asyncio.AbstractEventLoop | None, record: logging.LogRecord | None) -> None:
-        """Adds ``line``; writes now outside a loop or past ``max_pending``, else at the turn's end."""
+        """Adds ``line``; writes now outside a loop or past ``max_pending``, else when the linger ends."""
         if self._scheduled is not None and self._scheduled is not loop:
             self._write_pending(record)  # lines due in a loop that has stopped, or in another
             self._scheduled = None
@@ -105,9 +105,9 @@ class TurnBatchingHandler(logging.StreamHandler):  # type: ignore[type-arg]
         elif self._scheduled is None:
             self._scheduled = loop
             if self.linger_s > 0:
-                loop.call_later(self.linger_s, self._end_of_turn)
+                loop.call_later(self.linger_s, self._write_due)
             else:
-                loop.call_soon(self._end_of_turn)
+                loop.call_soon(self._write_due)
 
     def write_direct(self, logger: logging.Logger, level: int, message: str) -> bool:
         """Queues ``message`` of ``logger`` at ``level`` as this handler would format it, without
@@ -150,7 +150,7 @@ class TurnBatchingHandler(logging.StreamHandler):  # type: ignore[type-arg]
             self.release()
         return True
 
-    def _end_of_turn(self) -> None:
+    def _write_due(self) -> None:
         self.acquire()
         try:
             self._scheduled = None

@@ -208,7 +208,7 @@ class Engine:
             raise InvalidRequestError("'model' is required: name a route (see GET /v1/models)", param="model")
         route = self.route(request.model)
         limits = budget(headers, time.perf_counter() - t0)
-        if session is None:  # else read off a plain Chat body (_plain_view)
+        if session is None:  # else read off a plain Chat body (plain_chat.view)
             session = identify(
                 headers,
                 request,

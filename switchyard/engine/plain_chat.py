@@ -15,7 +15,7 @@ fields of the exact JSON types the IR declares, messages of the roles ``system``
 ``developer``, ``user``, ``assistant`` and ``tool`` with text content (a string, null, or text
 parts), function tool calls with string arguments, no reasoning. Anything else, including every
 body the decoder would refuse, takes the full decode, so callers get the same answers and the
-same errors either way (``tests/test_plain_chat.py`` checks that on randomised bodies).
+same errors either way (``tests/engine/test_plain_chat.py`` checks that on randomised bodies).
 """
 
 from __future__ import annotations
