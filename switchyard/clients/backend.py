@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from switchyard.clients.errors import status_error
+from switchyard.clients.errors import masked, status_error, timed_out
 from switchyard.clients.health import Probe, health_url, probe_urls, server_root
 from switchyard.clients.http_parts import (
     DEFAULT_HEADERS,
@@ -51,6 +51,7 @@ from switchyard.wire import custom_tools, reasoning
 from switchyard.wire.anthropic_messages.thinking import thinking_turn_missing
 from switchyard.wire.base import WireFormat
 from switchyard.wire.json import dumps_in_pieces
+from switchyard.wire.openai_chat.plain_answer import PlainAnswer, plain_answer
 from switchyard.wire.openai_chat.request import normalize_replay as normalize_chat_replay
 from switchyard.wire.sse import SSEParser
 
@@ -346,13 +347,33 @@ class HttpBackend:
         return timeouts, deadline, label
 
     async def complete(self, request: ChatRequest, target: TargetInfo, options: CallOptions) -> ChatResponse:
+        data, names = await self._answer_body(request, target, options)
+        return self._decoded(data, names, target)
+
+    async def complete_plain(
+        self, request: ChatRequest, target: TargetInfo, options: CallOptions
+    ) -> ChatResponse | PlainAnswer:
+        """:meth:`complete` for a Chat caller whose body this Chat upstream gets as it came: a
+        plain answer comes back as a :class:`PlainAnswer` (its reply built without the IR,
+        equal to the decoded one's), any other answer decoded as :meth:`complete` does."""
+        data, names = await self._answer_body(request, target, options)
+        if not names and self.format is WireFormat.OPENAI_CHAT:
+            plain = plain_answer(data)
+            if plain is not None:
+                return plain
+        return self._decoded(data, names, target)
+
+    async def _answer_body(
+        self, request: ChatRequest, target: TargetInfo, options: CallOptions
+    ) -> tuple[dict[str, Any], frozenset[str]]:
+        """The upstream's answer as a JSON object, and the free-form tools to restore in it."""
         timeouts, deadline, label = self._limits(options)
         content, names = await self._encode(request, target, options, stream=False)
         try:
             async with Deadline(left(deadline)):
                 resp = await self._post(content, options, timeouts, deadline=deadline)
         except TimeoutError as exc:
-            raise _timed_out(f"{target.name}: no complete answer within its {label}", target, label) from exc
+            raise timed_out(f"{target.name}: no complete answer within its {label}", target, label) from exc
         except self._errors as exc:
             raise self._transport_error(exc, target, timeouts) from exc
         if resp.status_code >= 400:
@@ -365,6 +386,9 @@ class HttpBackend:
             raise UpstreamProtocolError(f"{target.name}: upstream sent invalid JSON", target=target.name) from exc
         if not isinstance(data, dict):
             raise UpstreamProtocolError(f"{target.name}: upstream sent a non-object body", target=target.name)
+        return data, names
+
+    def _decoded(self, data: dict[str, Any], names: frozenset[str], target: TargetInfo) -> ChatResponse:
         try:
             response = self.codec.decode_response(data)
         except UpstreamError as exc:
@@ -381,7 +405,7 @@ class HttpBackend:
             async with Deadline(left(deadline)):
                 resp = await self._post(content, options, timeouts, deadline=deadline, stream=True)
         except TimeoutError as exc:
-            raise _timed_out(f"{target.name}: no response headers within its {label}", target, label) from exc
+            raise timed_out(f"{target.name}: no response headers within its {label}", target, label) from exc
         except self._errors as exc:
             raise self._transport_error(exc, target, timeouts) from exc
         if resp.status_code >= 400:
@@ -406,7 +430,7 @@ class HttpBackend:
                 async with Deadline(left(deadline)):
                     body = await resp.aread()
             except TimeoutError as exc:
-                raise _timed_out(f"{target.name}: no complete answer within its {label}", target, label) from exc
+                raise timed_out(f"{target.name}: no complete answer within its {label}", target, label) from exc
             except self._errors as exc:
                 raise self._transport_error(exc, target, timeouts) from exc
             finally:
@@ -448,12 +472,12 @@ class HttpBackend:
                             chunk = await anext(chunks, None)
                     except TimeoutError as exc:
                         said = f"{target.name}: stream exceeded its {label}"
-                        raise _timed_out(said, target, label) from exc
+                        raise timed_out(said, target, label) from exc
                 if chunk is None:
                     break
                 for sse in parser.feed(chunk):
                     for event in decoder.feed(sse):
-                        yield _masked(event, self._redact) if type(event) is StreamError else event
+                        yield masked(event, self._redact) if type(event) is StreamError else event
                     if decoder.done:
                         break
                 if decoder.done:
@@ -465,9 +489,9 @@ class HttpBackend:
                     return
             for sse in parser.finish():
                 for event in decoder.feed(sse):
-                    yield _masked(event, self._redact) if type(event) is StreamError else event
+                    yield masked(event, self._redact) if type(event) is StreamError else event
             for event in decoder.finish():
-                yield _masked(event, self._redact) if type(event) is StreamError else event
+                yield masked(event, self._redact) if type(event) is StreamError else event
         except self._errors as exc:
             raise self._transport_error(exc, target, timeouts) from exc
         except UpstreamError as exc:
@@ -569,18 +593,3 @@ class HttpBackend:
             await self._pool.aclose()
         if self._http is not None:
             await self._http.aclose()
-
-
-def _timed_out(message: str, target: TargetInfo, label: str) -> UpstreamTimeoutError:
-    """A deadline passed: the request's own (``x-switchyard-timeout``, the caller's choice) or
-    the client's configured total (the target's)."""
-    error = UpstreamTimeoutError(message, target=target.name)
-    error.caller_limit = label == "request deadline"
-    return error
-
-
-def _masked(event: StreamError, redact: Redactor) -> StreamError:
-    """An upstream's in-band stream error with the backend's secrets masked in its message."""
-    if not redact or not event.error.message:
-        return event
-    return StreamError(error=event.error.model_copy(update={"message": redact.text(event.error.message)}))

@@ -11,8 +11,10 @@ from typing import Any
 
 import orjson
 
-from switchyard.protocol.errors import ContextWindowExceededError, UpstreamStatusError
+from switchyard.protocol.errors import ContextWindowExceededError, UpstreamStatusError, UpstreamTimeoutError
 from switchyard.protocol.redact import Redactor
+from switchyard.protocol.stream import StreamError
+from switchyard.protocol.targets import TargetInfo
 from switchyard.wire.base import Codec
 
 # Phrases providers use for "the prompt does not fit" (OpenAI, Anthropic, vLLM, SGLang …).
@@ -118,3 +120,18 @@ def status_error(
         code=code if code and not code.isdigit() else None,
         headers=keep,
     )
+
+
+def timed_out(message: str, target: TargetInfo, label: str) -> UpstreamTimeoutError:
+    """A deadline passed: the request's own (``x-switchyard-timeout``, the caller's choice) or
+    the client's configured total (the target's)."""
+    error = UpstreamTimeoutError(message, target=target.name)
+    error.caller_limit = label == "request deadline"
+    return error
+
+
+def masked(event: StreamError, redact: Redactor) -> StreamError:
+    """An upstream's in-band stream error with the backend's secrets masked in its message."""
+    if not redact or not event.error.message:
+        return event
+    return StreamError(error=event.error.model_copy(update={"message": redact.text(event.error.message)}))

@@ -13,17 +13,17 @@ import asyncio
 import logging
 import os
 import time
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any
 
-from switchyard.engine import caller_view, plain_chat, served_model, threads
+from switchyard.engine import caller_view, own_answer, plain_chat, served_model, threads
 from switchyard.engine.counting import count_tokens
 from switchyard.engine.event_stream import EventStream, aclose_events, first_content
 from switchyard.engine.fallback import Fallback
 from switchyard.engine.health import Health
-from switchyard.engine.markup import first_marker, flag_leak, response_marker
+from switchyard.engine.markup import find_marker, first_marker, flag_leak, response_marker
 from switchyard.engine.monitor import BackendMonitor
 from switchyard.engine.offload import decode_off_loop, release_off_loop
 from switchyard.engine.records import DecisionRecord, DecisionSink, mark_cancelled, prompt_preview
@@ -47,7 +47,7 @@ from switchyard.engine.session import identify
 from switchyard.engine.state_watch import watched
 from switchyard.engine.stream_health import StreamHealth
 from switchyard.engine.stream_out import encode_stream, stream_aborter
-from switchyard.engine.target import Completion, NoBackend, Route, Target, close_all, find_route
+from switchyard.engine.target import Completion, Route, Target, close_all, find_route
 from switchyard.engine.timeouts import Budget, budget
 from switchyard.engine.verify import gate, gated_stream
 from switchyard.engine.windows import PromptSize
@@ -69,6 +69,7 @@ from switchyard.state.memory import MemoryStore
 from switchyard.wire import codec as get_codec
 from switchyard.wire.base import WireFormat
 from switchyard.wire.json import dumps, load_object
+from switchyard.wire.openai_chat.plain_answer import PlainAnswer
 
 __all__ = [
     "HEADER_OVERHEAD",
@@ -85,6 +86,9 @@ __all__ = [
 ]
 
 logger = logging.getLogger("switchyard.engine")
+
+Answer = ChatResponse | PlainAnswer
+"""An answer call's result: the IR, or a plain Chat answer relayed without it (the plain lane)."""
 
 KEEPALIVE_S = 15.0
 """Longest upstream silence on an open stream before the caller gets a keep-alive."""
@@ -276,34 +280,31 @@ class Engine:
                 "(send x-switchyard-session-id); each request is routed on its own",
                 route.name,
             )
-        store: StateStore
-        if session.key is None:
-            store = MemoryStore(max_entries=64)
-        else:
-            assert route.store is not None
-            # The session's slot of the route (watched when POST /v1/decision reports changes).
-            store = watched(NamespacedStore(route.store, f"{session.key}:"))
-        ctx = RouteContext(
-            route=route.name,
-            session=session,
-            targets=self._route_targets[route.name],
-            store=store,
-            headers=headers,
-            shared=route.store,
-        )
-        fwd = forwarded(headers) if fwd is None else fwd
-        router_call = RouterCall(self.targets, self.health, record, limits, restriction, route.name, fwd)
-        try:
-            decision = await route.router.route(request, ctx, router_call)
-        except SwitchyardError:
-            raise
-        except Exception as exc:
-            logger.exception("router of route %r failed", route.name)
-            raise RouterError(f"router of route {route.name!r} failed: {type(exc).__name__}: {exc}") from exc
+        fixed = getattr(route.router, "fixed", None)  # a router that reads nothing (passthrough)
+        decision: Decision | None = fixed() if fixed is not None else None
+        router_call: RouterCall | None = None
+        if decision is None:  # the router's context, its session's state and its model calls
+            store: StateStore
+            if session.key is None:
+                store = MemoryStore(max_entries=64)
+            else:
+                assert route.store is not None
+                # The session's slot of the route (watched when POST /v1/decision reports changes).
+                store = watched(NamespacedStore(route.store, f"{session.key}:"))
+            ctx = RouteContext(route.name, session, self._route_targets[route.name], store, headers, route.store)
+            fwd = forwarded(headers) if fwd is None else fwd
+            router_call = RouterCall(self.targets, self.health, record, limits, restriction, route.name, fwd)
+            try:
+                decision = await route.router.route(request, ctx, router_call)
+            except SwitchyardError:
+                raise
+            except Exception as exc:
+                logger.exception("router of route %r failed", route.name)
+                raise RouterError(f"router of route {route.name!r} failed: {type(exc).__name__}: {exc}") from exc
         unknown = [c for c in decision.candidates if c not in self.targets]
         if unknown:
             raise RouterError(f"router of route {route.name!r} chose unknown target(s) {unknown}")
-        if decision.response is not None:
+        if decision.response is not None and router_call is not None:
             answer_ms = router_call.unbook(decision.response)
             if answer_ms is not None:
                 record.details["answer_elapsed_ms"] = answer_ms
@@ -362,23 +363,43 @@ class Engine:
     async def _complete(self, target: Target, prep: _Prepared, options: CallOptions) -> ChatResponse:
         """One answer call, with the markup check for Chat upstreams that ask for it."""
         response = await target.backend.complete(prep.request, target.info, options)
-        if target.reliability.markup_leak != "off":
-            marker = response_marker(response)
-            if marker is not None:
-                flag_leak(self.health, target, marker, prep.record, replaceable=True)
+        self._check_markup(target, prep, response)
         return response
 
+    async def _complete_plain(self, target: Target, prep: _Prepared, options: CallOptions) -> Answer:
+        """The plain Chat lane's answer call: a plain answer comes back without the IR
+        (``HttpBackend.complete_plain``, wire/openai_chat/plain_answer.py)."""
+        call = getattr(target.backend, "complete_plain", None) or target.backend.complete
+        answer: Answer = await call(prep.request, target.info, options)
+        self._check_markup(target, prep, answer)
+        return answer
+
+    def _check_markup(self, target: Target, prep: _Prepared, answer: Answer) -> None:
+        if target.reliability.markup_leak != "off":
+            marker = find_marker(answer.text) if isinstance(answer, PlainAnswer) else response_marker(answer)
+            if marker is not None:
+                flag_leak(self.health, target, marker, prep.record, replaceable=True)
+
     async def _answer(self, prep: _Prepared, *, emit: bool = True) -> Completion:
-        record, verify = prep.record, prep.route.verify
         if prep.decision.response is not None:
-            return self._answered(prep)
+            return own_answer.answered(prep, self.targets, self.health, self._emit)
+        target, response = await self._served(prep, self._complete, emit=emit)
+        assert isinstance(response, ChatResponse)  # self._complete's
+        return Completion(response, prep.record, target.info.name)
+
+    async def _served(
+        self, prep: _Prepared, call: Callable[[Target, _Prepared, CallOptions], Awaitable[Answer]], *, emit: bool = True
+    ) -> tuple[Target, Answer]:
+        """The answer from the first candidate that gives one (fallback, verification), booked."""
+        record, verify = prep.record, prep.route.verify
         record.overhead_ms = (time.perf_counter() - prep.t0) * 1000
         if not prep.candidates:
             raise self._exhausted(record, None, prep.t0)
         runner = self._fallback(prep)
         try:
-            target, response = await runner.run(prep.candidates, lambda t, o: self._complete(t, prep, o), prep.options)
+            target, response = await runner.run(prep.candidates, lambda t, o: call(t, prep, o), prep.options)
             if verify is not None and verify.gates(target.info.name, prep.request):  # docs/verify.md
+                assert isinstance(response, ChatResponse)  # the plain lane takes no verified route
                 again = lambda names: runner.run(names, lambda t, o: self._complete(t, prep, o), prep.options)  # noqa: E731
                 target, response = await gate(verify, prep.request, record, target, response, again)
         except UpstreamError as exc:
@@ -394,23 +415,12 @@ class Engine:
         record.duration_ms = (time.perf_counter() - prep.t0) * 1000
         if emit:
             self._emit(record)
-        return Completion(response, record, target.info.name)
-
-    def _answered(self, prep: _Prepared) -> Completion:
-        completion = self._answered_unemitted(prep)
-        record, response = completion.record, completion.response
-        target = self.targets.get(completion.target)
-        if target is not None:
-            record.cost_usd = target.info.price.cost(response.usage)
-        record.set_usage(response.usage)
-        record.duration_ms = (time.perf_counter() - prep.t0) * 1000
-        self._emit(record)
-        return completion
+        return target, response
 
     async def _answer_stream(self, prep: _Prepared) -> EventStream:
         record = prep.record
         if prep.decision.response is not None:
-            return self._answered_stream(prep)
+            return own_answer.answered_stream(prep, self.targets, self.health, self._emit)
         verify = prep.route.verify
         if verify is not None and verify.buffers(prep.candidates, prep.request):
             return await self._buffered(prep)
@@ -469,32 +479,6 @@ class Engine:
         done = await self._answer(prep, emit=False)
         target = self.targets[done.target]
         return EventStream(response_to_events(done.response), None, prep.record, target, self._emit, prep.t0)
-
-    def _answered_stream(self, prep: _Prepared) -> EventStream:
-        completion = self._answered_unemitted(prep)
-        events = response_to_events(completion.response)
-        fake_target = self.targets.get(completion.target) or Target(
-            TargetInfo(name=completion.target, model=completion.response.model), NoBackend()
-        )
-        return EventStream(events, None, prep.record, fake_target, self._emit, prep.t0)
-
-    def _answered_unemitted(self, prep: _Prepared) -> Completion:
-        response = prep.decision.response
-        assert response is not None
-        name = prep.decision.answered_by or (prep.candidates[0] if prep.candidates else "")
-        target = self.targets.get(name)
-        if target is not None:
-            prep.record.served_by(target.info)
-            served_model.note(prep.record, response.model)
-            if target.reliability.markup_leak != "off":
-                # The router made this call itself: too late to fall back, but worth flagging.
-                marker = response_marker(response)
-                if marker is not None:
-                    flag_leak(self.health, target, marker, prep.record, replaceable=False)
-        # The answer call a router made itself is not routing overhead.
-        answer_ms = float(prep.record.details.get("answer_elapsed_ms", 0.0))
-        prep.record.overhead_ms = (time.perf_counter() - prep.t0) * 1000 - answer_ms
-        return Completion(response, prep.record, name)
 
     async def _answered_by(self, prep: _Prepared, target: Target, message_id: str, model: str) -> None:
         """What the answer says of itself: the model that served it, the reply a thread continues."""
@@ -576,14 +560,21 @@ class Engine:
                     keepalive_s=self.keepalive_s,
                     abort=stream_aborter(encoder, events),
                 )
-            completion = await self._answer(prep)
+            if plain is not None and prep.decision.response is None:
+                answer = (await self._served(prep, self._complete_plain))[1]
+            else:
+                answer = (await self._answer(prep)).response
         except SwitchyardError as exc:
             return error_reply(self.targets, fmt, exc, prep.record if prep is not None else None)
-        response = completion.response
-        if caller_view.hides_reasoning(request):  # no thinking blocks for callers that did not enable thinking
-            response = caller_view.without_reasoning(response)
-        payload = codec.encode_response(response, model=self._reply_model(prep, request.model, completion.record))
-        return Reply(200, reply_headers(completion.record, stream=False), body=dumps(payload))
+        model = self._reply_model(prep, request.model, prep.record)
+        if type(answer) is PlainAnswer:
+            payload = answer.encode(model=model)
+        else:
+            assert isinstance(answer, ChatResponse)
+            if caller_view.hides_reasoning(request):  # no thinking blocks for callers that did not enable thinking
+                answer = caller_view.without_reasoning(answer)
+            payload = codec.encode_response(answer, model=model)
+        return Reply(200, reply_headers(prep.record, stream=False), body=dumps(payload))
 
     def _reply_model(self, prep: _Prepared, requested: str, record: DecisionRecord) -> str:
         """The ``model`` a reply names (see :mod:`switchyard.engine.reply_model`)."""

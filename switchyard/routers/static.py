@@ -23,6 +23,14 @@ class PassthroughRouter:
         self._candidates = (target,)
 
     async def route(self, request: ChatRequest, ctx: RouteContext, call: ModelCall) -> Decision:
+        return self._decision()
+
+    def fixed(self) -> Decision | None:
+        """The decision :meth:`route` gives every request, made without the context it does not
+        read (the engine then builds none); ``None`` when a subclass routes by its own rules."""
+        return self._decision() if type(self).route is PassthroughRouter.route else None
+
+    def _decision(self) -> Decision:
         return Decision(candidates=self._candidates, source="passthrough", reason="single target")
 
 

@@ -269,3 +269,73 @@ def test_only_passthroughs_to_relaying_chat_backends_relay(rig: Callable[..., Ri
     found = plain_chat.relay_routes(engine.routes.values(), engine.targets)
     assert set(found) == {"solo"}  # "pair" is a random router: it is never a relay
     assert [t.info.name for t in found["solo"]] == ["cheap", "spare"]
+
+
+_UPSTREAM_ANSWERS = {
+    "text": {"content": "done", "refusal": None},
+    "tool call": {
+        "content": None,
+        "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "ls", "arguments": '{"p": 1}'}}],
+    },
+    "leaked markup": {"content": "<tool_call><function=ls></function></tool_call>"},
+    "reasoning (not plain)": {"content": "done", "reasoning_content": "thought"},
+}
+
+
+async def _serve_http(rig: Callable[..., Rig], lane: bool, message: dict[str, Any]) -> tuple[Any, list[Any], Any]:
+    """The engine over a real HttpBackend (its answer served by an httpx mock transport)."""
+    import httpx
+
+    from switchyard.clients.backend import HttpBackend
+
+    answer = {
+        "id": "chatcmpl-7",
+        "object": "chat.completion",
+        "created": 1735689600,
+        "model": "m-cheap-served",
+        "choices": [{"index": 0, "message": {"role": "assistant", **message}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 12, "completion_tokens": 3, "prompt_tokens_details": {"cached_tokens": 4}},
+        "system_fingerprint": "fp_1",
+    }
+    transport = httpx.MockTransport(lambda request: httpx.Response(200, json=answer))
+    made = rig({})
+    backend = HttpBackend("up", "http://up.test/v1", transport=transport)
+    for target in made.engine.targets.values():
+        target.backend = backend
+    relaying = plain_chat.relay_routes(made.engine.routes.values(), made.engine.targets)
+    made.engine._plain = relaying if lane else {}
+    body = {"model": "solo", "messages": [{"role": "user", "content": "hi"}]}
+    reply = await made.engine.handle("openai_chat", orjson.dumps(body), {"content-type": "application/json"})
+    await backend.aclose()
+    return reply, made.records, made.engine
+
+
+@pytest.mark.parametrize("kind", list(_UPSTREAM_ANSWERS))
+async def test_a_relayed_answer_replies_records_and_flags_as_the_decoded_one(
+    rig: Callable[..., Rig], kind: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from switchyard.clients import backend as backend_module
+
+    relayed: list[Any] = []
+
+    def counted(body: dict[str, Any]) -> Any:
+        relayed.append(backend_module_plain(body))
+        return relayed[-1]
+
+    backend_module_plain = backend_module.plain_answer
+    monkeypatch.setattr(backend_module, "plain_answer", counted)
+    lane_reply, lane_records, lane_engine = await _serve_http(rig, True, _UPSTREAM_ANSWERS[kind])
+    assert [r is not None for r in relayed] == [kind != "reasoning (not plain)"]  # the relay was taken
+    full_reply, full_records, full_engine = await _serve_http(rig, False, _UPSTREAM_ANSWERS[kind])
+    assert lane_reply.status == full_reply.status == 200
+    assert lane_reply.body == full_reply.body
+    assert [_strip(r) for r in lane_records] == [_strip(r) for r in full_records]
+    record = lane_records[0]
+    assert (record.input_tokens, record.output_tokens, record.cache_read_tokens) == (12, 3, 4)
+    assert record.selected_model == "m-cheap" and record.cost_usd
+    lane_health, full_health = lane_engine.health.stats(), full_engine.health.stats()
+    for stats in (lane_health, full_health):  # how long ago a leak was seen: a time, not a fact
+        stats["targets"].get("cheap", {}).get("markup_leaks", {}).pop("last_s_ago", None)
+    assert lane_health == full_health
+    flagged = "markup_leak" in orjson.dumps(record.to_dict()).decode()
+    assert flagged == (kind == "leaked markup")

@@ -44,6 +44,39 @@ async def test_passthrough_always_its_target_and_no_model_calls() -> None:
     assert call.calls == []
 
 
+async def test_a_passthrough_decides_without_a_context_unless_a_subclass_routes_itself() -> None:
+    from switchyard.routers.static import PassthroughRouter
+
+    router = PassthroughRouter("b")
+    assert router.fixed() == await decide(router)
+    assert router.fixed() is not router.fixed()  # a fresh decision per request: nothing shared to mutate
+
+    class Sticky(PassthroughRouter):
+        async def route(self, request: ChatRequest, ctx: RouteContext, call: object) -> Decision:
+            return Decision(candidates=("a",), source="sticky")
+
+    assert Sticky("b").fixed() is None  # the engine calls its route() with a full context
+
+
+async def test_the_engine_builds_no_context_for_a_fixed_decision(monkeypatch: pytest.MonkeyPatch) -> None:
+    from switchyard.config.build import build_engine
+    from switchyard.config.load import load_config
+    from switchyard.engine import core
+
+    config = {
+        "llm_clients": {"up": {"format": "openai_chat", "base_url": "http://127.0.0.1:9/v1"}},
+        "targets": {"a": {"client": "up", "model": "m-a"}, "b": {"client": "up", "model": "m-b"}},
+        "routes": {"solo": {"type": "passthrough", "target": "b", "fallbacks": ["a"]}},
+    }
+    engine = build_engine(load_config(config, env={}), env={})
+    built: list[object] = []
+    monkeypatch.setattr(core, "RouteContext", lambda *a, **k: built.append(a))
+    record = await engine.decide(REQUEST.model_copy(update={"model": "solo"}), {"x-switchyard-session-id": "s1"})
+    assert (record.selected, record.source, record.reason) == ("b", "passthrough", "single target")
+    assert record.candidates == ["b", "a"] and built == []
+    await engine.aclose()
+
+
 async def test_random_candidate_order_is_choice_then_others_in_config_order() -> None:
     router = build(RandomSpec(type="random", targets=["a", "b", "c"], seed=1))
     seen: set[str] = set()
