@@ -35,6 +35,8 @@ def _bare(model: str) -> str:
 
 def same_model(chosen: str, served: str) -> bool:
     """Whether ``served`` (the upstream's ``model``) names the model ``chosen`` was asking for."""
+    if served == chosen:
+        return True  # the usual answer: vLLM and most providers echo the id they were sent
     asked, answered = _bare(chosen), _bare(served)
     if not answered or asked == answered:
         return True
