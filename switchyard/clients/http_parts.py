@@ -81,25 +81,29 @@ class Deadline:
 
     __slots__ = ("_cancelling", "_delay", "_fired", "_task", "_timer")
 
-    def __init__(self, delay: float | None) -> None:
+    def __init__(self, delay: float | None, task: asyncio.Task[Any] | None = None) -> None:
         self._delay = delay
         self._timer: asyncio.TimerHandle | None = None
         self._fired = False
+        self._task = task  # the running task, when the caller has it at hand (else looked up)
 
     async def __aenter__(self) -> Deadline:
         delay = self._delay
         if delay is not None:
-            task = asyncio.current_task()
+            # Each lookup of the running loop is a getpid() system call on CPython 3.11: the
+            # task's own loop is the running one.
+            task = self._task or asyncio.current_task()
             if task is None:
                 raise RuntimeError("Deadline must be used inside a task")
             self._task = task
             self._cancelling = task.cancelling()
-            self._timer = asyncio.get_running_loop().call_later(max(delay, 0.0), self._fire)
+            self._timer = task.get_loop().call_later(max(delay, 0.0), self._fire)
         return self
 
     def _fire(self) -> None:
         self._fired = True
         self._timer = None
+        assert self._task is not None  # set before the timer
         self._task.cancel()
 
     async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: Any) -> None:
@@ -107,7 +111,12 @@ class Deadline:
         if timer is not None:
             timer.cancel()
             self._timer = None
-        elif self._fired and self._task.uncancel() <= self._cancelling and exc_type is asyncio.CancelledError:
+        elif (
+            self._fired
+            and self._task is not None
+            and self._task.uncancel() <= self._cancelling
+            and exc_type is asyncio.CancelledError
+        ):
             raise TimeoutError from exc
 
     def expired(self) -> bool:

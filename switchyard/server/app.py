@@ -137,7 +137,9 @@ class SwitchyardApp:
 
             await _write(send, openapi_reply(), extra)
             return
-        body = await self._read_body(path, headers, receive, send, extra)
+        task = asyncio.current_task()  # this request's: its deadlines cancel it
+        assert task is not None
+        body = await self._read_body(path, headers, receive, send, extra, task)
         if body is None:
             return
         strict.max_messages.set(self.max_messages)  # read by the decoders (wire/strict.py)
@@ -147,7 +149,7 @@ class SwitchyardApp:
         watch = _disconnect_watch(scope, receive)
         ending = self.drain.enter()
         try:
-            reply = await self._dispatch(scope, body, headers, watch, ending, admission.key)
+            reply = await self._dispatch(scope, body, headers, watch, ending, task, admission.key)
             if reply is None:
                 return
             flush = (scope.get("extensions") or {}).get(FLUSH_EXTENSION)
@@ -173,7 +175,13 @@ class SwitchyardApp:
             flush()
 
     async def _read_body(
-        self, path: str, headers: dict[str, str], receive: Receive, send: Send, extra: list[tuple[bytes, bytes]]
+        self,
+        path: str,
+        headers: dict[str, str],
+        receive: Receive,
+        send: Send,
+        extra: list[tuple[bytes, bytes]],
+        task: asyncio.Task[Any] | None = None,
     ) -> bytes | None:
         """The whole body within ``client_timeouts.body_s`` and ``limits.max_body_bytes``;
         ``None`` when the caller left or was answered (413, 408)."""
@@ -185,7 +193,7 @@ class SwitchyardApp:
         size = 0
         more = True
         try:
-            async with Deadline(self.body_s):
+            async with Deadline(self.body_s, task):
                 while more:
                     message = await receive()
                     if message["type"] == "http.disconnect":
@@ -218,6 +226,7 @@ class SwitchyardApp:
         headers: dict[str, str],
         watch: asyncio.Future[None],
         ending: asyncio.Future[None],
+        task: asyncio.Task[Any],
         key: ApiKey | None = None,
     ) -> Reply | None:
         """The reply, or ``None`` when the caller disconnected first (the work is cancelled)."""
@@ -233,8 +242,6 @@ class SwitchyardApp:
         # The work runs in this task (no task and no ``asyncio.wait`` per request); a disconnect
         # cancels this task while it is inside ``dispatch``, as cancelling a separate task would,
         # and so does the end of a shutdown's drain time.
-        task = asyncio.current_task()
-        assert task is not None
         state = _Dispatch()
 
         def gone(_: asyncio.Future[None]) -> None:

@@ -62,3 +62,22 @@ def test_nested_the_inner_one_fires_the_outer_one_does_not() -> None:
         return f"outer expired: {outer.expired()}"
 
     assert asyncio.run(main()) == "outer expired: False"
+
+
+def test_a_deadline_given_its_task_needs_no_lookup(monkeypatch: pytest.MonkeyPatch) -> None:
+    async def main() -> bool:
+        task = asyncio.current_task()
+        assert task is not None
+
+        def no_lookup(loop: object = None) -> None:
+            raise AssertionError("looked the task up")
+
+        monkeypatch.setattr(asyncio, "current_task", no_lookup)
+        d = Deadline(0.01, task)
+        with pytest.raises(TimeoutError):
+            async with d:
+                await asyncio.Event().wait()
+        monkeypatch.undo()
+        return d.expired()
+
+    assert asyncio.run(main()) is True
