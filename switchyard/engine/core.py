@@ -65,6 +65,7 @@ from switchyard.protocol.session import NamespacedStore, SessionInfo, StateStore
 from switchyard.protocol.stream import MessageStart, StreamEvent, response_to_events
 from switchyard.protocol.targets import TargetInfo
 from switchyard.routers.base import Decision, RouteContext
+from switchyard.routers.static import PassthroughRouter
 from switchyard.state.memory import MemoryStore
 from switchyard.wire import codec as get_codec
 from switchyard.wire.base import WireFormat
@@ -280,8 +281,8 @@ class Engine:
                 "(send x-switchyard-session-id); each request is routed on its own",
                 route.name,
             )
-        fixed = getattr(route.router, "fixed", None)  # a router that reads nothing (passthrough)
-        decision: Decision | None = fixed() if fixed is not None else None
+        # A passthrough reads nothing of the request or its context: no context is built for it.
+        decision = route.router.fixed() if isinstance(route.router, PassthroughRouter) else None
         router_call: RouterCall | None = None
         if decision is None:  # the router's context, its session's state and its model calls
             store: StateStore
@@ -567,7 +568,7 @@ class Engine:
         except SwitchyardError as exc:
             return error_reply(self.targets, fmt, exc, prep.record if prep is not None else None)
         model = self._reply_model(prep, request.model, prep.record)
-        if type(answer) is PlainAnswer:
+        if isinstance(answer, PlainAnswer):
             payload = answer.encode(model=model)
         else:
             assert isinstance(answer, ChatResponse)

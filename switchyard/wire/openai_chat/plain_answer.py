@@ -15,12 +15,18 @@ refuses, returns ``None`` and takes the full decode, so its reply and its errors
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from typing import Any
 
 from switchyard.protocol.response import Usage
-from switchyard.wire.openai_chat.response import STOP_TO_FINISH, decode_usage, encode_usage, stop_reason
+from switchyard.wire.openai_chat.response import (
+    STOP_TO_FINISH,
+    assistant_message,
+    completion,
+    decode_usage,
+    encode_usage,
+    stop_reason,
+)
 
 __all__ = ["PlainAnswer", "plain_answer"]
 
@@ -37,7 +43,6 @@ class PlainAnswer:
         message: The reply's ``message`` object.
         finish_reason: The reply's ``finish_reason``.
         created: The upstream's ``created`` (``0``: none; the reply then names the time of encoding).
-        usage_out: The reply's ``usage`` object.
     """
 
     id: str
@@ -47,18 +52,10 @@ class PlainAnswer:
     message: dict[str, Any]
     finish_reason: str
     created: int
-    usage_out: dict[str, Any]
 
     def encode(self, *, model: str) -> dict[str, Any]:
         """The ``chat.completion`` reply naming ``model`` (as ``encode_response`` writes it)."""
-        return {
-            "id": self.id or "chatcmpl-switchyard",
-            "object": "chat.completion",
-            "created": self.created or int(time.time()),
-            "model": model,
-            "choices": [{"index": 0, "message": self.message, "finish_reason": self.finish_reason, "logprobs": None}],
-            "usage": self.usage_out,
-        }
+        return completion(self.id, self.created, model, self.message, self.finish_reason, encode_usage(self.usage))
 
 
 def plain_answer(body: dict[str, Any]) -> PlainAnswer | None:
@@ -94,19 +91,15 @@ def plain_answer(body: dict[str, Any]) -> PlainAnswer | None:
         usage = decode_usage(body.get("usage"))
     except (TypeError, ValueError, AttributeError, OverflowError):
         return None  # the full decode names the problem
-    message: dict[str, Any] = {"role": "assistant", "content": text if text or not calls else None}
-    if calls:
-        message["tool_calls"] = calls
     stop = stop_reason(choice.get("finish_reason"), choice.get("stop_reason"))
     return PlainAnswer(
         id=ident or "",
         model=model or "",
         usage=usage,
         text=text,
-        message=message,
+        message=assistant_message(text, calls),
         finish_reason=STOP_TO_FINISH[stop],
         created=created,
-        usage_out=encode_usage(usage),
     )
 
 

@@ -149,27 +149,37 @@ def encode_tool_calls(calls: list[ToolCallPart]) -> list[dict[str, Any]]:
 def encode_response(response: ChatResponse, *, model: str) -> dict[str, Any]:
     """Encodes an IR response as a ``chat.completion`` object."""
     calls = response.tool_calls
-    text = response.text
-    message: dict[str, Any] = {"role": "assistant", "content": text if text or not calls else None}
-    reasoning = response.reasoning
-    if reasoning:
-        message["reasoning"] = reasoning
     if any(isinstance(p, ReasoningPart) and (p.signature or p.encrypted or p.redacted) for p in response.content):
         diagnostics.report(
             "openai_chat.reasoning_signature_dropped",
             "Chat has no field for reasoning signatures/encrypted reasoning; only the text is returned",
         )
-    if calls:
-        message["tool_calls"] = encode_tool_calls(calls)
+    message = assistant_message(response.text, encode_tool_calls(calls) if calls else [], response.reasoning)
+    finish = STOP_TO_FINISH[response.stop_reason]
+    return completion(response.id, response.created, model, message, finish, encode_usage(response.usage))
+
+
+def assistant_message(text: str, tool_calls: list[dict[str, Any]], reasoning: str = "") -> dict[str, Any]:
+    """A reply's ``message``: ``content`` is null only beside tool calls with no text."""
+    message: dict[str, Any] = {"role": "assistant", "content": text if text or not tool_calls else None}
+    if reasoning:
+        message["reasoning"] = reasoning
+    if tool_calls:
+        message["tool_calls"] = tool_calls
+    return message
+
+
+def completion(
+    id: str, created: int, model: str, message: dict[str, Any], finish_reason: str, usage: dict[str, Any]
+) -> dict[str, Any]:
+    """The ``chat.completion`` envelope (an id and a creation time of our own when the answer had none)."""
     return {
-        "id": response.id or "chatcmpl-switchyard",
+        "id": id or "chatcmpl-switchyard",
         "object": "chat.completion",
-        "created": response.created or int(time.time()),
+        "created": created or int(time.time()),
         "model": model,
-        "choices": [
-            {"index": 0, "message": message, "finish_reason": STOP_TO_FINISH[response.stop_reason], "logprobs": None}
-        ],
-        "usage": encode_usage(response.usage),
+        "choices": [{"index": 0, "message": message, "finish_reason": finish_reason, "logprobs": None}],
+        "usage": usage,
     }
 
 
