@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from switchyard.clients.errors import masked, status_error, timed_out
+from switchyard.clients.errors import masked, status_error, timed_out, transport_error
 from switchyard.clients.health import Probe, health_url, probe_urls, server_root
 from switchyard.clients.http_parts import (
     DEFAULT_HEADERS,
@@ -23,10 +23,6 @@ from switchyard.clients.http_parts import (
     Deadline,
     drain,
     env_proxy,
-    is_connect_timeout,
-    is_decoding_error,
-    is_pool_timeout,
-    is_timeout,
     left,
     read_capped,
 )
@@ -35,13 +31,11 @@ from switchyard.clients.limits import clamp_output, may_clamp
 from switchyard.clients.models import ModelListError, parse_model_list, served_window
 from switchyard.protocol.call import CallOptions
 from switchyard.protocol.errors import (
-    UpstreamConnectionError,
     UpstreamError,
     UpstreamProtocolError,
-    UpstreamTimeoutError,
 )
 from switchyard.protocol.messages import ReasoningPart
-from switchyard.protocol.redact import Redactor, header_secrets, redact_urls
+from switchyard.protocol.redact import Redactor, header_secrets
 from switchyard.protocol.request import ChatRequest
 from switchyard.protocol.response import ChatResponse
 from switchyard.protocol.stream import StreamError, StreamEvent
@@ -53,7 +47,9 @@ from switchyard.wire.base import WireFormat
 from switchyard.wire.json import dumps_in_pieces
 from switchyard.wire.openai_chat.plain_answer import PlainAnswer, plain_answer
 from switchyard.wire.openai_chat.request import normalize_replay as normalize_chat_replay
+from switchyard.wire.openai_chat.stream import gathered
 from switchyard.wire.sse import SSEParser
+from switchyard.wire.text_run import TextRun
 
 if TYPE_CHECKING:
     import httpx
@@ -399,6 +395,19 @@ class HttpBackend:
     async def open_stream(
         self, request: ChatRequest, target: TargetInfo, options: CallOptions
     ) -> AsyncIterator[StreamEvent]:
+        return await self._open(request, target, options, runs=False)
+
+    async def open_stream_plain(
+        self, request: ChatRequest, target: TargetInfo, options: CallOptions
+    ) -> AsyncIterator[StreamEvent | TextRun]:
+        """:meth:`open_stream` for a Chat caller whose body this Chat upstream gets as it came:
+        the texts of the plain text chunks of one read come as one :class:`TextRun`
+        (wire/text_run.py), which only the engine's stream for a Chat caller takes."""
+        return await self._open(request, target, options, runs=self.format is WireFormat.OPENAI_CHAT)
+
+    async def _open(
+        self, request: ChatRequest, target: TargetInfo, options: CallOptions, *, runs: bool
+    ) -> AsyncIterator[Any]:
         timeouts, deadline, label = self._limits(options)
         content, names = await self._encode(request, target, options, stream=True)
         try:
@@ -435,9 +444,9 @@ class HttpBackend:
                 raise self._transport_error(exc, target, timeouts) from exc
             finally:
                 await resp.aclose()
-            events = self._replay_json(body, target)
+            events: AsyncIterator[Any] = self._replay_json(body, target)
         else:
-            events = self._events(resp, target, deadline, timeouts, label)
+            events = self._events(resp, target, deadline, timeouts, label, runs=runs and not names)
         return custom_tools.restore_stream(events, names) if names else events
 
     async def _replay_json(self, body: bytes, target: TargetInfo) -> AsyncIterator[StreamEvent]:
@@ -451,10 +460,10 @@ class HttpBackend:
             yield event
 
     async def _events(
-        self, resp: Any, target: TargetInfo, deadline: float | None, timeouts: Timeouts, label: str
-    ) -> AsyncIterator[StreamEvent]:
+        self, resp: Any, target: TargetInfo, deadline: float | None, timeouts: Timeouts, label: str, *, runs: bool
+    ) -> AsyncIterator[StreamEvent | TextRun]:
         parser = SSEParser()
-        decoder = self.codec.stream_decoder()
+        decoder: Any = self.codec.stream_decoder()
         chunks = resp.aiter_bytes()
         # The lean pool's response can hand over everything already received in one piece: no
         # timeout scope and one parser call for a burst of events instead of one per event.
@@ -475,11 +484,18 @@ class HttpBackend:
                         raise timed_out(said, target, label) from exc
                 if chunk is None:
                     break
-                for sse in parser.feed(chunk):
-                    for event in decoder.feed(sse):
-                        yield masked(event, self._redact) if type(event) is StreamError else event
-                    if decoder.done:
-                        break
+                if runs:
+                    batch, failed = gathered(decoder, parser.feed_raw(chunk))
+                    for item in batch:
+                        yield masked(item, self._redact) if type(item) is StreamError else item
+                    if failed is not None:
+                        raise failed
+                else:
+                    for sse in parser.feed(chunk):
+                        for event in decoder.feed(sse):
+                            yield masked(event, self._redact) if type(event) is StreamError else event
+                        if decoder.done:
+                            break
                 if decoder.done:
                     # The answer is complete, but the HTTP response may not be: closing it before its
                     # last bytes drops the connection (and, upstream over TLS, the session). Read the
@@ -561,29 +577,7 @@ class HttpBackend:
         return await count_tokens(self, request, target, options)
 
     def _transport_error(self, exc: BaseException, target: TargetInfo, limits: Timeouts | None = None) -> UpstreamError:
-        if is_pool_timeout(exc):
-            return UpstreamTimeoutError(
-                f"{target.name}: connection pool exhausted: all {self.max_connections} connections to "
-                f"llm_clients.{self.name} are busy (raise its max_connections or lower the load)",
-                target=target.name,
-            )
-        if is_timeout(exc):
-            kind = type(exc).__name__
-            error = UpstreamTimeoutError(f"{target.name}: upstream timed out ({kind})", target=target.name)
-            if limits is not None:
-                # The caller's x-switchyard-timeout may only tighten a limit: when the one that
-                # passed is tighter than configured, it was the caller's choice.
-                if is_connect_timeout(exc):
-                    error.caller_limit = limits.connect < self.timeouts.connect
-                else:
-                    error.caller_limit = limits.read < self.timeouts.read
-            return error
-        said = self._redact.text(redact_urls(f"{type(exc).__name__}: {exc}"))
-        if is_decoding_error(exc):
-            # The body could not be decoded (corrupt, or past max_response_bytes once inflated):
-            # the upstream answered, but with nothing usable — a protocol failure, not a lost link.
-            return UpstreamProtocolError(f"{target.name}: {said}", target=target.name)
-        return UpstreamConnectionError(f"{target.name}: {said}", target=target.name)
+        return transport_error(exc, target, self.name, self.max_connections, self.timeouts, limits, self._redact)
 
     async def aclose(self) -> None:
         """Closes pooled connections."""

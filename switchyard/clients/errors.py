@@ -11,8 +11,16 @@ from typing import Any
 
 import orjson
 
-from switchyard.protocol.errors import ContextWindowExceededError, UpstreamStatusError, UpstreamTimeoutError
-from switchyard.protocol.redact import Redactor
+from switchyard.clients.http_parts import Timeouts, is_connect_timeout, is_decoding_error, is_pool_timeout, is_timeout
+from switchyard.protocol.errors import (
+    ContextWindowExceededError,
+    UpstreamConnectionError,
+    UpstreamError,
+    UpstreamProtocolError,
+    UpstreamStatusError,
+    UpstreamTimeoutError,
+)
+from switchyard.protocol.redact import Redactor, redact_urls
 from switchyard.protocol.stream import StreamError
 from switchyard.protocol.targets import TargetInfo
 from switchyard.wire.base import Codec
@@ -135,3 +143,40 @@ def masked(event: StreamError, redact: Redactor) -> StreamError:
     if not redact or not event.error.message:
         return event
     return StreamError(error=event.error.model_copy(update={"message": redact.text(event.error.message)}))
+
+
+def transport_error(
+    exc: BaseException,
+    target: TargetInfo,
+    client: str,
+    max_connections: int,
+    configured: Timeouts,
+    limits: Timeouts | None,
+    redact: Redactor,
+) -> UpstreamError:
+    """The upstream error for a transport failure ``exc`` of ``llm_clients.<client>``: a pool
+    timeout, a timeout (``caller_limit`` when the limit that passed, ``limits``, is tighter than
+    the ``configured`` one), an undecodable body, or a lost connection."""
+    if is_pool_timeout(exc):
+        return UpstreamTimeoutError(
+            f"{target.name}: connection pool exhausted: all {max_connections} connections to "
+            f"llm_clients.{client} are busy (raise its max_connections or lower the load)",
+            target=target.name,
+        )
+    if is_timeout(exc):
+        kind = type(exc).__name__
+        error = UpstreamTimeoutError(f"{target.name}: upstream timed out ({kind})", target=target.name)
+        if limits is not None:
+            # The caller's x-switchyard-timeout may only tighten a limit: when the one that
+            # passed is tighter than configured, it was the caller's choice.
+            if is_connect_timeout(exc):
+                error.caller_limit = limits.connect < configured.connect
+            else:
+                error.caller_limit = limits.read < configured.read
+        return error
+    said = redact.text(redact_urls(f"{type(exc).__name__}: {exc}"))
+    if is_decoding_error(exc):
+        # The body could not be decoded (corrupt, or past max_response_bytes once inflated):
+        # the upstream answered, but with nothing usable — a protocol failure, not a lost link.
+        return UpstreamProtocolError(f"{target.name}: {said}", target=target.name)
+    return UpstreamConnectionError(f"{target.name}: {said}", target=target.name)

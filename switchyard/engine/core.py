@@ -62,7 +62,7 @@ from switchyard.protocol.errors import (
 from switchyard.protocol.request import ChatRequest
 from switchyard.protocol.response import ChatResponse
 from switchyard.protocol.session import NamespacedStore, SessionInfo, StateStore
-from switchyard.protocol.stream import MessageStart, StreamEvent, response_to_events
+from switchyard.protocol.stream import MessageStart, response_to_events
 from switchyard.protocol.targets import TargetInfo
 from switchyard.routers.base import Decision, RouteContext
 from switchyard.routers.static import PassthroughRouter
@@ -418,7 +418,9 @@ class Engine:
             self._emit(record)
         return target, response
 
-    async def _answer_stream(self, prep: _Prepared) -> EventStream:
+    async def _answer_stream(self, prep: _Prepared, *, runs: bool = False) -> EventStream:
+        """Opens the answer stream on the first candidate that accepts it; with ``runs`` (a Chat
+        caller's reply: ``handle``), through ``open_stream_plain`` where the backend has it."""
         record = prep.record
         if prep.decision.response is not None:
             return own_answer.answered_stream(prep, self.targets, self.health, self._emit)
@@ -429,8 +431,11 @@ class Engine:
         if not prep.candidates:
             raise self._exhausted(record, None, prep.t0)
 
-        async def opened(target: Target, options: CallOptions) -> tuple[AsyncIterator[StreamEvent], list[StreamEvent]]:
-            events = await target.backend.open_stream(prep.request, target.info, options)
+        async def opened(target: Target, options: CallOptions) -> tuple[AsyncIterator[Any], list[Any]]:
+            open_stream = (getattr(target.backend, "open_stream_plain", None) if runs else None) or (
+                target.backend.open_stream
+            )
+            events = await open_stream(prep.request, target.info, options)
             try:
                 # Fallback stays possible until the first event is in hand: nothing has reached
                 # the caller yet.
@@ -547,7 +552,7 @@ class Engine:
             if prep.decision.request is None:
                 prep.body_bytes = len(body)
             if request.stream:
-                events = await self._answer_stream(prep)
+                events = await self._answer_stream(prep, runs=plain is not None)
                 encoder = codec.stream_encoder(
                     model=self._reply_model(prep, request.model, events.record), include_usage=request.include_usage
                 )

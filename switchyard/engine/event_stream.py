@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
 
 from switchyard.clients.retry import classify
 from switchyard.engine.markup import MarkupScanner
@@ -26,6 +26,7 @@ from switchyard.protocol.stream import (
     UsageDelta,
     merge_usage,
 )
+from switchyard.wire.text_run import TextRun
 from switchyard.wire.tokens import CHARS_PER_TOKEN
 
 logger = logging.getLogger("switchyard.engine")
@@ -47,8 +48,8 @@ class EventStream:
 
     def __init__(
         self,
-        first: list[StreamEvent],
-        rest: AsyncIterator[StreamEvent] | None,
+        first: Sequence[StreamEvent | TextRun],
+        rest: AsyncIterator[StreamEvent | TextRun] | None,
         record: DecisionRecord,
         target: Target,
         finalize: Callable[[DecisionRecord], None],
@@ -85,9 +86,11 @@ class EventStream:
 
     def __anext__(self) -> Awaitable[StreamEvent]:
         # The generator's own awaitable, not a coroutine wrapping it: one frame less per event.
-        return self._gen.__anext__()
+        # (A TextRun comes only from a backend opened with ``open_stream_plain``, which only the
+        # engine's own Chat replies do: a stream handed to users yields IR events alone.)
+        return self._gen.__anext__()  # type: ignore[return-value]
 
-    async def _run(self) -> AsyncGenerator[StreamEvent, None]:
+    async def _run(self) -> AsyncGenerator[StreamEvent | TextRun, None]:
         try:
             for event in self._first:
                 self._observe(event)
@@ -117,17 +120,13 @@ class EventStream:
             await self._close_rest()
             self._done()
 
-    def _observe(self, event: StreamEvent) -> None:
+    def _observe(self, event: StreamEvent | TextRun) -> None:
         kind = type(event)  # exact types: this runs once per event
         if kind is TextDelta:
-            text: str = event.text  # type: ignore[union-attr]
-            self._chars += len(text)
-            if self._scanner is not None:
-                marker = self._scanner.feed(text)
-                if marker is not None:
-                    self._scanner = None  # one report per stream
-                    assert self._on_markup is not None
-                    self._on_markup(marker)
+            self._text(event.text)  # type: ignore[union-attr]
+        elif kind is TextRun:
+            for text in event.texts:  # type: ignore[union-attr]
+                self._text(text)
         elif kind is UsageDelta:
             self._usage = merge_usage(self._usage, event.usage)  # type: ignore[union-attr]
             self._usage_seen = True
@@ -137,6 +136,15 @@ class EventStream:
             self._chars += len(event.name or "") + len(event.arguments or "")  # type: ignore[union-attr]
         elif kind is StreamError:
             self._fail(event.error)  # type: ignore[union-attr]
+
+    def _text(self, text: str) -> None:
+        self._chars += len(text)
+        if self._scanner is not None:
+            marker = self._scanner.feed(text)
+            if marker is not None:
+                self._scanner = None  # one report per stream
+                assert self._on_markup is not None
+                self._on_markup(marker)
 
     def _fail(self, error: ErrorInfo, *, blame: bool = True) -> None:
         self.record.error = error.message
@@ -211,14 +219,18 @@ class EventStream:
     async def collect(self) -> ChatResponse:
         """Drains the stream into a complete response."""
         acc = StreamAccumulator()
-        async for event in self:
-            acc.add(event)
+        async for event in self._gen:
+            if isinstance(event, TextRun):
+                for text in event.texts:
+                    acc.add(TextDelta(text=text))
+            else:
+                acc.add(event)
         return acc.response()
 
 
-async def first_content(events: AsyncIterator[StreamEvent]) -> list[StreamEvent]:
+async def first_content(events: AsyncIterator[StreamEvent | TextRun]) -> list[StreamEvent | TextRun]:
     """Reads events up to and including the first one that carries content or ends the turn."""
-    got: list[StreamEvent] = []
+    got: list[StreamEvent | TextRun] = []
     async for event in events:
         got.append(event)
         if isinstance(event, StreamError):

@@ -29,6 +29,7 @@ from switchyard.protocol.messages import TextPart
 from switchyard.protocol.response import ChatResponse
 from switchyard.protocol.stream import StreamEvent, TextDelta
 from switchyard.protocol.targets import TargetInfo
+from switchyard.wire.text_run import TextRun
 
 if TYPE_CHECKING:
     from switchyard.engine.target import Target
@@ -89,9 +90,13 @@ def response_marker(response: ChatResponse) -> str | None:
     return None
 
 
-def first_marker(events: Sequence[StreamEvent]) -> str | None:
+def first_marker(events: Sequence[StreamEvent | TextRun]) -> str | None:
     """Leaked markup in the text of the stream events read before anything reached the caller."""
-    text = "".join(e.text for e in events if type(e) is TextDelta)
+    text = "".join(
+        e.text if type(e) is TextDelta else "".join(e.texts)  # type: ignore[union-attr]
+        for e in events
+        if type(e) is TextDelta or type(e) is TextRun
+    )
     return find_marker(text) if text else None
 
 

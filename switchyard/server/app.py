@@ -337,11 +337,11 @@ class SwitchyardApp:
             # the caller — while an upstream that drips still gets one write per event.
             try:
                 while (data := await ready.take()) is not None:
-                    await write({"type": "http.response.body", "body": data, "more_body": True})
+                    await write({"type": "http.response.body", "body": data, "more_body": True}, pump_task)
                     self._send_now(flush)
                     state.last = loop.time()
                 state.done = True
-                await write({"type": "http.response.body", "body": b"", "more_body": False})
+                await write({"type": "http.response.body", "body": b"", "more_body": False}, pump_task)
                 self._send_now(flush)
             except _Stalled:
                 return  # the connection is dropped; the finally below stops the upstream read
@@ -489,16 +489,18 @@ class _Stalled(Exception):
     """A write to the caller did not complete within ``client_timeouts.write_s``."""
 
 
-def _deadline_send(send: Send, write_s: float, state: _Writer, abort: Callable[[], None] | None) -> Send:
+def _deadline_send(
+    send: Send, write_s: float, state: _Writer, abort: Callable[[], None] | None
+) -> Callable[..., Awaitable[None]]:
     """``send`` bounded by the write deadline: a caller that reads nothing for ``write_s`` while
     data waits has its connection dropped (``abort``: no flush of what is queued) and the write
     raises :class:`_Stalled`."""
 
-    async def write(message: Message) -> None:
+    async def write(message: Message, task: Any = None) -> None:  # task: the writing one, if known
         if state.stalled:
             raise _Stalled
         try:
-            async with Deadline(write_s):
+            async with Deadline(write_s, task):
                 await send(message)
         except TimeoutError:
             state.stalled = True

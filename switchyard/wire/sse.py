@@ -11,6 +11,7 @@ strict subset every SDK parses: optional ``event:`` line, one ``data:`` line, bl
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(slots=True, frozen=True)
@@ -32,8 +33,8 @@ class SSEParser:
         self._event: str | None = None
         self._pending_cr = False
 
-    def feed(self, chunk: bytes) -> list[SSEEvent]:
-        """Adds bytes and returns the events they completed."""
+    def _lines(self, chunk: bytes) -> list[bytes]:
+        """The lines ``chunk`` completes; the unfinished last one waits in ``_buf``."""
         if not chunk:
             # An empty read must not forget a pending CR: the LF completing it may come next.
             return []
@@ -48,6 +49,34 @@ class SSEParser:
             buf = buf.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
         lines = buf.split(b"\n")
         self._buf = lines.pop()
+        return lines
+
+    def feed_raw(self, chunk: bytes) -> list[SSEEvent | bytes]:
+        """:meth:`feed`, except that an event of one ``data:`` line and no name comes as that
+        line's value, undecoded (``bytes``): a decoder that recognises the value as bytes skips
+        decoding it and the :class:`SSEEvent` (the plain Chat lane, ``ChatStreamDecoder``)."""
+        out: list[SSEEvent | bytes] = []
+        held: bytes | None = None  # the value of a lone data line, until the line after it
+        for raw in self._lines(chunk):
+            if held is not None:
+                if not raw:
+                    if held:
+                        out.append(held)
+                    held = None
+                    continue
+                self._data.append(held.decode("utf-8", errors="replace"))
+                held = None
+            if raw.startswith(b"data: ") and not self._data and self._event is None:
+                held = raw[6:]
+            else:
+                self._line(raw, out)
+        if held is not None:
+            self._data.append(held.decode("utf-8", errors="replace"))
+        return out
+
+    def feed(self, chunk: bytes) -> list[SSEEvent]:
+        """Adds bytes and returns the events they completed."""
+        lines = self._lines(chunk)
         out: list[SSEEvent] = []
         data = self._data
         for raw in lines:
@@ -72,7 +101,7 @@ class SSEParser:
         self._line(b"", out)
         return out
 
-    def _line(self, raw: bytes, out: list[SSEEvent]) -> None:
+    def _line(self, raw: bytes, out: list[Any]) -> None:
         if not raw:
             data = "\n".join(self._data)
             # A lone empty ``data:`` line dispatches nothing (as the SSE spec says): an event with

@@ -33,6 +33,7 @@ from switchyard.wire.openai_chat.response import (
     stop_reason,
 )
 from switchyard.wire.sse import DONE, SSEEvent, frame
+from switchyard.wire.text_run import TextRun
 
 _MARK = '"delta":{"content":'
 _STRING = re.compile(r'"(?:[^"\\]|\\.)*"')  # one JSON string literal, escapes included
@@ -61,6 +62,8 @@ class ChatStreamDecoder:
     def __init__(self) -> None:
         self._prefix: str | None = None  # a plain text chunk up to its content string
         self._suffix = ""  # ... and after it
+        self._raw_prefix = b""  # both UTF-8 encoded
+        self._raw_suffix = b""
         self._started = False
         self._done = False
         self._stop: StopReason | None = None
@@ -82,17 +85,58 @@ class ChatStreamDecoder:
             # A chunk of an unexpected shape is the upstream's fault: a typed error, never a crash.
             raise UpstreamProtocolError(f"malformed upstream stream chunk: {type(exc).__name__}: {exc}") from exc
 
-    def _feed(self, event: SSEEvent) -> list[StreamEvent]:
-        data = event.data
+    def feed_into(self, event: SSEEvent | bytes, out: list[StreamEvent | TextRun]) -> None:
+        """:meth:`feed`, its events appended to ``out``, except that the texts of plain text
+        chunks are gathered into a :class:`~switchyard.wire.text_run.TextRun` at the end of
+        ``out`` (one for consecutive chunks): the plain Chat lane's batch of one upstream read.
+        ``event`` may be the undecoded data of an event (``SSEParser.feed_raw``)."""
+        if type(event) is bytes:
+            text = self._raw_template_text(event)
+            if text is None:
+                event = SSEEvent(None, event.decode("utf-8", errors="replace"))
+                text = self._template_text(event.data)
+        else:
+            text = self._template_text(event.data)  # type: ignore[union-attr]
+        if text is None:
+            out.extend(self.feed(event))  # type: ignore[arg-type]
+        elif text:
+            last = out[-1] if out else None
+            if type(last) is TextRun:
+                last.texts.append(text)
+            else:
+                out.append(TextRun([text]))
+
+    def _raw_template_text(self, data: bytes) -> str | None:
+        """:meth:`_template_text` of undecoded data (``None`` also when it is not UTF-8: the
+        decoded text then answers)."""
+        prefix = self._raw_prefix
+        if prefix and data.startswith(prefix) and data.endswith(self._raw_suffix):
+            try:
+                text = orjson.loads(data[len(prefix) : len(data) - len(self._raw_suffix)])
+            except orjson.JSONDecodeError:
+                return None
+            if type(text) is str:
+                return text
+        return None
+
+    def _template_text(self, data: str) -> str | None:
+        """The text of a chunk that is the learned template around one JSON string, else ``None``."""
         prefix = self._prefix
         if prefix is not None and data.startswith(prefix) and data.endswith(self._suffix):
             literal = data[len(prefix) : len(data) - len(self._suffix)]
             try:
                 text = orjson.loads(literal)
             except orjson.JSONDecodeError:
-                text = None  # not one string after all: decoded in full below
+                return None  # not one string after all: decoded in full
             if type(text) is str:
-                return [TextDelta(text=text)] if text else []
+                return text
+        return None
+
+    def _feed(self, event: SSEEvent) -> list[StreamEvent]:
+        data = event.data
+        text = self._template_text(data)
+        if text is not None:
+            return [TextDelta(text=text)] if text else []
         if data.startswith("[DONE]"):
             self._done = True
             return self._stop_events()
@@ -128,7 +172,7 @@ class ChatStreamDecoder:
                 content = delta["content"]
                 if isinstance(content, str) and content:
                     out.append(TextDelta(text=content))
-                    if prefix is None:
+                    if self._prefix is None:
                         self._learn(data, chunk)
             else:
                 self._delta(delta, out)
@@ -167,6 +211,8 @@ class ChatStreamDecoder:
             return
         self._prefix = data[:start]
         self._suffix = data[literal.end() :]
+        self._raw_prefix = self._prefix.encode()
+        self._raw_suffix = self._suffix.encode()
 
     def _delta(self, delta: Any, out: list[StreamEvent]) -> None:
         """The events of one choice's ``delta``: reasoning, text, refusal, tool calls."""
@@ -229,6 +275,23 @@ class ChatStreamDecoder:
         return self._stop_events()
 
 
+def gathered(
+    decoder: ChatStreamDecoder, events: list[SSEEvent | bytes]
+) -> tuple[list[StreamEvent | TextRun], UpstreamProtocolError | None]:
+    """The events of one upstream read (``events``, up to the end of the answer) through
+    :meth:`ChatStreamDecoder.feed_into`, and the error that stopped them, if one did: what was
+    decoded before a malformed chunk still goes out first, as it would event by event."""
+    out: list[StreamEvent | TextRun] = []
+    try:
+        for event in events:
+            decoder.feed_into(event, out)
+            if decoder.done:
+                break
+    except UpstreamProtocolError as exc:
+        return out, exc
+    return out, None
+
+
 class ChatStreamEncoder:
     """Encodes IR stream events as ``chat.completion.chunk`` SSE frames.
 
@@ -270,11 +333,13 @@ class ChatStreamEncoder:
             self._created = event.created or self._created
         return self._chunk({"role": "assistant", "content": ""})
 
-    def encode(self, event: StreamEvent) -> bytes:
+    def encode(self, event: StreamEvent | TextRun) -> bytes:
         if type(event) is TextDelta and self._started and not self._finished:
             # Most events: the chunk ``_chunk({"content": text})`` writes, from its fixed parts
             # (``id`` and ``created`` no longer change once the stream has started).
             return self._text_head + orjson.dumps(event.text) + self._text_tail if event.text else b""
+        if type(event) is TextRun:
+            return self._run(event)
         if self._finished:
             return b""
         if isinstance(event, MessageStart):
@@ -316,6 +381,13 @@ class ChatStreamEncoder:
             self._finished = True
             return prefix + stream_error(event.error)
         return prefix
+
+    def _run(self, run: TextRun) -> bytes:
+        """The chunks of ``run``'s texts: those ``encode`` writes for one ``TextDelta`` each."""
+        if self._started and not self._finished and run.texts:
+            head, tail = self._text_head, self._text_tail
+            return head + (tail + head).join([orjson.dumps(text) for text in run.texts]) + tail
+        return b"".join([self.encode(TextDelta(text=text)) for text in run.texts])
 
     def _tool_delta(self, event: ToolCallDelta) -> dict[str, Any]:
         first = event.index not in self._tool_started

@@ -1,0 +1,145 @@
+"""The plain Chat stream lane through the engine (``HttpBackend.open_stream_plain``,
+wire/text_run.py): with a real HttpBackend reading an upstream's SSE over an httpx mock transport,
+a Chat caller's stream replies, records and counts exactly as without the lane, and the lane is
+really taken; a stream handed to Python callers never yields a TextRun."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import orjson
+import pytest
+
+from switchyard.engine import plain_chat
+from switchyard.protocol.stream import TextDelta
+from switchyard.wire.openai_chat.request import decode_request
+from switchyard.wire.text_run import TextRun
+
+Rig = Any  # tests/engine/conftest.py's
+
+_HEAD = {"id": "chatcmpl-9", "object": "chat.completion.chunk", "created": 1735689600, "model": "m-cheap-served"}
+
+
+def _event(delta: dict[str, Any], finish: str | None = None, **extra: Any) -> bytes:
+    chunk = {**_HEAD, "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}], **extra}
+    return b"data: " + orjson.dumps(chunk) + b"\n\n"
+
+
+def _texts(*texts: str) -> bytes:
+    return b"".join(_event({"content": t}, usage=None) for t in texts)
+
+
+_START = _event({"role": "assistant", "content": ""}, usage=None)
+_STOP = _event({}, "stop", usage=None)
+_USAGE = b"data: " + orjson.dumps({**_HEAD, "choices": [], "usage": {"prompt_tokens": 9, "completion_tokens": 7}})
+_DONE = b"data: [DONE]\n\n"
+
+_STREAMS = {
+    "text and usage": _START + _texts("Hel", "lo", ", ", "wörld", ' "quoted"\n') + _STOP + _USAGE + b"\n\n" + _DONE,
+    "no usage report": _START + _texts("a", "b", "c") + _STOP + _DONE,
+    "leaked markup mid-stream": _START
+    + _texts("ok ", "<tool_", "call><function=ls>", "</function></tool_call>")
+    + _STOP,
+    "in-band error after text": _START + _texts("a", "b") + b'data: {"error": {"message": "overloaded"}}\n\n',
+    "malformed chunk after text": _START + _texts("a", "b") + b"data: {oops\n\n" + _texts("c"),
+    "cut off": _START + _texts("a", "b", "c"),
+    "tool call": _START
+    + _event({"tool_calls": [{"index": 0, "id": "call_1", "function": {"name": "ls", "arguments": ""}}]})
+    + _event({"tool_calls": [{"index": 0, "function": {"arguments": '{"p": 1}'}}]})
+    + _event({}, "tool_calls")
+    + _DONE,
+}
+
+
+def _strip(record: Any) -> dict[str, Any]:
+    out: dict[str, Any] = record.to_dict()
+    for key in ("request_id", "ts", "overhead_ms", "duration_ms"):
+        out.pop(key)
+    for attempt in out["attempts"]:
+        attempt.pop("elapsed_ms")
+    return out
+
+
+def _engine(rig: Callable[..., Rig], lane: bool, stream: bytes, reads: int) -> tuple[Any, Any]:
+    import httpx
+
+    from switchyard.clients.backend import HttpBackend
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        size = max(1, len(stream) // reads)  # the stream in ``reads`` pieces, as a network hands it over
+        pieces = [stream[i : i + size] for i in range(0, len(stream), size)]
+
+        async def content() -> Any:
+            for piece in pieces:
+                yield piece
+
+        return httpx.Response(200, headers={"content-type": "text/event-stream"}, content=content())
+
+    made = rig({})
+    backend = HttpBackend("up", "http://up.test/v1", transport=httpx.MockTransport(answer))
+    for target in made.engine.targets.values():
+        target.backend = backend
+    relaying = plain_chat.relay_routes(made.engine.routes.values(), made.engine.targets)
+    assert relaying  # the rig's "solo" passthrough relays
+    made.engine._plain = relaying if lane else {}
+    return made, backend
+
+
+_BODY = {
+    "model": "solo",
+    "messages": [{"role": "user", "content": "hi"}],
+    "stream": True,
+    "stream_options": {"include_usage": True},
+}
+
+
+async def _serve(rig: Callable[..., Rig], lane: bool, stream: bytes, reads: int) -> tuple[bytes, list[Any], Any]:
+    made, backend = _engine(rig, lane, stream, reads)
+    reply = await made.engine.handle("openai_chat", orjson.dumps(_BODY), {"content-type": "application/json"})
+    assert reply.status == 200 and reply.stream is not None
+    body = b"".join([chunk async for chunk in reply.stream])
+    await backend.aclose()
+    health = made.engine.health.stats()
+    health["targets"].get("cheap", {}).get("markup_leaks", {}).pop("last_s_ago", None)  # a time, not a fact
+    return body, made.records, health
+
+
+@pytest.mark.parametrize("reads", [1, 3, 1000], ids=["one read", "three reads", "byte by byte"])
+@pytest.mark.parametrize("kind", list(_STREAMS))
+async def test_the_lane_streams_records_and_counts_as_event_by_event(
+    rig: Callable[..., Rig], kind: str, reads: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from switchyard.wire.openai_chat.stream import ChatStreamEncoder
+
+    runs: list[TextRun] = []
+    encode = ChatStreamEncoder.encode
+
+    def counted(self: ChatStreamEncoder, event: Any) -> bytes:
+        if isinstance(event, TextRun):
+            runs.append(event)
+        return encode(self, event)
+
+    monkeypatch.setattr(ChatStreamEncoder, "encode", counted)
+    lane_bytes, lane_records, lane_health = await _serve(rig, True, _STREAMS[kind], reads)
+    taken = len(runs)
+    full_bytes, full_records, full_health = await _serve(rig, False, _STREAMS[kind], reads)
+    assert len(runs) == taken  # none without the lane
+    assert lane_bytes == full_bytes
+    assert [_strip(r) for r in lane_records] == [_strip(r) for r in full_records]
+    assert lane_health == full_health
+    if kind != "tool call" and reads < 1000:
+        assert taken  # texts read together came as runs
+    if kind == "leaked markup mid-stream":
+        assert "markup_leak" in lane_records[0].details
+    if kind.startswith(("in-band", "malformed")):
+        assert lane_records[0].details.get("mid_stream_failure") is True
+
+
+async def test_a_python_callers_stream_yields_ir_events_only(rig: Callable[..., Rig]) -> None:
+    made, backend = _engine(rig, True, _STREAMS["text and usage"], 1)
+    events = await made.engine.stream(decode_request(dict(_BODY)))
+    got = [event async for event in events]
+    await backend.aclose()
+    assert not any(isinstance(e, TextRun) for e in got)
+    assert "".join(e.text for e in got if isinstance(e, TextDelta)) == 'Hello, wörld "quoted"\n'

@@ -1,0 +1,241 @@
+"""The plain Chat stream lane (wire/text_run.py): ``SSEParser.feed_raw`` + ``gathered`` + the
+Chat encoder give the same events and the same caller bytes as the parser, decoder and encoder
+event by event, however the stream is made and however its bytes arrive."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from switchyard.protocol.errors import UpstreamProtocolError
+from switchyard.protocol.stream import StreamEvent, TextDelta
+from switchyard.wire.openai_chat.stream import ChatStreamDecoder, ChatStreamEncoder, gathered
+from switchyard.wire.sse import SSEParser
+from switchyard.wire.text_run import TextRun
+
+STREAMS = sorted((Path(__file__).parent / "fixtures" / "openai_chat" / "streams").glob("*.json"))
+
+_TEXTS = [
+    "Hi",
+    " there",
+    "",
+    "é",
+    "naïve 日本",
+    'say "x"',
+    "a\\b",
+    "line\nbreak",
+    "tab\t",
+    "\u2028",
+    "</think>",
+    "<tool_call>",
+]
+
+
+def _head(rng: random.Random) -> dict[str, Any]:
+    head: dict[str, Any] = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1735689600}
+    head["model"] = "m"
+    if rng.random() < 0.5:
+        head["system_fingerprint"] = "fp_1"
+    return head
+
+
+def _chunk(rng: random.Random, head: dict[str, Any]) -> bytes:
+    """One event: mostly plain text chunks, sometimes anything else a Chat upstream sends."""
+    roll = rng.random()
+    choice: dict[str, Any] = {"index": 0, "delta": {"content": rng.choice(_TEXTS)}, "finish_reason": None}
+    body: dict[str, Any] = {**head, "choices": [choice]}
+    if rng.random() < 0.5:
+        body["usage"] = None
+    if roll < 0.6:
+        pass  # the plain text chunk
+    elif roll < 0.65:
+        choice["delta"] = {"role": "assistant", "content": ""}
+    elif roll < 0.7:
+        choice["delta"] = {"tool_calls": [{"index": 0, "id": "call_1", "function": {"name": "ls", "arguments": "{}"}}]}
+    elif roll < 0.73:
+        choice["delta"] = {"reasoning_content": "hmm"}
+    elif roll < 0.76:
+        choice["finish_reason"] = rng.choice(["stop", "length", "tool_calls"])
+        choice["delta"] = {}
+    elif roll < 0.79:
+        body = {**head, "choices": [], "usage": {"prompt_tokens": 3, "completion_tokens": 2}}
+    elif roll < 0.81:
+        return b"data: [DONE]\n\n"
+    elif roll < 0.83:
+        return b'data: {"error": {"message": "overloaded", "type": "server_error"}}\n\n'
+    elif roll < 0.85:
+        return b'data: {"id": "x", "choices": [{"index": 0, "delta": {"content": 5}}]}\n\n'  # no str: skipped
+    elif roll < 0.87:
+        return b"data: {not json\n\n"
+    elif roll < 0.89:
+        return b": keep-alive\n\n"
+    elif roll < 0.91:
+        choice["logprobs"] = {"content": []}  # not the template: decoded in full
+    elif roll < 0.93:
+        literal = orjson.dumps(choice["delta"]["content"])
+        escaped = literal.replace("é".encode(), b"\\u00e9").replace(b"a", b"\\u0061")  # escapes orjson never writes
+        return b"data: " + orjson.dumps(body).replace(literal, escaped) + b"\n\n"
+    elif roll < 0.95:
+        return b"data: " + orjson.dumps(body).replace(b"\xc3\xa9", b"\xc3") + b"\n\n"  # broken UTF-8
+    elif roll < 0.97:
+        return b"event: odd\ndata: " + orjson.dumps(body) + b"\n\n"  # a named event: not the plain shape
+    else:
+        body["choices"][0]["delta"]["content"] = rng.choice(["a", "b"]) + '"},"x":{"content":"'  # one string still
+    dump = json.dumps if rng.random() < 0.2 else None  # spaces after separators: another template
+    data = dump(body).encode() if dump is not None else orjson.dumps(body)
+    return b"data: " + data + b"\n\n"
+
+
+def _reads(rng: random.Random, stream: bytes) -> list[bytes]:
+    if rng.random() < 0.3:
+        return [stream]  # all at once, as a fast upstream's bytes arrive
+    cuts = sorted(rng.sample(range(1, len(stream)), min(len(stream) - 1, rng.randint(0, 8)))) if len(stream) > 1 else []
+    return [stream[a:b] for a, b in zip([0, *cuts], [*cuts, len(stream)], strict=True)]
+
+
+def _one_by_one(reads: list[bytes]) -> tuple[list[StreamEvent], str | None]:
+    """What HttpBackend._events does without runs: every event decoded on its own."""
+    parser, decoder, out = SSEParser(), ChatStreamDecoder(), []
+    try:
+        for read in reads:
+            for sse in parser.feed(read):
+                out.extend(decoder.feed(sse))
+                if decoder.done:
+                    return out, None
+        for sse in parser.finish():
+            out.extend(decoder.feed(sse))
+        if not decoder.done:
+            out.extend(decoder.finish())
+    except UpstreamProtocolError as exc:
+        return out, exc.message
+    return out, None
+
+
+def _in_runs(reads: list[bytes]) -> tuple[list[StreamEvent | TextRun], str | None]:
+    """What it does with runs (``open_stream_plain``)."""
+    parser, decoder, out = SSEParser(), ChatStreamDecoder(), []
+    try:
+        for read in reads:
+            batch, failed = gathered(decoder, parser.feed_raw(read))
+            out.extend(batch)
+            if failed is not None:
+                return out, failed.message
+            if decoder.done:
+                return out, None
+        for sse in parser.finish():
+            out.extend(decoder.feed(sse))
+        if not decoder.done:
+            out.extend(decoder.finish())
+    except UpstreamProtocolError as exc:
+        return out, exc.message
+    return out, None
+
+
+def _expanded(items: list[StreamEvent | TextRun]) -> list[StreamEvent]:
+    out: list[StreamEvent] = []
+    for item in items:
+        if isinstance(item, TextRun):
+            assert item.texts and all(item.texts)  # never an empty text
+            out.extend(TextDelta(text=t) for t in item.texts)
+        else:
+            out.append(item)
+    return out
+
+
+def _encoded(items: list[Any], include_usage: bool) -> bytes:
+    encoder = ChatStreamEncoder(model="caller-model", include_usage=include_usage)
+    return b"".join(encoder.encode(item) for item in items) + encoder.finish()
+
+
+def _check(stream: bytes, reads: list[bytes], include_usage: bool) -> list[StreamEvent | TextRun]:
+    plain, plain_error = _one_by_one(reads)
+    runs, runs_error = _in_runs(reads)
+    assert _expanded(runs) == plain, stream
+    assert runs_error == plain_error, stream
+    assert _encoded(runs, include_usage) == _encoded(plain, include_usage), stream
+    return runs
+
+
+def test_random_streams_give_the_same_events_and_bytes_in_runs() -> None:
+    rng = random.Random(20261203)
+    gathered_texts = 0
+    for _ in range(3000):
+        head = _head(rng)
+        stream = b"".join(_chunk(rng, head) for _ in range(rng.randint(0, 25)))
+        if rng.random() < 0.1:
+            stream = stream.replace(b"\n", b"\r\n")
+        runs = _check(stream, _reads(rng, stream), include_usage=rng.random() < 0.5)
+        gathered_texts += sum(len(r.texts) for r in runs if isinstance(r, TextRun))
+    assert gathered_texts > 3000  # the lane really gathers
+
+
+def test_recorded_streams_give_the_same_events_and_bytes_in_runs() -> None:
+    rng = random.Random(7)
+    for path in STREAMS:
+        stream = json.loads(path.read_text(encoding="utf-8"))["sse"].encode()
+        for _ in range(50):
+            _check(stream, _reads(rng, stream), include_usage=True)
+
+
+def test_a_fast_upstreams_text_comes_as_one_run() -> None:
+    head = b'data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,'
+    text = [
+        head + b'"delta":{"content":' + orjson.dumps(t) + b'},"finish_reason":null}]}\n\n' for t in ("a", "b", "c", "d")
+    ]
+    stop = head + b'"delta":{},"finish_reason":"stop"}]}\n\ndata: [DONE]\n\n'
+    runs, error = _in_runs([b"".join(text) + stop])
+    assert error is None
+    # The first text chunk is decoded in full (the template is learned from it); the rest gather.
+    assert [type(e).__name__ for e in runs] == ["MessageStart", "TextDelta", "TextRun", "MessageStop"]
+    assert runs[2] == TextRun(["b", "c", "d"])
+
+
+def test_what_came_before_a_malformed_chunk_still_comes_first() -> None:
+    head = b'data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,'
+    good = [head + b'"delta":{"content":' + orjson.dumps(t) + b'},"finish_reason":null}]}\n\n' for t in ("a", "b")]
+    runs, error = _in_runs([b"".join(good) + b"data: {oops\n\n" + good[0]])
+    assert error is not None and "malformed JSON" in error
+    assert _expanded(runs)[1:] == [TextDelta(text="a"), TextDelta(text="b")]
+
+
+def test_feed_raw_keeps_the_parsers_state_and_events() -> None:
+    rng = random.Random(11)
+    pieces = [
+        b"data: ",
+        b"data:",
+        b"event: ",
+        b"id: 1",
+        b": c",
+        b"\n",
+        b"\n\n",
+        b"\r\n",
+        b"\r",
+        b"x",
+        b"\xc3\xa9",
+        b"\xc3",
+    ]
+    for _ in range(20_000):
+        stream = b"".join(rng.choice(pieces) for _ in range(rng.randint(0, 30)))
+        reads = _reads(rng, stream) if stream else [b""]
+        plain, raw = SSEParser(), SSEParser()
+        got_plain: list[Any] = []
+        got_raw: list[Any] = []
+        for read in reads:
+            got_plain += [(e.event, e.data) for e in plain.feed(read)]
+            for e in raw.feed_raw(read):
+                got_raw.append(
+                    (None, e.decode("utf-8", errors="replace")) if isinstance(e, bytes) else (e.event, e.data)
+                )
+            assert (plain._buf, plain._data, plain._event, plain._pending_cr) == (
+                raw._buf,
+                raw._data,
+                raw._event,
+                raw._pending_cr,
+            )
+        got_plain += [(e.event, e.data) for e in plain.finish()]
+        got_raw += [(e.event, e.data) for e in raw.finish()]
+        assert got_raw == got_plain, reads
