@@ -47,7 +47,6 @@ from switchyard.wire.base import WireFormat
 from switchyard.wire.json import dumps_in_pieces
 from switchyard.wire.openai_chat.plain_answer import PlainAnswer, plain_answer
 from switchyard.wire.openai_chat.request import normalize_replay as normalize_chat_replay
-from switchyard.wire.openai_chat.stream import gathered
 from switchyard.wire.sse import SSEParser
 from switchyard.wire.text_run import TextRun
 
@@ -485,7 +484,7 @@ class HttpBackend:
                 if chunk is None:
                     break
                 if runs:
-                    batch, failed = gathered(decoder, parser.feed_raw(chunk))
+                    batch, failed = decoder.gather(parser.feed_raw(chunk))
                     for item in batch:
                         yield masked(item, self._redact) if type(item) is StreamError else item
                     if failed is not None:

@@ -125,8 +125,13 @@ class EventStream:
         if kind is TextDelta:
             self._text(event.text)  # type: ignore[union-attr]
         elif kind is TextRun:
-            for text in event.texts:  # type: ignore[union-attr]
-                self._text(text)
+            texts: list[str] = event.texts  # type: ignore[union-attr]
+            scanner = self._scanner
+            if scanner is None or not (scanner.carries or "<" in "".join(texts)):
+                self._chars += sum(map(len, texts))  # what the scan of each text would see: nothing
+            else:
+                for text in texts:
+                    self._text(text)
         elif kind is UsageDelta:
             self._usage = merge_usage(self._usage, event.usage)  # type: ignore[union-attr]
             self._usage_seen = True

@@ -147,6 +147,11 @@ class MarkupScanner:
         self._tail = ""
         self.found: str | None = None
 
+    @property
+    def carries(self) -> bool:
+        """Whether the end of the last delta may begin a marker (the next delta is read with it)."""
+        return bool(self._tail)
+
     def feed(self, text: str) -> str | None:
         """Checks the next delta; returns the marker when this delta completed one."""
         if self._tail:

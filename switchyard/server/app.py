@@ -25,6 +25,7 @@ from switchyard.server.escape import printable
 from switchyard.server.guard import Gate, error_reply, host_problem
 from switchyard.server.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from switchyard.server.metrics import Metrics, for_switchyard
+from switchyard.server.stream_write import STREAM_BUFFER, Ready, Stalled, WriterState, deadline_send, keepalive, produce
 from switchyard.server.views import HealthPolicy, health_view, wants_deep
 from switchyard.wire import strict
 from switchyard.wire.json import dumps
@@ -44,10 +45,6 @@ _VIEWS = frozenset({"/health", "/v1/health", "/v1/stats", "/stats", "/metrics"})
 
 MAX_BODY = 32 * 1024 * 1024
 """Default of ``server.limits.max_body_bytes``."""
-
-STREAM_BUFFER = 256 * 1024
-"""Stream bytes produced but not yet handed to the connection, at most: past it the proxy stops
-reading the upstream (backpressure) until the caller reads."""
 
 ABORT_EXTENSION = "switchyard.abort"
 """Scope extension: a callable that drops the caller's connection at once (no flush)."""
@@ -327,9 +324,9 @@ class SwitchyardApp:
     ) -> None:
         await send({"type": "http.response.start", "status": reply.status, "headers": _headers(reply) + extra})
         loop = asyncio.get_running_loop()
-        state = _Writer(last=loop.time())
-        ready = _Ready(loop, STREAM_BUFFER)
-        write = _deadline_send(send, self.write_s, state, abort)
+        state = WriterState(last=loop.time())
+        ready = Ready(loop, STREAM_BUFFER)
+        write = deadline_send(send, self.write_s, state, abort)
 
         async def pump() -> None:
             # Writes whatever the producer has ready as one body message: events that reached
@@ -337,21 +334,26 @@ class SwitchyardApp:
             # the caller — while an upstream that drips still gets one write per event.
             try:
                 while (data := await ready.take()) is not None:
+                    if ready.ended():  # the last bytes: they and the body's end leave in one write
+                        state.done = True
+                        await write({"type": "http.response.body", "body": data, "more_body": False}, pump_task)
+                        self._send_now(flush)
+                        return
                     await write({"type": "http.response.body", "body": data, "more_body": True}, pump_task)
                     self._send_now(flush)
                     state.last = loop.time()
                 state.done = True
                 await write({"type": "http.response.body", "body": b"", "more_body": False}, pump_task)
                 self._send_now(flush)
-            except _Stalled:
+            except Stalled:
                 return  # the connection is dropped; the finally below stops the upstream read
 
-        producer = asyncio.ensure_future(_produce(chunks, ready))
+        producer = asyncio.ensure_future(produce(chunks, ready))
         pump_task = asyncio.ensure_future(pump())
         tasks: set[asyncio.Future[None]] = {pump_task, watch, ending}
         ticker = None
         if reply.keepalive and reply.keepalive_s:
-            ticker = asyncio.ensure_future(_keepalive(write, state, reply.keepalive, reply.keepalive_s, loop))
+            ticker = asyncio.ensure_future(keepalive(write, state, reply.keepalive, reply.keepalive_s, loop))
         try:
             await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
         finally:
@@ -387,80 +389,6 @@ class SwitchyardApp:
             logger.error("stream failed: %r", pump_task.exception())
 
 
-async def _produce(chunks: AsyncIterator[bytes], ready: _Ready) -> None:
-    """Moves a stream's chunks into ``ready`` as they come, waiting while it is full."""
-    try:
-        async for chunk in chunks:
-            if ready.put(chunk):
-                await ready.room()  # waits while the caller is not reading (bounded)
-    except BaseException as exc:
-        ready.close(exc)
-        raise
-    ready.close(None)
-
-
-class _Ready:
-    """Chunks produced but not yet written; the writer takes them all at once. The producer
-    waits while ``limit`` bytes are waiting, so a caller that does not read stops the upstream
-    read instead of growing this buffer (the upstream connection is paused in turn)."""
-
-    __slots__ = ("_done", "_error", "_limit", "_loop", "_parts", "_room", "_size", "_waiter")
-
-    def __init__(self, loop: asyncio.AbstractEventLoop, limit: int = STREAM_BUFFER) -> None:
-        self._loop = loop
-        self._parts: list[bytes] = []
-        self._waiter: asyncio.Future[None] | None = None
-        self._room: asyncio.Future[None] | None = None
-        self._size = 0
-        self._limit = limit
-        self._done = False
-        self._error: BaseException | None = None
-
-    def _wake(self) -> None:
-        if self._waiter is not None and not self._waiter.done():
-            self._waiter.set_result(None)
-
-    def put(self, chunk: bytes) -> bool:
-        """Adds ``chunk``; ``True`` when the producer must now ``await room()`` (buffer full).
-        (No coroutine per chunk: a stream of 50 events puts 50 times.)"""
-        self._parts.append(chunk)
-        self._size += len(chunk)
-        self._wake()
-        return self._size >= self._limit and not self._done
-
-    async def room(self) -> None:
-        """Waits until the writer has taken what is ready (or the stream ended)."""
-        while self._size >= self._limit and not self._done:
-            self._room = self._loop.create_future()
-            try:
-                await self._room
-            finally:
-                self._room = None
-
-    def close(self, error: BaseException | None) -> None:
-        self._done = True
-        self._error = error
-        self._wake()
-
-    async def take(self) -> bytes | None:
-        """Everything ready, joined; ``None`` at the end. Re-raises the producer's failure."""
-        while not self._parts:
-            if self._done:
-                if self._error is not None and not isinstance(self._error, asyncio.CancelledError):
-                    raise self._error
-                return None
-            self._waiter = self._loop.create_future()
-            try:
-                await self._waiter
-            finally:
-                self._waiter = None
-        parts, self._parts = self._parts, []
-        self._size = 0
-        if self._room is not None and not self._room.done():
-            self._room.set_result(None)
-        return parts[0] if len(parts) == 1 else b"".join(parts)
-
-
 class _Dispatch:
     """Whether dispatching has ended, and whether a disconnect (or a shutdown's end of
     drain time, ``shutdown``) cancelled it."""
@@ -471,45 +399,6 @@ class _Dispatch:
         self.done = False
         self.cancelled = False
         self.shutdown = False
-
-
-class _Writer:
-    """When the stream last wrote, whether it has ended, and whether a write outlived the write
-    deadline (shared by the pump and the ticker)."""
-
-    __slots__ = ("done", "last", "stalled")
-
-    def __init__(self, last: float) -> None:
-        self.last = last
-        self.done = False
-        self.stalled = False
-
-
-class _Stalled(Exception):
-    """A write to the caller did not complete within ``client_timeouts.write_s``."""
-
-
-def _deadline_send(
-    send: Send, write_s: float, state: _Writer, abort: Callable[[], None] | None
-) -> Callable[..., Awaitable[None]]:
-    """``send`` bounded by the write deadline: a caller that reads nothing for ``write_s`` while
-    data waits has its connection dropped (``abort``: no flush of what is queued) and the write
-    raises :class:`_Stalled`."""
-
-    async def write(message: Message, task: Any = None) -> None:  # task: the writing one, if known
-        if state.stalled:
-            raise _Stalled
-        try:
-            async with Deadline(write_s, task):
-                await send(message)
-        except TimeoutError:
-            state.stalled = True
-            logger.warning("caller read nothing for %gs (server.client_timeouts.write_s); closed its stream", write_s)
-            if abort is not None:
-                abort()
-            raise _Stalled from None
-
-    return write
 
 
 def connection_aborter(scope: Scope, send: Send) -> Callable[[], None] | None:
@@ -523,21 +412,6 @@ def connection_aborter(scope: Scope, send: Send) -> Callable[[], None] | None:
     transport = getattr(getattr(send, "__self__", None), "transport", None)
     abort = getattr(transport, "abort", None)
     return abort if callable(abort) else None
-
-
-async def _keepalive(send: Send, state: _Writer, ping: bytes, interval: float, loop: asyncio.AbstractEventLoop) -> None:
-    """Writes ``ping`` whenever the stream has been silent for ``interval`` seconds.
-
-    One timer per silence, not one per event: the pump only stamps ``state.last``. Every write is
-    one whole SSE event, so a ping never lands inside another event.
-    """
-    while not state.done:
-        wait = state.last + interval - loop.time()
-        if wait > 0:
-            await asyncio.sleep(wait)
-            continue
-        await send({"type": "http.response.body", "body": ping, "more_body": True})
-        state.last = loop.time()
 
 
 def _disconnect_watch(scope: Scope, receive: Receive) -> asyncio.Future[None]:

@@ -12,7 +12,7 @@ bookkeeping and the Chat encoder handle as that many ``TextDelta`` events, in or
 gets the same bytes.
 
 A ``TextRun`` is never part of the IR that users see: only the Chat decoder makes one, only when
-asked (``ChatStreamDecoder.feed_into``), and only the engine's stream of a Chat caller asks.
+asked (``ChatStreamDecoder.gather``), and only the engine's stream of a Chat caller asks.
 """
 
 from __future__ import annotations

@@ -41,6 +41,7 @@ _STREAMS = {
     "leaked markup mid-stream": _START
     + _texts("ok ", "<tool_", "call><function=ls>", "</function></tool_call>")
     + _STOP,
+    "markup split before a run": _START + _texts("see <tool_", "call>", " ls", "</tool_call>") + _STOP,
     "in-band error after text": _START + _texts("a", "b") + b'data: {"error": {"message": "overloaded"}}\n\n',
     "malformed chunk after text": _START + _texts("a", "b") + b"data: {oops\n\n" + _texts("c"),
     "cut off": _START + _texts("a", "b", "c"),
@@ -130,7 +131,7 @@ async def test_the_lane_streams_records_and_counts_as_event_by_event(
     assert lane_health == full_health
     if kind != "tool call" and reads < 1000:
         assert taken  # texts read together came as runs
-    if kind == "leaked markup mid-stream":
+    if kind.startswith(("leaked markup", "markup split")):
         assert "markup_leak" in lane_records[0].details
     if kind.startswith(("in-band", "malformed")):
         assert lane_records[0].details.get("mid_stream_failure") is True

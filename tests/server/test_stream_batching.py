@@ -65,7 +65,9 @@ async def test_ready_events_leave_together_and_dripping_ones_apart() -> None:
     script: list[bytes | float | Exception] = [b"a\n\n", b"b\n\n", b"c\n\n", 0.05, b"d\n\n", 0.05, b"e\n\n"]
     sent = await _serve(Reply(200, stream=_chunks(script, closed)), None)
     assert _bodies(sent) == [b"a\n\nb\n\nc\n\n", b"d\n\n", b"e\n\n"]
-    assert sent[-1] == {"type": "http.response.body", "body": b"", "more_body": False}
+    # The stream had ended when its last bytes were written: they carry the body's end (one write).
+    assert sent[-1] == {"type": "http.response.body", "body": b"e\n\n", "more_body": False}
+    assert [m.get("more_body") for m in sent[1:]] == [True, True, False]
     assert closed == [True]
 
 

@@ -1,4 +1,4 @@
-"""The plain Chat stream lane (wire/text_run.py): ``SSEParser.feed_raw`` + ``gathered`` + the
+"""The plain Chat stream lane (wire/text_run.py): ``SSEParser.feed_raw`` + ``ChatStreamDecoder.gather`` + the
 Chat encoder give the same events and the same caller bytes as the parser, decoder and encoder
 event by event, however the stream is made and however its bytes arrive."""
 
@@ -13,7 +13,7 @@ import orjson
 
 from switchyard.protocol.errors import UpstreamProtocolError
 from switchyard.protocol.stream import StreamEvent, TextDelta
-from switchyard.wire.openai_chat.stream import ChatStreamDecoder, ChatStreamEncoder, gathered
+from switchyard.wire.openai_chat.stream import ChatStreamDecoder, ChatStreamEncoder
 from switchyard.wire.sse import SSEParser
 from switchyard.wire.text_run import TextRun
 
@@ -120,7 +120,7 @@ def _in_runs(reads: list[bytes]) -> tuple[list[StreamEvent | TextRun], str | Non
     parser, decoder, out = SSEParser(), ChatStreamDecoder(), []
     try:
         for read in reads:
-            batch, failed = gathered(decoder, parser.feed_raw(read))
+            batch, failed = decoder.gather(parser.feed_raw(read))
             out.extend(batch)
             if failed is not None:
                 return out, failed.message

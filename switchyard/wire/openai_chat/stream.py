@@ -85,39 +85,55 @@ class ChatStreamDecoder:
             # A chunk of an unexpected shape is the upstream's fault: a typed error, never a crash.
             raise UpstreamProtocolError(f"malformed upstream stream chunk: {type(exc).__name__}: {exc}") from exc
 
-    def feed_into(self, event: SSEEvent | bytes, out: list[StreamEvent | TextRun]) -> None:
-        """:meth:`feed`, its events appended to ``out``, except that the texts of plain text
-        chunks are gathered into a :class:`~switchyard.wire.text_run.TextRun` at the end of
-        ``out`` (one for consecutive chunks): the plain Chat lane's batch of one upstream read.
-        ``event`` may be the undecoded data of an event (``SSEParser.feed_raw``)."""
-        if type(event) is bytes:
-            text = self._raw_template_text(event)
-            if text is None:
-                event = SSEEvent(None, event.decode("utf-8", errors="replace"))
-                text = self._template_text(event.data)
-        else:
-            text = self._template_text(event.data)  # type: ignore[union-attr]
-        if text is None:
-            out.extend(self.feed(event))  # type: ignore[arg-type]
-        elif text:
-            last = out[-1] if out else None
-            if type(last) is TextRun:
-                last.texts.append(text)
-            else:
-                out.append(TextRun([text]))
+    def gather(
+        self, events: list[SSEEvent | bytes]
+    ) -> tuple[list[StreamEvent | TextRun], UpstreamProtocolError | None]:
+        """The events of one upstream read (``events``: ``SSEParser.feed_raw``'s, up to the end
+        of the answer) as :meth:`feed` gives them, except that the texts of consecutive plain
+        text chunks come as one :class:`~switchyard.wire.text_run.TextRun` — the plain Chat
+        lane's batch — and the error that stopped them, if one did: what was decoded before a
+        malformed chunk still goes out first, as it would event by event.
 
-    def _raw_template_text(self, data: bytes) -> str | None:
-        """:meth:`_template_text` of undecoded data (``None`` also when it is not UTF-8: the
-        decoded text then answers)."""
-        prefix = self._raw_prefix
-        if prefix and data.startswith(prefix) and data.endswith(self._raw_suffix):
-            try:
-                text = orjson.loads(data[len(prefix) : len(data) - len(self._raw_suffix)])
-            except orjson.JSONDecodeError:
-                return None
-            if type(text) is str:
-                return text
-        return None
+        An event given undecoded (``bytes``) is matched as bytes against the learned template:
+        the same text as matching it decoded, since a template is valid UTF-8 and the string
+        between must parse; anything else is decoded (invalid UTF-8 replaced) and fed whole.
+        """
+        out: list[StreamEvent | TextRun] = []
+        texts: list[str] | None = None  # the texts of the TextRun that ends ``out``, if one does
+        prefix, suffix = self._raw_prefix, self._raw_suffix
+        try:
+            for event in events:
+                if type(event) is bytes:
+                    if prefix and event.startswith(prefix) and event.endswith(suffix):
+                        try:
+                            text = orjson.loads(event[len(prefix) : len(event) - len(suffix)])
+                        except orjson.JSONDecodeError:
+                            text = None
+                        if type(text) is str:
+                            if text:
+                                if texts is None:
+                                    texts = []
+                                    out.append(TextRun(texts))
+                                texts.append(text)
+                            continue
+                    event = SSEEvent(None, event.decode("utf-8", errors="replace"))
+                text = self._template_text(event.data)  # type: ignore[union-attr]
+                if text is None:
+                    decoded = self.feed(event)  # type: ignore[arg-type]
+                    if decoded:
+                        out.extend(decoded)
+                        texts = None
+                    prefix, suffix = self._raw_prefix, self._raw_suffix  # learned, perhaps
+                    if self._done:
+                        break
+                elif text:
+                    if texts is None:
+                        texts = []
+                        out.append(TextRun(texts))
+                    texts.append(text)
+        except UpstreamProtocolError as exc:
+            return out, exc
+        return out, None
 
     def _template_text(self, data: str) -> str | None:
         """The text of a chunk that is the learned template around one JSON string, else ``None``."""
@@ -273,23 +289,6 @@ class ChatStreamDecoder:
         # Some servers omit ``[DONE]``; a finish_reason is then enough to call it complete.
         self._done = True
         return self._stop_events()
-
-
-def gathered(
-    decoder: ChatStreamDecoder, events: list[SSEEvent | bytes]
-) -> tuple[list[StreamEvent | TextRun], UpstreamProtocolError | None]:
-    """The events of one upstream read (``events``, up to the end of the answer) through
-    :meth:`ChatStreamDecoder.feed_into`, and the error that stopped them, if one did: what was
-    decoded before a malformed chunk still goes out first, as it would event by event."""
-    out: list[StreamEvent | TextRun] = []
-    try:
-        for event in events:
-            decoder.feed_into(event, out)
-            if decoder.done:
-                break
-    except UpstreamProtocolError as exc:
-        return out, exc
-    return out, None
 
 
 class ChatStreamEncoder:

@@ -1,0 +1,157 @@
+"""Writing a stream to the caller: the bytes produced but not yet written, the write deadline,
+the keep-alives of a silent stream.
+
+Layer: ``server``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
+from typing import Any
+
+from switchyard.clients.http_parts import Deadline
+
+logger = logging.getLogger("switchyard.server")
+
+Message = MutableMapping[str, Any]
+Send = Callable[[Message], Awaitable[None]]
+
+STREAM_BUFFER = 256 * 1024
+"""Stream bytes produced but not yet handed to the connection, at most: past it the proxy stops
+reading the upstream (backpressure) until the caller reads."""
+
+
+async def produce(chunks: AsyncIterator[bytes], ready: Ready) -> None:
+    """Moves a stream's chunks into ``ready`` as they come, waiting while it is full."""
+    try:
+        async for chunk in chunks:
+            if ready.put(chunk):
+                await ready.room()  # waits while the caller is not reading (bounded)
+    except BaseException as exc:
+        ready.close(exc)
+        raise
+    ready.close(None)
+
+
+class Ready:
+    """Chunks produced but not yet written; the writer takes them all at once. The producer
+    waits while ``limit`` bytes are waiting, so a caller that does not read stops the upstream
+    read instead of growing this buffer (the upstream connection is paused in turn)."""
+
+    __slots__ = ("_done", "_error", "_limit", "_loop", "_parts", "_room", "_size", "_waiter")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, limit: int = STREAM_BUFFER) -> None:
+        self._loop = loop
+        self._parts: list[bytes] = []
+        self._waiter: asyncio.Future[None] | None = None
+        self._room: asyncio.Future[None] | None = None
+        self._size = 0
+        self._limit = limit
+        self._done = False
+        self._error: BaseException | None = None
+
+    def _wake(self) -> None:
+        if self._waiter is not None and not self._waiter.done():
+            self._waiter.set_result(None)
+
+    def put(self, chunk: bytes) -> bool:
+        """Adds ``chunk``; ``True`` when the producer must now ``await room()`` (buffer full).
+        (No coroutine per chunk: a stream of 50 events puts 50 times.)"""
+        self._parts.append(chunk)
+        self._size += len(chunk)
+        self._wake()
+        return self._size >= self._limit and not self._done
+
+    async def room(self) -> None:
+        """Waits until the writer has taken what is ready (or the stream ended)."""
+        while self._size >= self._limit and not self._done:
+            self._room = self._loop.create_future()
+            try:
+                await self._room
+            finally:
+                self._room = None
+
+    def ended(self) -> bool:
+        """Whether the stream ended cleanly and nothing is left to take."""
+        return self._done and not self._parts and self._error is None
+
+    def close(self, error: BaseException | None) -> None:
+        self._done = True
+        self._error = error
+        self._wake()
+
+    async def take(self) -> bytes | None:
+        """Everything ready, joined; ``None`` at the end. Re-raises the producer's failure."""
+        while not self._parts:
+            if self._done:
+                if self._error is not None and not isinstance(self._error, asyncio.CancelledError):
+                    raise self._error
+                return None
+            self._waiter = self._loop.create_future()
+            try:
+                await self._waiter
+            finally:
+                self._waiter = None
+        parts, self._parts = self._parts, []
+        self._size = 0
+        if self._room is not None and not self._room.done():
+            self._room.set_result(None)
+        return parts[0] if len(parts) == 1 else b"".join(parts)
+
+
+class WriterState:
+    """When the stream last wrote, whether it has ended, and whether a write outlived the write
+    deadline (shared by the pump and the ticker)."""
+
+    __slots__ = ("done", "last", "stalled")
+
+    def __init__(self, last: float) -> None:
+        self.last = last
+        self.done = False
+        self.stalled = False
+
+
+class Stalled(Exception):
+    """A write to the caller did not complete within ``client_timeouts.write_s``."""
+
+
+def deadline_send(
+    send: Send, write_s: float, state: WriterState, abort: Callable[[], None] | None
+) -> Callable[..., Awaitable[None]]:
+    """``send`` bounded by the write deadline: a caller that reads nothing for ``write_s`` while
+    data waits has its connection dropped (``abort``: no flush of what is queued) and the write
+    raises :class:`Stalled`."""
+
+    async def write(message: Message, task: Any = None) -> None:  # task: the writing one, if known
+        if state.stalled:
+            raise Stalled
+        try:
+            async with Deadline(write_s, task):
+                await send(message)
+        except TimeoutError:
+            state.stalled = True
+            logger.warning("caller read nothing for %gs (server.client_timeouts.write_s); closed its stream", write_s)
+            if abort is not None:
+                abort()
+            raise Stalled from None
+
+    return write
+
+
+async def keepalive(
+    send: Send, state: WriterState, ping: bytes, interval: float, loop: asyncio.AbstractEventLoop
+) -> None:
+    """Writes ``ping`` whenever the stream has been silent for ``interval`` seconds.
+
+    One timer per silence, not one per event: the pump only stamps ``state.last``. Every write is
+    one whole SSE event, so a ping never lands inside another event.
+    """
+    while not state.done:
+        wait = state.last + interval - loop.time()
+        if wait > 0:
+            await asyncio.sleep(wait)
+            continue
+        await send({"type": "http.response.body", "body": ping, "more_body": True})
+        state.last = loop.time()
