@@ -103,21 +103,18 @@ class ChatStreamDecoder:
         prefix, suffix = self._raw_prefix, self._raw_suffix
         try:
             for event in events:
+                text: Any = None
                 if type(event) is bytes:
                     if prefix and event.startswith(prefix) and event.endswith(suffix):
                         try:
                             text = orjson.loads(event[len(prefix) : len(event) - len(suffix)])
                         except orjson.JSONDecodeError:
-                            text = None
-                        if type(text) is str:
-                            if text:
-                                if texts is None:
-                                    texts = []
-                                    out.append(TextRun(texts))
-                                texts.append(text)
-                            continue
-                    event = SSEEvent(None, event.decode("utf-8", errors="replace"))
-                text = self._template_text(event.data)  # type: ignore[union-attr]
+                            pass  # not one string after all: decoded in full below
+                    if type(text) is not str:
+                        text = None
+                        event = SSEEvent(None, event.decode("utf-8", errors="replace"))
+                if text is None:
+                    text = self._template_text(event.data)  # type: ignore[union-attr]
                 if text is None:
                     decoded = self.feed(event)  # type: ignore[arg-type]
                     if decoded:
