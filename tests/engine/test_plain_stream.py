@@ -15,6 +15,7 @@ from switchyard.engine import plain_chat
 from switchyard.protocol.stream import TextDelta
 from switchyard.wire.openai_chat.request import decode_request
 from switchyard.wire.text_run import TextRun
+from tests.engine.test_plain_chat import _strip  # the record without its times
 
 Rig = Any  # tests/engine/conftest.py's
 
@@ -51,15 +52,6 @@ _STREAMS = {
     + _event({}, "tool_calls")
     + _DONE,
 }
-
-
-def _strip(record: Any) -> dict[str, Any]:
-    out: dict[str, Any] = record.to_dict()
-    for key in ("request_id", "ts", "overhead_ms", "duration_ms"):
-        out.pop(key)
-    for attempt in out["attempts"]:
-        attempt.pop("elapsed_ms")
-    return out
 
 
 def _engine(rig: Callable[..., Rig], lane: bool, stream: bytes, reads: int) -> tuple[Any, Any]:

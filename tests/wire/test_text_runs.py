@@ -97,39 +97,26 @@ def _reads(rng: random.Random, stream: bytes) -> list[bytes]:
     return [stream[a:b] for a, b in zip([0, *cuts], [*cuts, len(stream)], strict=True)]
 
 
-def _one_by_one(reads: list[bytes]) -> tuple[list[StreamEvent], str | None]:
-    """What HttpBackend._events does without runs: every event decoded on its own."""
+def _decode(reads: list[bytes], *, runs: bool) -> tuple[list[StreamEvent | TextRun], str | None]:
+    """What HttpBackend._events does, with runs (``open_stream_plain``) or event by event."""
     parser, decoder, out = SSEParser(), ChatStreamDecoder(), []
     try:
         for read in reads:
-            for sse in parser.feed(read):
-                out.extend(decoder.feed(sse))
-                if decoder.done:
-                    return out, None
-        for sse in parser.finish():
-            out.extend(decoder.feed(sse))
-        if not decoder.done:
-            out.extend(decoder.finish())
-    except UpstreamProtocolError as exc:
-        return out, exc.message
-    return out, None
-
-
-def _in_runs(reads: list[bytes]) -> tuple[list[StreamEvent | TextRun], str | None]:
-    """What it does with runs (``open_stream_plain``)."""
-    parser, decoder, out = SSEParser(), ChatStreamDecoder(), []
-    try:
-        for read in reads:
-            batch, failed = decoder.gather(parser.feed_raw(read))
-            out.extend(batch)
-            if failed is not None:
-                return out, failed.message
+            if runs:
+                batch, failed = decoder.gather(parser.feed_raw(read))
+                out.extend(batch)
+                if failed is not None:
+                    raise failed
+            else:
+                for sse in parser.feed(read):
+                    out.extend(decoder.feed(sse))
+                    if decoder.done:
+                        break
             if decoder.done:
                 return out, None
         for sse in parser.finish():
             out.extend(decoder.feed(sse))
-        if not decoder.done:
-            out.extend(decoder.finish())
+        out.extend(decoder.finish())
     except UpstreamProtocolError as exc:
         return out, exc.message
     return out, None
@@ -152,8 +139,8 @@ def _encoded(items: list[Any], include_usage: bool) -> bytes:
 
 
 def _check(stream: bytes, reads: list[bytes], include_usage: bool) -> list[StreamEvent | TextRun]:
-    plain, plain_error = _one_by_one(reads)
-    runs, runs_error = _in_runs(reads)
+    plain, plain_error = _decode(reads, runs=False)
+    runs, runs_error = _decode(reads, runs=True)
     assert _expanded(runs) == plain, stream
     assert runs_error == plain_error, stream
     assert _encoded(runs, include_usage) == _encoded(plain, include_usage), stream
@@ -187,7 +174,7 @@ def test_a_fast_upstreams_text_comes_as_one_run() -> None:
         head + b'"delta":{"content":' + orjson.dumps(t) + b'},"finish_reason":null}]}\n\n' for t in ("a", "b", "c", "d")
     ]
     stop = head + b'"delta":{},"finish_reason":"stop"}]}\n\ndata: [DONE]\n\n'
-    runs, error = _in_runs([b"".join(text) + stop])
+    runs, error = _decode([b"".join(text) + stop], runs=True)
     assert error is None
     # The first text chunk is decoded in full (the template is learned from it); the rest gather.
     assert [type(e).__name__ for e in runs] == ["MessageStart", "TextDelta", "TextRun", "MessageStop"]
@@ -197,7 +184,7 @@ def test_a_fast_upstreams_text_comes_as_one_run() -> None:
 def test_what_came_before_a_malformed_chunk_still_comes_first() -> None:
     head = b'data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,'
     good = [head + b'"delta":{"content":' + orjson.dumps(t) + b'},"finish_reason":null}]}\n\n' for t in ("a", "b")]
-    runs, error = _in_runs([b"".join(good) + b"data: {oops\n\n" + good[0]])
+    runs, error = _decode([b"".join(good) + b"data: {oops\n\n" + good[0]], runs=True)
     assert error is not None and "malformed JSON" in error
     assert _expanded(runs)[1:] == [TextDelta(text="a"), TextDelta(text="b")]
 
@@ -239,3 +226,22 @@ def test_feed_raw_keeps_the_parsers_state_and_events() -> None:
         got_plain += [(e.event, e.data) for e in plain.finish()]
         got_raw += [(e.event, e.data) for e in raw.finish()]
         assert got_raw == got_plain, reads
+
+
+def test_plain_text_chunks_are_matched_undecoded(monkeypatch: Any) -> None:
+    head = b'data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,'
+    tail = b'},"finish_reason":null}]}\n\n'
+    stream = b"".join(head + b'"delta":{"content":' + orjson.dumps(t) + tail for t in ("a", "é", "c", "d"))
+    stream += head + b'"delta":{},"finish_reason":"stop"}]}\n\ndata: [DONE]\n\n'
+    decoded: list[str] = []
+    template_text = ChatStreamDecoder._template_text
+
+    def counted(self: ChatStreamDecoder, data: str) -> str | None:
+        decoded.append(data)
+        return template_text(self, data)
+
+    monkeypatch.setattr(ChatStreamDecoder, "_template_text", counted)
+    runs, error = _decode([stream], runs=True)
+    assert error is None and runs[2] == TextRun(["é", "c", "d"])
+    # Of the text chunks only the first, the one the template is learned from, was decoded.
+    assert len({d for d in decoded if '"content":' in d}) == 1
