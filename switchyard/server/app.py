@@ -11,11 +11,10 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from switchyard.api import Switchyard
 from switchyard.clients.http_parts import Deadline
-from switchyard.config.server import ServerConfig
 from switchyard.engine.reply import SHUTDOWN_CANCEL, Reply
 from switchyard.server.auth import ApiKey, Budgets, KeyRing, name_key
 from switchyard.server.connections import DISCONNECT_EXTENSION, FLUSH_EXTENSION
@@ -29,6 +28,9 @@ from switchyard.server.stream_write import STREAM_BUFFER, Ready, Stalled, Writer
 from switchyard.server.views import HealthPolicy, health_view, wants_deep
 from switchyard.wire import strict
 from switchyard.wire.json import dumps
+
+if TYPE_CHECKING:
+    from switchyard.config.server import ServerConfig  # the schema loads with the config
 
 logger = logging.getLogger("switchyard.server")
 
@@ -63,7 +65,13 @@ class SwitchyardApp:
     def __init__(self, sy: Switchyard, *, max_body: int | None = None, settings: ServerConfig | None = None) -> None:
         self.switchyard = sy
         loaded = getattr(sy, "loaded", None)
-        self.settings = settings or (loaded.config.server if loaded is not None else ServerConfig())
+        if settings is None and loaded is not None:
+            settings = loaded.config.server
+        elif settings is None:
+            from switchyard.config.server import ServerConfig  # no config: the defaults
+
+            settings = ServerConfig()
+        self.settings = settings
         self.max_body = max_body or self.settings.limits.max_body_bytes
         self.body_s = self.settings.client_timeouts.body_s
         self.write_s = self.settings.client_timeouts.write_s

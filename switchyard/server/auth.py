@@ -25,9 +25,8 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from switchyard.config.server import ApiKeyConfig
-
 if TYPE_CHECKING:
+    from switchyard.config.server import ApiKeyConfig  # the schema loads with the config
     from switchyard.engine.records import DecisionRecord
     from switchyard.protocol.session import StateStore
 

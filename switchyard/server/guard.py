@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import ipaddress
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from switchyard.config.server import ServerConfig
 from switchyard.engine.reply import Reply
 from switchyard.protocol.access import allowed_routes, required_labels
 from switchyard.protocol.errors import ErrorInfo
@@ -20,6 +20,9 @@ from switchyard.server.auth import ApiKey, Budgets, KeyRing, current_key, presen
 from switchyard.wire import codec as get_codec
 from switchyard.wire.base import WireFormat
 from switchyard.wire.json import dumps
+
+if TYPE_CHECKING:
+    from switchyard.config.server import ServerConfig  # the schema loads with the config
 
 # Paths answered without a key: liveness probes and the API description.
 _OPEN_PATHS = frozenset({"/health", "/v1/health", "/openapi.json"})
