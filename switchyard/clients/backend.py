@@ -396,12 +396,12 @@ class HttpBackend:
     ) -> AsyncIterator[StreamEvent]:
         return await self._open(request, target, options, runs=False)
 
-    async def open_stream_plain(
+    async def open_stream_runs(
         self, request: ChatRequest, target: TargetInfo, options: CallOptions
     ) -> AsyncIterator[StreamEvent | TextRun]:
-        """:meth:`open_stream` for a Chat caller whose body this Chat upstream gets as it came:
-        the texts of the plain text chunks of one read come as one :class:`TextRun`
-        (wire/text_run.py), which only the engine's stream for a Chat caller takes."""
+        """:meth:`open_stream` for a caller whose encoder takes text runs (the engine's own
+        replies to Chat and Anthropic callers): from a Chat upstream, the texts of the plain
+        text chunks of one read come as one :class:`TextRun` (wire/text_run.py)."""
         return await self._open(request, target, options, runs=self.format is WireFormat.OPENAI_CHAT)
 
     async def _open(

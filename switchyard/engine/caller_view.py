@@ -17,6 +17,7 @@ from switchyard.protocol.request import ChatRequest
 from switchyard.protocol.response import ChatResponse
 from switchyard.protocol.stream import ReasoningDelta, StreamEvent
 from switchyard.wire.base import StreamEncoder
+from switchyard.wire.text_run import TextRun
 
 _ANTHROPIC = "anthropic_messages"
 
@@ -43,11 +44,11 @@ class NoReasoning:
     def __init__(self, inner: StreamEncoder) -> None:
         self.inner = inner
 
-    def encode(self, event: StreamEvent) -> bytes:
+    def encode(self, event: StreamEvent | TextRun) -> bytes:
         """The caller's bytes for ``event``; nothing for reasoning."""
         if isinstance(event, ReasoningDelta):
             return b""
-        return self.inner.encode(event)
+        return self.inner.encode(event)  # type: ignore[arg-type]  # a TextRun only to encoders that take one
 
     def finish(self) -> bytes:
         """The caller's closing bytes."""

@@ -97,6 +97,9 @@ KEEPALIVE_S = 15.0
 LARGE_BODY_BYTES = 256 * 1024
 """A request body this large is decoded on a worker thread, off the event loop."""
 
+_TAKES_RUNS = frozenset((WireFormat.OPENAI_CHAT, WireFormat.ANTHROPIC_MESSAGES))
+"""Callers whose stream encoders take a :class:`~switchyard.wire.text_run.TextRun` (wire/text_run.py)."""
+
 
 @dataclass(slots=True)
 class _Prepared:
@@ -420,7 +423,7 @@ class Engine:
 
     async def _answer_stream(self, prep: _Prepared, *, runs: bool = False) -> EventStream:
         """Opens the answer stream on the first candidate that accepts it; with ``runs`` (a Chat
-        caller's reply: ``handle``), through ``open_stream_plain`` where the backend has it."""
+        caller's reply: ``handle``), through ``open_stream_runs`` where the backend has it."""
         record = prep.record
         if prep.decision.response is not None:
             return own_answer.answered_stream(prep, self.targets, self.health, self._emit)
@@ -432,7 +435,7 @@ class Engine:
             raise self._exhausted(record, None, prep.t0)
 
         async def opened(target: Target, options: CallOptions) -> tuple[AsyncIterator[Any], list[Any]]:
-            open_stream = (getattr(target.backend, "open_stream_plain", None) if runs else None) or (
+            open_stream = (getattr(target.backend, "open_stream_runs", None) if runs else None) or (
                 target.backend.open_stream
             )
             events = await open_stream(prep.request, target.info, options)
@@ -552,7 +555,8 @@ class Engine:
             if prep.decision.request is None:
                 prep.body_bytes = len(body)
             if request.stream:
-                events = await self._answer_stream(prep, runs=plain is not None)
+                runs = fmt in _TAKES_RUNS and prep.route.verify is None  # a verifier reads every event
+                events = await self._answer_stream(prep, runs=runs)
                 encoder = codec.stream_encoder(
                     model=self._reply_model(prep, request.model, events.record), include_usage=request.include_usage
                 )

@@ -86,7 +86,7 @@ class EventStream:
 
     def __anext__(self) -> Awaitable[StreamEvent]:
         # The generator's own awaitable, not a coroutine wrapping it: one frame less per event.
-        # (A TextRun comes only from a backend opened with ``open_stream_plain``, which only the
+        # (A TextRun comes only from a backend opened with ``open_stream_runs``, which only the
         # engine's own Chat replies do: a stream handed to users yields IR events alone.)
         return self._gen.__anext__()  # type: ignore[return-value]
 

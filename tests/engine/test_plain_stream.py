@@ -1,7 +1,7 @@
-"""The plain Chat stream lane through the engine (``HttpBackend.open_stream_plain``,
-wire/text_run.py): with a real HttpBackend reading an upstream's SSE over an httpx mock transport,
-a Chat caller's stream replies, records and counts exactly as without the lane, and the lane is
-really taken; a stream handed to Python callers never yields a TextRun."""
+"""Text runs through the engine (``HttpBackend.open_stream_runs``, wire/text_run.py): with a
+real HttpBackend reading a Chat upstream's SSE over an httpx mock transport, a Chat or Anthropic
+caller's stream — on the plain Chat lane or not — replies, records and counts exactly as with the
+events one by one, and runs are really taken; a stream handed to Python callers never yields one."""
 
 from __future__ import annotations
 
@@ -54,7 +54,7 @@ _STREAMS = {
 }
 
 
-def _engine(rig: Callable[..., Rig], lane: bool, stream: bytes, reads: int) -> tuple[Any, Any]:
+def _engine(rig: Callable[..., Rig], runs: bool, stream: bytes, reads: int) -> tuple[Any, Any]:
     import httpx
 
     from switchyard.clients.backend import HttpBackend
@@ -73,9 +73,10 @@ def _engine(rig: Callable[..., Rig], lane: bool, stream: bytes, reads: int) -> t
     backend = HttpBackend("up", "http://up.test/v1", transport=httpx.MockTransport(answer))
     for target in made.engine.targets.values():
         target.backend = backend
-    relaying = plain_chat.relay_routes(made.engine.routes.values(), made.engine.targets)
-    assert relaying  # the rig's "solo" passthrough relays
-    made.engine._plain = relaying if lane else {}
+    made.engine._plain = plain_chat.relay_routes(made.engine.routes.values(), made.engine.targets)
+    assert made.engine._plain  # the rig's "solo" passthrough relays
+    if not runs:
+        backend.open_stream_runs = None  # type: ignore[method-assign]  # the engine opens it event by event
     return made, backend
 
 
@@ -87,46 +88,64 @@ _BODY = {
 }
 
 
-async def _serve(rig: Callable[..., Rig], lane: bool, stream: bytes, reads: int) -> tuple[bytes, list[Any], Any]:
-    made, backend = _engine(rig, lane, stream, reads)
-    reply = await made.engine.handle("openai_chat", orjson.dumps(_BODY), {"content-type": "application/json"})
+_CALLERS = {
+    "chat, plain lane": ("openai_chat", _BODY),
+    "chat, random route": ("openai_chat", {**_BODY, "model": "pair"}),
+    "anthropic": (
+        "anthropic_messages",
+        {"model": "solo", "max_tokens": 64, "messages": _BODY["messages"], "stream": True},
+    ),
+}
+
+
+async def _serve(
+    rig: Callable[..., Rig], runs: bool, stream: bytes, reads: int, caller: str
+) -> tuple[bytes, list[Any], Any]:
+    made, backend = _engine(rig, runs, stream, reads)
+    fmt, body = _CALLERS[caller]
+    body = {**body, "stream": True}
+    reply = await made.engine.handle(fmt, orjson.dumps(body), {"content-type": "application/json"})
     assert reply.status == 200 and reply.stream is not None
-    body = b"".join([chunk async for chunk in reply.stream])
+    out = b"".join([chunk async for chunk in reply.stream])
     await backend.aclose()
     health = made.engine.health.stats()
     health["targets"].get("cheap", {}).get("markup_leaks", {}).pop("last_s_ago", None)  # a time, not a fact
-    return body, made.records, health
+    return out, made.records, health
 
 
+@pytest.mark.parametrize("caller", list(_CALLERS))
 @pytest.mark.parametrize("reads", [1, 3, 1000], ids=["one read", "three reads", "byte by byte"])
 @pytest.mark.parametrize("kind", list(_STREAMS))
-async def test_the_lane_streams_records_and_counts_as_event_by_event(
-    rig: Callable[..., Rig], kind: str, reads: int, monkeypatch: pytest.MonkeyPatch
+async def test_runs_stream_record_and_count_as_event_by_event(
+    rig: Callable[..., Rig], kind: str, reads: int, caller: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from switchyard.wire.anthropic_messages import stream as anthropic_stream
+    from switchyard.wire.anthropic_messages.stream import AnthropicStreamEncoder
     from switchyard.wire.openai_chat.stream import ChatStreamEncoder
 
+    monkeypatch.setattr(anthropic_stream, "new_id", lambda prefix: prefix + "fixed")  # the same ids both ways
     runs: list[TextRun] = []
-    encode = ChatStreamEncoder.encode
+    for encoder in (ChatStreamEncoder, AnthropicStreamEncoder):
 
-    def counted(self: ChatStreamEncoder, event: Any) -> bytes:
-        if isinstance(event, TextRun):
-            runs.append(event)
-        return encode(self, event)
+        def counted(self: Any, event: Any, encode: Any = encoder.encode) -> bytes:
+            if isinstance(event, TextRun):
+                runs.append(event)
+            return bytes(encode(self, event))
 
-    monkeypatch.setattr(ChatStreamEncoder, "encode", counted)
-    lane_bytes, lane_records, lane_health = await _serve(rig, True, _STREAMS[kind], reads)
+        monkeypatch.setattr(encoder, "encode", counted)
+    run_bytes, run_records, run_health = await _serve(rig, True, _STREAMS[kind], reads, caller)
     taken = len(runs)
-    full_bytes, full_records, full_health = await _serve(rig, False, _STREAMS[kind], reads)
-    assert len(runs) == taken  # none without the lane
-    assert lane_bytes == full_bytes
-    assert [_strip(r) for r in lane_records] == [_strip(r) for r in full_records]
-    assert lane_health == full_health
+    one_bytes, one_records, one_health = await _serve(rig, False, _STREAMS[kind], reads, caller)
+    assert len(runs) == taken  # none without them
+    assert run_bytes == one_bytes
+    assert [_strip(r) for r in run_records] == [_strip(r) for r in one_records]
+    assert run_health == one_health
     if kind != "tool call" and reads < 1000:
         assert taken  # texts read together came as runs
     if kind.startswith(("leaked markup", "markup split")):
-        assert "markup_leak" in lane_records[0].details
+        assert "markup_leak" in run_records[0].details
     if kind.startswith(("in-band", "malformed")):
-        assert lane_records[0].details.get("mid_stream_failure") is True
+        assert run_records[0].details.get("mid_stream_failure") is True
 
 
 async def test_a_python_callers_stream_yields_ir_events_only(rig: Callable[..., Rig]) -> None:

@@ -1,6 +1,6 @@
-"""The plain Chat stream lane (wire/text_run.py): ``SSEParser.feed_raw`` + ``ChatStreamDecoder.gather`` + the
-Chat encoder give the same events and the same caller bytes as the parser, decoder and encoder
-event by event, however the stream is made and however its bytes arrive."""
+"""Text runs (wire/text_run.py): ``SSEParser.feed_raw`` + ``ChatStreamDecoder.gather`` + the Chat
+or Anthropic encoder give the same events and the same caller bytes as the parser, decoder and
+encoder event by event, however the stream is made and however its bytes arrive."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ import orjson
 
 from switchyard.protocol.errors import UpstreamProtocolError
 from switchyard.protocol.stream import StreamEvent, TextDelta
+from switchyard.wire.anthropic_messages.stream import AnthropicStreamEncoder
 from switchyard.wire.openai_chat.stream import ChatStreamDecoder, ChatStreamEncoder
 from switchyard.wire.sse import SSEParser
 from switchyard.wire.text_run import TextRun
@@ -98,7 +99,7 @@ def _reads(rng: random.Random, stream: bytes) -> list[bytes]:
 
 
 def _decode(reads: list[bytes], *, runs: bool) -> tuple[list[StreamEvent | TextRun], str | None]:
-    """What HttpBackend._events does, with runs (``open_stream_plain``) or event by event."""
+    """What HttpBackend._events does, with runs (``open_stream_runs``) or event by event."""
     parser, decoder, out = SSEParser(), ChatStreamDecoder(), []
     try:
         for read in reads:
@@ -138,12 +139,19 @@ def _encoded(items: list[Any], include_usage: bool) -> bytes:
     return b"".join(encoder.encode(item) for item in items) + encoder.finish()
 
 
+def _encoded_anthropic(items: list[Any]) -> bytes:
+    encoder = AnthropicStreamEncoder(model="caller-model")
+    encoder._id = "msg_fixed"  # a random id otherwise
+    return b"".join(encoder.encode(item) for item in items) + encoder.finish()
+
+
 def _check(stream: bytes, reads: list[bytes], include_usage: bool) -> list[StreamEvent | TextRun]:
     plain, plain_error = _decode(reads, runs=False)
     runs, runs_error = _decode(reads, runs=True)
     assert _expanded(runs) == plain, stream
     assert runs_error == plain_error, stream
     assert _encoded(runs, include_usage) == _encoded(plain, include_usage), stream
+    assert _encoded_anthropic(runs) == _encoded_anthropic(plain), stream
     return runs
 
 

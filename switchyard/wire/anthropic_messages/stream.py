@@ -41,6 +41,7 @@ from switchyard.wire.anthropic_messages.response import (
 )
 from switchyard.wire.ids import anthropic_tool_id, new_id
 from switchyard.wire.sse import SSEEvent, frame
+from switchyard.wire.text_run import TextRun
 
 PING = frame(b'{"type":"ping"}', "ping")
 """A ``ping`` event (keep-alive the SDK skips)."""
@@ -264,7 +265,9 @@ class AnthropicStreamEncoder:
             )
         )
 
-    def encode(self, ev: StreamEvent) -> bytes:
+    def encode(self, ev: StreamEvent | TextRun) -> bytes:
+        if type(ev) is TextRun:
+            return self._run(ev)
         if self._finished:
             return b""
         if isinstance(ev, MessageStart):
@@ -299,6 +302,20 @@ class AnthropicStreamEncoder:
             out += event({"type": "message_delta", "delta": delta, "usage": usage})
             return out + event({"type": "message_stop"})
         return out
+
+    def _run(self, run: TextRun) -> bytes:
+        """The events of ``run``'s texts: those ``encode`` writes for one ``TextDelta`` each
+        (the deltas of an open text block from their fixed parts: the bytes of ``event``)."""
+        texts = run.texts
+        out = b""
+        if not (self._started and not self._finished and self._open == "text"):
+            out = self.encode(TextDelta(text=texts[0])) if texts else b""  # opens the message, the block
+            texts = texts[1:]
+            if self._finished or self._open != "text":
+                return out + b"".join([self.encode(TextDelta(text=text)) for text in texts])
+        head = b'event: content_block_delta\ndata: {"type":"content_block_delta","index":%d,' % self._next_index
+        head += b'"delta":{"type":"text_delta","text":'
+        return out + b"".join([head + orjson.dumps(text) + b"}}\n\n" for text in texts])
 
     def _reasoning(self, ev: ReasoningDelta) -> bytes:
         out = b""
