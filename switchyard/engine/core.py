@@ -423,7 +423,7 @@ class Engine:
 
     async def _answer_stream(self, prep: _Prepared, *, runs: bool = False) -> EventStream:
         """Opens the answer stream on the first candidate that accepts it; with ``runs`` (a Chat
-        caller's reply: ``handle``), through ``open_stream_runs`` where the backend has it."""
+        or Anthropic caller's reply: ``handle``), through ``open_stream_runs`` where it exists."""
         record = prep.record
         if prep.decision.response is not None:
             return own_answer.answered_stream(prep, self.targets, self.health, self._emit)
