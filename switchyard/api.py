@@ -362,14 +362,19 @@ class Switchyard:
 
     # -- HTTP-shaped entry point ---------------------------------------------------------------
 
-    async def dispatch(self, method: str, path: str, body: bytes, headers: Mapping[str, str]) -> Reply:
+    async def dispatch(
+        self, method: str, path: str, body: bytes, headers: Mapping[str, str], *, hold_record: bool = False
+    ) -> Reply:
         """Serves one HTTP request (the proxy and the in-process transport both call this).
 
         Handles ``POST /v1/chat/completions``, ``/v1/messages`` (with or without Anthropic's
         ``?beta=true``), ``/v1/messages/count_tokens``, ``/v1/responses`` and ``/v1/decision``
         (the decision only, see :mod:`switchyard.engine.decision_http`), ``GET /v1/models``,
         ``GET /v1/stats`` and ``GET /health`` (``?deep=1`` probes the backends first); anything
-        else is a 404 (in Anthropic's envelope below ``/v1/messages``, else OpenAI's).
+        else is a 404 (in Anthropic's envelope below ``/v1/messages``, else OpenAI's). With
+        ``hold_record`` (the proxy's), an answer's decision record reaches the sinks when the
+        caller calls :meth:`Reply.released <switchyard.engine.reply.Reply.released>`: after its
+        last byte is sent, so that the sinks add nothing to the caller's wait.
         """
         route, _, query = path.partition("?")  # Anthropic's beta calls add ?beta=true
         route = route.rstrip("/")
@@ -384,7 +389,7 @@ class Switchyard:
                 return _error(
                     WireFormat.OPENAI_CHAT, 404, f"{route} is not available in this version", "not_found_error"
                 )
-            return await self.engine.handle(fmt, body, headers, path=route)
+            return await self.engine.handle(fmt, body, headers, path=route, hold_record=hold_record)
         if sub == "/decision" and method == "POST":
             # Decide only: the route's choice as JSON, no answer call (engine/decision_http.py).
             from switchyard.engine.decision_http import decision_reply

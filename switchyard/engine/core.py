@@ -15,6 +15,7 @@ import os
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
+from functools import partial
 from types import MappingProxyType
 from typing import Any
 
@@ -46,7 +47,7 @@ from switchyard.engine.router_call import RouterCall
 from switchyard.engine.session import identify
 from switchyard.engine.state_watch import watched
 from switchyard.engine.stream_health import StreamHealth
-from switchyard.engine.stream_out import encode_stream, stream_aborter
+from switchyard.engine.stream_out import TAKES_RUNS, stream_reply
 from switchyard.engine.target import Completion, Route, Target, close_all, find_route
 from switchyard.engine.timeouts import Budget, budget
 from switchyard.engine.verify import gate, gated_stream
@@ -96,9 +97,6 @@ KEEPALIVE_S = 15.0
 
 LARGE_BODY_BYTES = 256 * 1024
 """A request body this large is decoded on a worker thread, off the event loop."""
-
-_TAKES_RUNS = frozenset((WireFormat.OPENAI_CHAT, WireFormat.ANTHROPIC_MESSAGES))
-"""Callers whose stream encoders take a :class:`~switchyard.wire.text_run.TextRun` (wire/text_run.py)."""
 
 
 @dataclass(slots=True)
@@ -522,13 +520,20 @@ class Engine:
     # -- wire-level entry point ---------------------------------------------------------------
 
     async def handle(
-        self, fmt: WireFormat | str, body: bytes, headers: Mapping[str, str], *, path: str | None = None
+        self,
+        fmt: WireFormat | str,
+        body: bytes,
+        headers: Mapping[str, str],
+        *,
+        path: str | None = None,
+        hold_record: bool = False,
     ) -> Reply:
         """Serves one HTTP request body in wire format ``fmt``.
 
         Returns a JSON reply or an SSE stream in the caller's format, with the
         ``x-switchyard-*`` headers. Never raises for caller or upstream errors: they become
-        error replies in the caller's envelope.
+        error replies in the caller's envelope. With ``hold_record``, an answer's decision
+        record waits for :attr:`Reply.release <switchyard.engine.reply.Reply.release>`.
         """
         t0 = time.perf_counter()
         fmt = WireFormat(fmt)
@@ -555,25 +560,19 @@ class Engine:
             if prep.decision.request is None:
                 prep.body_bytes = len(body)
             if request.stream:
-                runs = fmt in _TAKES_RUNS and prep.route.verify is None  # a verifier reads every event
+                runs = fmt in TAKES_RUNS and prep.route.verify is None  # a verifier reads every event
                 events = await self._answer_stream(prep, runs=runs)
                 encoder = codec.stream_encoder(
                     model=self._reply_model(prep, request.model, events.record), include_usage=request.include_usage
                 )
                 if caller_view.hides_reasoning(request):
                     encoder = caller_view.NoReasoning(encoder)
-                return Reply(
-                    200,
-                    reply_headers(events.record, stream=True),
-                    stream=encode_stream(encoder, events),
-                    keepalive=codec.keepalive(),
-                    keepalive_s=self.keepalive_s,
-                    abort=stream_aborter(encoder, events),
-                )
+                return stream_reply(encoder, events, codec.keepalive(), self.keepalive_s, hold=hold_record)
+            held = hold_record and prep.decision.response is None  # the router's own answer: emitted at once
             if plain is not None and prep.decision.response is None:
-                answer = (await self._served(prep, self._complete_plain))[1]
+                answer = (await self._served(prep, self._complete_plain, emit=not held))[1]
             else:
-                answer = (await self._answer(prep)).response
+                answer = (await self._answer(prep, emit=not held)).response
         except SwitchyardError as exc:
             return error_reply(self.targets, fmt, exc, prep.record if prep is not None else None)
         model = self._reply_model(prep, request.model, prep.record)
@@ -584,7 +583,8 @@ class Engine:
             if caller_view.hides_reasoning(request):  # no thinking blocks for callers that did not enable thinking
                 answer = caller_view.without_reasoning(answer)
             payload = codec.encode_response(answer, model=model)
-        return Reply(200, reply_headers(prep.record, stream=False), body=dumps(payload))
+        release = partial(self._emit, prep.record) if held else None
+        return Reply(200, reply_headers(prep.record, stream=False), body=dumps(payload), release=release)
 
     def _reply_model(self, prep: _Prepared, requested: str, record: DecisionRecord) -> str:
         """The ``model`` a reply names (see :mod:`switchyard.engine.reply_model`)."""

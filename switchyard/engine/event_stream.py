@@ -79,7 +79,23 @@ class EventStream:
         self._prompt_tokens = prompt_tokens
         self._closed = False
         self._interrupted = False
+        self._holding = False  # ``hold_record``: the finished record waits for ``release``
+        self._held: DecisionRecord | None = None
         self._gen = self._run()
+
+    def hold_record(self) -> Callable[[], None]:
+        """Keeps the finished record from the sinks until the returned callable is called (a
+        server calls it after the stream's last byte is sent: :attr:`Reply.release
+        <switchyard.engine.reply.Reply.release>`); called before the stream ends, the record
+        goes out at the end as usual."""
+        self._holding = True
+        return self._release
+
+    def _release(self) -> None:
+        self._holding = False
+        record, self._held = self._held, None
+        if record is not None:
+            self._finalize(record)
 
     def __aiter__(self) -> EventStream:
         return self
@@ -186,7 +202,10 @@ class EventStream:
         self.record.set_usage(usage)
         self.record.cost_usd = self._price.cost(usage)
         self.record.duration_ms = (time.perf_counter() - self._t0) * 1000
-        self._finalize(self.record)
+        if self._holding:
+            self._held = self.record
+        else:
+            self._finalize(self.record)
 
     def _estimated(self) -> Usage:
         """The usage of a stream that ended before its final usage report (the caller left, the

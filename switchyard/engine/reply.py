@@ -32,6 +32,12 @@ class Reply:
             drain time): marks the decision record and returns the closing error event, in the
             caller's format, to write before the end of the body. Call it before closing
             ``stream``.
+        release: Set when the consumer asked for the decision record to wait for the reply
+            (``Switchyard.dispatch(..., hold_record=True)``): emits it to the sinks. A network
+            server calls it once the reply's last byte is sent, so the decision log, the metrics
+            and ``on_decision`` callbacks cost the caller no latency; it must then be called in
+            every case (the reply abandoned too), and it may be called more than once. For a
+            stream, the record is emitted once both the stream has ended and this was called.
     """
 
     status: int
@@ -41,6 +47,13 @@ class Reply:
     keepalive: bytes | None = None
     keepalive_s: float | None = None
     abort: Callable[[ErrorInfo], bytes] | None = None
+    release: Callable[[], None] | None = None
+
+    def released(self) -> None:
+        """Calls :attr:`release` if it is set, at most once."""
+        release, self.release = self.release, None
+        if release is not None:
+            release()
 
     @property
     def is_stream(self) -> bool:

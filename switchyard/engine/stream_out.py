@@ -13,8 +13,30 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
+from switchyard.engine.replies import reply_headers
+from switchyard.engine.reply import Reply
 from switchyard.protocol.errors import ErrorInfo
 from switchyard.protocol.stream import StreamError
+from switchyard.wire.base import WireFormat
+
+TAKES_RUNS = frozenset((WireFormat.OPENAI_CHAT, WireFormat.ANTHROPIC_MESSAGES))
+"""Callers whose stream encoders take a :class:`~switchyard.wire.text_run.TextRun` (wire/text_run.py)."""
+
+
+def stream_reply(
+    encoder: Any, events: Any, keepalive: bytes | None, keepalive_s: float | None, *, hold: bool = False
+) -> Reply:
+    """The 200 reply that streams ``events`` (an ``EventStream``) through ``encoder``; with
+    ``hold``, its record waits for :attr:`Reply.release` (``EventStream.hold_record``)."""
+    return Reply(
+        200,
+        reply_headers(events.record, stream=True),
+        stream=encode_stream(encoder, events),
+        keepalive=keepalive,
+        keepalive_s=keepalive_s,
+        abort=stream_aborter(encoder, events),
+        release=events.hold_record() if hold else None,
+    )
 
 
 async def encode_stream(encoder: Any, events: Any) -> AsyncIterator[bytes]:

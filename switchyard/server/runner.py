@@ -200,8 +200,21 @@ class AppThread:
 
 
 class ServerThread(AppThread):
-    """The Switchyard proxy on a background thread (tests, the demo, benchmarks)."""
+    """The Switchyard proxy on a background thread (tests, the demo, benchmarks).
 
-    def __init__(self, sy: Switchyard, host: str = "127.0.0.1", port: int = 0, *, log_level: str = "warning") -> None:
-        super().__init__(create_app(sy), host, port, log_level=log_level)
+    Unlike ``switchyard serve``, it hands a request's decision record to the sinks before the
+    reply completes (``records_after_reply=False``): code that waits for a reply in another
+    thread then finds its record. Pass ``records_after_reply=True`` to serve as ``serve`` does.
+    """
+
+    def __init__(
+        self,
+        sy: Switchyard,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        *,
+        log_level: str = "warning",
+        records_after_reply: bool = False,
+    ) -> None:
+        super().__init__(create_app(sy, records_after_reply=records_after_reply), host, port, log_level=log_level)
         self.switchyard = sy

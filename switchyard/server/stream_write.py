@@ -102,13 +102,14 @@ class Ready:
 
 
 class WriterState:
-    """When the stream last wrote, whether it has ended, and whether a write outlived the write
-    deadline (shared by the pump and the ticker)."""
+    """When the stream last wrote, whether its head is out and whether it has ended, and
+    whether a write outlived the write deadline (shared by the pump and the ticker)."""
 
-    __slots__ = ("done", "last", "stalled")
+    __slots__ = ("done", "last", "stalled", "started")
 
     def __init__(self, last: float) -> None:
         self.last = last
+        self.started = False
         self.done = False
         self.stalled = False
 

@@ -183,15 +183,25 @@ def test_metrics_are_summed_over_the_workers(served: Any) -> None:
     server, _, metrics_dir, _ = served
     for _ in range(40):  # a new connection each: the kernel spreads them over both workers
         chat(server.url, "fast")
-    per_worker: list[float] = []
-    for db in sorted(metrics_dir.glob("counter_*.db")):
-        alone = Path(tempfile.mkdtemp(dir=metrics_dir.parent))
-        shutil.copy(db, alone / db.name)
-        registry = CollectorRegistry()
-        MultiProcessCollector(registry, path=str(alone))  # type: ignore[no-untyped-call]
-        per_worker.append(decisions(generate_latest(registry).decode(), "fast"))
+
+    def counted() -> list[float]:
+        per_worker: list[float] = []
+        for db in sorted(metrics_dir.glob("counter_*.db")):
+            alone = Path(tempfile.mkdtemp(dir=metrics_dir.parent))
+            shutil.copy(db, alone / db.name)
+            registry = CollectorRegistry()
+            MultiProcessCollector(registry, path=str(alone))  # type: ignore[no-untyped-call]
+            per_worker.append(decisions(generate_latest(registry).decode(), "fast"))
+        return per_worker
+
+    # A worker counts a request once its reply's last byte is out (records_after_reply): the
+    # count a caller can read in another process follows the reply by a moment.
+    def all_counted() -> list[float] | None:
+        per_worker = counted()
+        return per_worker if sum(per_worker) == 40 else None
+
+    per_worker = wait_until(all_counted, what="40 decisions counted in the workers' metrics files")
     assert len([n for n in per_worker if n]) == 2, per_worker  # both workers answered some
-    assert sum(per_worker) == 40
     for _ in range(4):  # whichever worker answers the scrape, it shows the sum
         assert decisions(httpx.get(f"{server.url}/metrics", timeout=10).text, "fast") == 40
 

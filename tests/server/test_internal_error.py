@@ -14,7 +14,7 @@ from switchyard.server.app import SwitchyardApp
 class _Broken:
     """Just enough of a Switchyard for the ASGI app: ``dispatch`` has a bug."""
 
-    async def dispatch(self, method: str, path: str, body: bytes, headers: Any) -> Reply:
+    async def dispatch(self, method: str, path: str, body: bytes, headers: Any, **_: Any) -> Reply:
         raise KeyError("bug")
 
 

@@ -15,7 +15,7 @@ class _Sy:
     def __init__(self, reply: Reply) -> None:
         self.reply = reply
 
-    async def dispatch(self, method: str, path: str, body: bytes, headers: Any) -> Reply:
+    async def dispatch(self, method: str, path: str, body: bytes, headers: Any, **_: Any) -> Reply:
         return self.reply
 
 
