@@ -1,0 +1,107 @@
+"""Under ``switchyard serve`` an answer's decision record reaches the sinks once the reply's last
+byte is sent (``records_after_reply``); with it off — :class:`ServerThread`'s default — before
+the reply completes. The record is never lost and never written twice: not for a JSON answer,
+not for a stream, not when the caller leaves."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from typing import Any
+
+import orjson
+import pytest
+from _configs import skeleton_config
+
+from switchyard.api import Switchyard
+from switchyard.engine.records import DecisionRecord
+from switchyard.server.app import SwitchyardApp
+from switchyard.testing import FakeUpstream, serve_fake
+
+
+@pytest.fixture(scope="module")
+def upstream_port() -> Iterator[int]:
+    fake = serve_fake(FakeUpstream())
+    try:
+        yield fake.port
+    finally:
+        fake.stop()
+
+
+def _router(port: int) -> tuple[Switchyard, list[DecisionRecord]]:
+    sy = Switchyard.from_config(skeleton_config(port))
+    records: list[DecisionRecord] = []
+    sy.on_decision(records.append)
+    return sy, records
+
+
+async def _post(app: SwitchyardApp, records: list[DecisionRecord], *, stream: bool) -> list[tuple[str, bool, int]]:
+    """POSTs a chat request through the ASGI app; returns each message sent to the caller as
+    (type, more_body, records emitted when it was sent)."""
+    body = {"model": "fast", "messages": [{"role": "user", "content": "hello"}], "stream": stream}
+    seen: list[tuple[str, bool, int]] = []
+    asked: list[bool] = []
+
+    async def receive() -> dict[str, Any]:
+        if asked:  # the app watching for a disconnect: the caller stays
+            await asyncio.Event().wait()
+        asked.append(True)
+        return {"type": "http.request", "body": orjson.dumps(body), "more_body": False}
+
+    async def send(message: dict[str, Any]) -> None:
+        seen.append((message["type"], bool(message.get("more_body", False)), len(records)))
+
+    headers = [(b"content-type", b"application/json"), (b"host", b"127.0.0.1")]
+    scope = {"type": "http", "method": "POST", "path": "/v1/chat/completions", "headers": headers}
+    await app(scope, receive, send)
+    return seen
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "stream"])
+async def test_the_record_follows_the_last_byte(upstream_port: int, stream: bool) -> None:
+    sy, records = _router(upstream_port)
+    try:
+        seen = await _post(SwitchyardApp(sy), records, stream=stream)
+    finally:
+        await sy.aclose()
+    last = [m for m in seen if m[0] == "http.response.body" and not m[1]]
+    assert len(last) == 1
+    assert last[0][2] == 0  # not yet out when the caller got its last byte
+    assert len(records) == 1 and records[0].status == 200  # out once the reply was sent
+    assert records[0].stream is stream
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "stream"])
+async def test_with_it_off_the_record_is_out_before_the_reply_completes(upstream_port: int, stream: bool) -> None:
+    sy, records = _router(upstream_port)
+    try:
+        seen = await _post(SwitchyardApp(sy, records_after_reply=False), records, stream=stream)
+    finally:
+        await sy.aclose()
+    last = [m for m in seen if m[0] == "http.response.body" and not m[1]]
+    assert last[0][2] == 1
+    assert len(records) == 1
+
+
+async def test_a_caller_that_leaves_mid_stream_is_still_recorded_once(upstream_port: int) -> None:
+    sy, records = _router(upstream_port)
+    body = {"model": "fast", "messages": [{"role": "user", "content": "hello"}], "stream": True}
+    gone: list[bool] = []
+
+    async def receive() -> dict[str, Any]:
+        if not gone:
+            gone.append(True)
+            return {"type": "http.request", "body": orjson.dumps(body), "more_body": False}
+        return {"type": "http.disconnect"}
+
+    async def send(message: dict[str, Any]) -> None:
+        if message["type"] == "http.response.body":
+            raise OSError("caller gone")  # the write fails: the stream is abandoned
+
+    headers = [(b"content-type", b"application/json"), (b"host", b"127.0.0.1")]
+    scope = {"type": "http", "method": "POST", "path": "/v1/chat/completions", "headers": headers}
+    try:
+        await SwitchyardApp(sy)(scope, receive, send)
+    finally:
+        await sy.aclose()
+    assert len(records) == 1
