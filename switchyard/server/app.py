@@ -62,8 +62,8 @@ class SwitchyardApp:
         settings: The ``server:`` section (default: the one in ``sy``'s config).
         records_after_reply: Hand each answer's decision record to the sinks (the decision
             log, metrics, budgets, ``on_decision`` callbacks) once the reply's last byte is
-            sent, so that they add nothing to the caller's wait (about 0.07 ms a request on
-            ../shared/bench). Off, the record is out before the reply completes: code in another
+            sent, so that they add nothing to the caller's wait (about 75 µs a request,
+            docs/benchmarks.md "Seventh pass"). Off, the record is out before the reply completes: code in another
             thread that waits for the reply then finds its record (:class:`ServerThread
             <switchyard.server.runner.ServerThread>`'s default).
     """
@@ -280,10 +280,8 @@ class SwitchyardApp:
         watch.add_done_callback(gone)
         ending.add_done_callback(drained)
         try:
-            if self.records_after_reply:
-                reply = await self.switchyard.dispatch(scope["method"], path, body, headers, hold_record=True)
-            else:
-                reply = await self.switchyard.dispatch(scope["method"], path, body, headers)
+            hold = self.records_after_reply
+            reply = await self.switchyard.dispatch(scope["method"], path, body, headers, hold_record=hold)
         except asyncio.CancelledError:
             if not state.cancelled:
                 raise  # cancelled from outside: not ours to absorb
