@@ -484,7 +484,7 @@ class HttpBackend:
                 if chunk is None:
                     break
                 if runs:
-                    batch, failed = decoder.gather(parser.feed_raw(chunk))
+                    batch, failed = decoder.read(parser, chunk)
                     for item in batch:
                         yield masked(item, self._redact) if type(item) is StreamError else item
                     if failed is not None:

@@ -51,6 +51,11 @@ class SSEParser:
         self._buf = lines.pop()
         return lines
 
+    @property
+    def idle(self) -> bool:
+        """Between events: no line, data, name or carriage return held from earlier bytes."""
+        return not self._buf and not self._data and self._event is None and not self._pending_cr
+
     def feed_raw(self, chunk: bytes) -> list[SSEEvent | bytes]:
         """:meth:`feed`, except that an event of one ``data:`` line and no name comes as that
         line's value, undecoded (``bytes``): a decoder that recognises the value as bytes skips

@@ -98,13 +98,15 @@ def _reads(rng: random.Random, stream: bytes) -> list[bytes]:
     return [stream[a:b] for a, b in zip([0, *cuts], [*cuts, len(stream)], strict=True)]
 
 
-def _decode(reads: list[bytes], *, runs: bool) -> tuple[list[StreamEvent | TextRun], str | None]:
-    """What HttpBackend._events does, with runs (``open_stream_runs``) or event by event."""
+def _decode(reads: list[bytes], *, runs: bool, rows: bool = True) -> tuple[list[StreamEvent | TextRun], str | None]:
+    """What HttpBackend._events does, with runs (``open_stream_runs``: ``read``, or ``gather``
+    when not ``rows``) or event by event."""
     parser, decoder, out = SSEParser(), ChatStreamDecoder(), []
     try:
         for read in reads:
             if runs:
-                batch, failed = decoder.gather(parser.feed_raw(read))
+                got = decoder.read(parser, read) if rows else decoder.gather(parser.feed_raw(read))
+                batch, failed = got
                 out.extend(batch)
                 if failed is not None:
                     raise failed
@@ -147,11 +149,12 @@ def _encoded_anthropic(items: list[Any]) -> bytes:
 
 def _check(stream: bytes, reads: list[bytes], include_usage: bool) -> list[StreamEvent | TextRun]:
     plain, plain_error = _decode(reads, runs=False)
-    runs, runs_error = _decode(reads, runs=True)
-    assert _expanded(runs) == plain, stream
-    assert runs_error == plain_error, stream
-    assert _encoded(runs, include_usage) == _encoded(plain, include_usage), stream
-    assert _encoded_anthropic(runs) == _encoded_anthropic(plain), stream
+    for rows in (False, True):
+        runs, runs_error = _decode(reads, runs=True, rows=rows)
+        assert _expanded(runs) == plain, (rows, stream)
+        assert runs_error == plain_error, (rows, stream)
+        assert _encoded(runs, include_usage) == _encoded(plain, include_usage), (rows, stream)
+        assert _encoded_anthropic(runs) == _encoded_anthropic(plain), (rows, stream)
     return runs
 
 
@@ -253,3 +256,37 @@ def test_plain_text_chunks_are_matched_undecoded(monkeypatch: Any) -> None:
     assert error is None and runs[2] == TextRun(["é", "c", "d"])
     # Of the text chunks only the first, the one the template is learned from, was decoded.
     assert len({d for d in decoded if '"content":' in d}) == 1
+
+
+def test_a_row_starts_only_where_the_parser_holds_nothing() -> None:
+    """A read that starts with the template's event continues what the read before left open
+    (a name, a first data line): that event is not a plain text chunk, and ``read`` must not
+    take it for one."""
+    head = b'data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,'
+    text = [head + b'"delta":{"content":' + orjson.dumps(t) + b'},"finish_reason":null}]}\n\n' for t in ("a", "b", "c")]
+    stop = head + b'"delta":{},"finish_reason":"stop"}]}\n\ndata: [DONE]\n\n'
+    for left_open in (b"event: odd\n", b'data: {"id":"c",\n', b"data: x\r"):
+        reads = [text[0] + text[1] + left_open, text[2] + text[1] + stop]
+        plain, plain_error = _decode(reads, runs=False)
+        runs, runs_error = _decode(reads, runs=True)
+        assert (_expanded(runs), runs_error) == (plain, plain_error), left_open
+
+
+def test_a_row_is_read_from_the_chunk_without_the_parser() -> None:
+    head = b'data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,'
+    texts = ["a", 'q"uo\\te', "", "é", "z"]
+    rows = [head + b'"delta":{"content":' + orjson.dumps(t) + b'},"finish_reason":null}]}\n\n' for t in texts]
+    stop = head + b'"delta":{},"finish_reason":"stop"}]}\n\ndata: [DONE]\n\n'
+    fed: list[bytes] = []
+
+    class Seen(SSEParser):
+        def feed_raw(self, chunk: bytes) -> list[Any]:
+            fed.append(chunk)
+            return super().feed_raw(chunk)
+
+    out, error = ChatStreamDecoder().read(Seen(), b"".join(rows) + stop)
+    assert error is None
+    assert [type(e).__name__ for e in out] == ["MessageStart", "TextDelta", "TextRun", "MessageStop"]
+    assert out[2] == TextRun(['q"uo\\te', "é", "z"])
+    # The parser saw the event the template was learned from and the end; never the row.
+    assert fed == [rows[0], stop[: stop.index(b"\n\n") + 2], stop[stop.index(b"\n\n") + 2 :]]

@@ -32,11 +32,13 @@ from switchyard.wire.openai_chat.response import (
     encode_usage,
     stop_reason,
 )
-from switchyard.wire.sse import DONE, SSEEvent, frame
+from switchyard.wire.sse import DONE, SSEEvent, SSEParser, frame
 from switchyard.wire.text_run import TextRun
 
 _MARK = '"delta":{"content":'
 _STRING = re.compile(r'"(?:[^"\\]|\\.)*"')  # one JSON string literal, escapes included
+# The string of a plain text chunk, as bytes on one line (``ChatStreamDecoder.read``).
+_TEXT_LITERAL = re.compile(rb'"delta":\{"content":("[^"\\\r\n]*(?:\\.[^"\\\r\n]*)*")\}')
 _PLAIN_ROOT = frozenset({"id", "object", "created", "model", "choices", "system_fingerprint", "service_tier", "usage"})
 _PLAIN_CHOICE = frozenset({"index", "delta", "finish_reason", "logprobs", "stop_reason"})
 
@@ -64,6 +66,9 @@ class ChatStreamDecoder:
         self._suffix = ""  # ... and after it
         self._raw_prefix = b""  # both UTF-8 encoded
         self._raw_suffix = b""
+        self._row_head = b""  # an event of the template up to its string (``read``), when it has one line
+        self._row_tail = b""  # ... and after it, the blank line included
+        self._row_joint = b""  # the two, between two events of a row
         self._started = False
         self._done = False
         self._stop: StopReason | None = None
@@ -99,38 +104,105 @@ class ChatStreamDecoder:
         between must parse; anything else is decoded (invalid UTF-8 replaced) and fed whole.
         """
         out: list[StreamEvent | TextRun] = []
-        texts: list[str] | None = None  # the texts of the TextRun that ends ``out``, if one does
-        prefix, suffix = self._raw_prefix, self._raw_suffix
         try:
-            for event in events:
-                text: Any = None
-                if type(event) is bytes:
-                    if prefix and event.startswith(prefix) and event.endswith(suffix):
-                        try:
-                            text = orjson.loads(event[len(prefix) : len(event) - len(suffix)])
-                        except orjson.JSONDecodeError:
-                            pass  # not one string after all: decoded in full below
-                    if type(text) is not str:
-                        text = None
-                        event = SSEEvent(None, event.decode("utf-8", errors="replace"))
-                if text is None:
-                    text = self._template_text(event.data)  # type: ignore[union-attr]
-                if text is None:
-                    decoded = self.feed(event)  # type: ignore[arg-type]
-                    if decoded:
-                        out.extend(decoded)
-                        texts = None
-                    prefix, suffix = self._raw_prefix, self._raw_suffix  # learned, perhaps
-                    if self._done:
-                        break
-                elif text:
-                    if texts is None:
-                        texts = []
-                        out.append(TextRun(texts))
-                    texts.append(text)
+            self._gather(events, out)
         except UpstreamProtocolError as exc:
             return out, exc
         return out, None
+
+    def read(self, parser: SSEParser, chunk: bytes) -> tuple[list[StreamEvent | TextRun], UpstreamProtocolError | None]:
+        """:meth:`gather` of ``parser.feed_raw(chunk)``, without splitting the template's events
+        into lines: once a template is learned, a row of events that are each ``data: `` + the
+        template around one JSON string + a blank line is read straight from ``chunk`` — the
+        strings are found in one pass and parsed in one call — and only what is not such a row
+        goes through ``parser``, an event at a time, so the row can start wherever the template
+        was learned. The same events and errors as :meth:`gather`, however ``chunk`` is cut."""
+        out: list[StreamEvent | TextRun] = []
+        i, n, slow = 0, len(chunk), 0
+        try:
+            while i < n and not self._done:
+                if self._row_head and parser.idle and chunk.startswith(self._row_head, i):
+                    got = self._row(chunk, i, out)
+                    if got > i:
+                        i, slow = got, 0
+                        continue
+                if slow > (3 if self._prefix is not None else 7):
+                    # Event by event costs more than the rest at once: after a few events that
+                    # were not a row (or taught no template), the parser takes the rest whole.
+                    end = n
+                else:
+                    end = chunk.find(b"\n\n", i)
+                    end = n if end < 0 else end + 2
+                self._gather(parser.feed_raw(chunk[i:end] if i or end < n else chunk), out)
+                i, slow = end, slow + 1
+        except UpstreamProtocolError as exc:
+            return out, exc
+        return out, None
+
+    def _row(self, chunk: bytes, i: int, out: list[StreamEvent | TextRun]) -> int:
+        """Reads the template's events from ``i`` (where one starts) into ``out``'s run; returns
+        where they end, or ``i`` when none of them parses as one JSON string each.
+
+        The strings after ``"delta":{"content":`` are found in one pass; the row is the longest
+        run of them that, put back between the template's parts, gives the bytes at ``i``
+        exactly — so each of its events is ``data: `` + template + string + blank line, and
+        nothing else in ``chunk`` can be mistaken for one."""
+        head, tail, joint = self._row_head, self._row_tail, self._row_joint
+        literals = _TEXT_LITERAL.findall(chunk, i)
+        good, bad = 0, len(literals) + 1  # a run of ``good`` events is there; one of ``bad`` is not
+        while bad - good > 1:
+            k = bad - 1 if bad > len(literals) else (good + bad) // 2  # all of them first: the usual case
+            if chunk.startswith(head + joint.join(literals[:k]) + tail, i):
+                good = k
+            else:
+                bad = k
+        if not good:
+            return i
+        literals = literals[:good]
+        try:
+            texts = orjson.loads(b"[" + b",".join(literals) + b"]")
+        except orjson.JSONDecodeError:
+            return i  # a control character or broken UTF-8 in one: decoded event by event
+        run = out[-1] if out else None
+        if type(run) is not TextRun:
+            run = TextRun([])
+            out.append(run)
+        run.texts += [text for text in texts if text]
+        if not run.texts:
+            out.pop()
+        return i + good * len(joint) + sum(map(len, literals))  # ``joint`` is one event's head and tail
+
+    def _gather(self, events: list[SSEEvent | bytes], out: list[StreamEvent | TextRun]) -> None:
+        """Decodes ``events`` onto ``out`` (see :meth:`gather`), continuing a run that ends it."""
+        last = out[-1] if out else None
+        texts = last.texts if type(last) is TextRun else None  # the texts of the run ending ``out``
+        prefix, suffix = self._raw_prefix, self._raw_suffix
+        for event in events:
+            text: Any = None
+            if type(event) is bytes:
+                if prefix and event.startswith(prefix) and event.endswith(suffix):
+                    try:
+                        text = orjson.loads(event[len(prefix) : len(event) - len(suffix)])
+                    except orjson.JSONDecodeError:
+                        pass  # not one string after all: decoded in full below
+                if type(text) is not str:
+                    text = None
+                    event = SSEEvent(None, event.decode("utf-8", errors="replace"))
+            if text is None:
+                text = self._template_text(event.data)  # type: ignore[union-attr]
+            if text is None:
+                decoded = self.feed(event)  # type: ignore[arg-type]
+                if decoded:
+                    out.extend(decoded)
+                    texts = None
+                prefix, suffix = self._raw_prefix, self._raw_suffix  # learned, perhaps
+                if self._done:
+                    break
+            elif text:
+                if texts is None:
+                    texts = []
+                    out.append(TextRun(texts))
+                texts.append(text)
 
     def _template_text(self, data: str) -> str | None:
         """The text of a chunk that is the learned template around one JSON string, else ``None``."""
@@ -226,6 +298,10 @@ class ChatStreamDecoder:
         self._suffix = data[literal.end() :]
         self._raw_prefix = self._prefix.encode()
         self._raw_suffix = self._suffix.encode()
+        if not any(c in data for c in "\r\n"):  # lines joined: no row of one-line events to read
+            self._row_head = b"data: " + self._raw_prefix
+            self._row_tail = self._raw_suffix + b"\n\n"
+            self._row_joint = self._row_tail + self._row_head
 
     def _delta(self, delta: Any, out: list[StreamEvent]) -> None:
         """The events of one choice's ``delta``: reasoning, text, refusal, tool calls."""
