@@ -2,7 +2,7 @@
 
 Every fault the fake upstream can inject, JSON and SSE, through the proxy on 127.0.0.1 with the
 real openai SDK (its own retries off). For each: the outcome, the attempts from the decision
-record, the elapsed time and its bound, and whether it matched the expectation.
+record, the elapsed time, the waits the engine chose, and whether it matched the expectation.
 
 Run:
     .venv/bin/python benchmarks/fault_matrix.py            # markdown table on stdout
