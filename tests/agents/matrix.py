@@ -233,7 +233,7 @@ def run_agent(stack: Stack, agent: str, route: str, tmp: Path, api: str | None =
         rc, out, err = done.returncode, done.stdout, done.stderr
     except subprocess.TimeoutExpired as exc:
         rc, out, err = -9, str(exc.stdout or ""), f"timed out after {AGENT_TIMEOUT_S} s\n{exc.stderr or ''}"
-    time.sleep(0.2)  # the decision record of the last answer is written just after it is sent
+    settle(stack, seen_records, seen_bodies)
     return Outcome(
         rc,
         out,
@@ -243,6 +243,19 @@ def run_agent(stack: Stack, agent: str, route: str, tmp: Path, api: str | None =
         [r.body for r in stack.upstream.received[seen_bodies:]],
         stack.trap.attempts[seen_egress:],
     )
+
+
+def settle(stack: Stack, seen_records: int, seen_bodies: int, bound_s: float = 10.0) -> None:
+    """Waits (bounded) until the decision log holds the record of every upstream call since the
+    run began: the proxy writes a record once the answer's last byte is out, so an agent can
+    exit before the record of its last answer is written."""
+    deadline = time.monotonic() + bound_s
+    while time.monotonic() < deadline:
+        records = stack.records()[seen_records:]
+        calls = sum(len(r.get("attempts") or ()) + len(r.get("router_attempts") or ()) for r in records)
+        if calls >= len(stack.upstream.received) - seen_bodies:
+            return
+        time.sleep(0.01)
 
 
 def require(agent: str) -> None:
