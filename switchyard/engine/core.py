@@ -34,10 +34,10 @@ from switchyard.engine.replies import (
     HEADER_ROUTE,
     HEADER_SELECTED,
     HEADER_SOURCE,
+    answer_reply,
     error_reply,
     forwarded,
     lower,
-    reply_headers,
 )
 from switchyard.engine.reply import Reply
 from switchyard.engine.reply_model import DEFAULT as REPLY_MODEL_DEFAULT
@@ -70,7 +70,7 @@ from switchyard.routers.static import PassthroughRouter
 from switchyard.state.memory import MemoryStore
 from switchyard.wire import codec as get_codec
 from switchyard.wire.base import WireFormat
-from switchyard.wire.json import dumps, load_object
+from switchyard.wire.json import load_object
 from switchyard.wire.openai_chat.plain_answer import PlainAnswer
 
 __all__ = [
@@ -576,15 +576,8 @@ class Engine:
         except SwitchyardError as exc:
             return error_reply(self.targets, fmt, exc, prep.record if prep is not None else None)
         model = self._reply_model(prep, request.model, prep.record)
-        if isinstance(answer, PlainAnswer):
-            payload = answer.encode(model=model)
-        else:
-            assert isinstance(answer, ChatResponse)
-            if caller_view.hides_reasoning(request):  # no thinking blocks for callers that did not enable thinking
-                answer = caller_view.without_reasoning(answer)
-            payload = codec.encode_response(answer, model=model)
         release = partial(self._emit, prep.record) if held else None
-        return Reply(200, reply_headers(prep.record, stream=False), body=dumps(payload), release=release)
+        return answer_reply(codec, request, answer, model, prep.record, release)
 
     def _reply_model(self, prep: _Prepared, requested: str, record: DecisionRecord) -> str:
         """The ``model`` a reply names (see :mod:`switchyard.engine.reply_model`)."""

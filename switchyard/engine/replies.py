@@ -5,15 +5,20 @@ Layer: ``engine``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
+from switchyard.engine import caller_view
 from switchyard.engine.records import DecisionRecord
 from switchyard.engine.reply import Reply
 from switchyard.engine.target import Target
 from switchyard.protocol.errors import SwitchyardError, UpstreamError, UpstreamStatusError
+from switchyard.protocol.request import ChatRequest
+from switchyard.protocol.response import ChatResponse
 from switchyard.wire import codec as get_codec
 from switchyard.wire.base import WireFormat
 from switchyard.wire.json import dumps
+from switchyard.wire.openai_chat.plain_answer import PlainAnswer
 
 HEADER_SELECTED = "x-switchyard-selected-model"
 HEADER_ROUTE = "x-switchyard-route"
@@ -70,6 +75,37 @@ def error_reply(
             # never an HTML page from a proxy in front of it.
             return Reply(exc.status, headers, body=exc.body)
     return Reply(exc.status, headers, body=dumps(codec.encode_error(exc.info())))
+
+
+def answer_reply(
+    codec: Any,
+    request: ChatRequest,
+    answer: ChatResponse | PlainAnswer,
+    model: str,
+    record: DecisionRecord,
+    release: Callable[[], None] | None,
+) -> Reply:
+    """The 200 reply of a JSON answer in the caller's format (``codec``), naming ``model``.
+
+    ``release`` emits the answer's held record (``Engine.handle(hold_record=True)``): should
+    encoding fail (a bug), the record is emitted here, marked failed, rather than lost with the
+    reply that would have carried it.
+    """
+    try:
+        if isinstance(answer, PlainAnswer):
+            payload = answer.encode(model=model)
+        else:
+            if caller_view.hides_reasoning(request):  # no thinking blocks for callers that did not enable thinking
+                answer = caller_view.without_reasoning(answer)
+            payload = codec.encode_response(answer, model=model)
+        body = dumps(payload)
+    except Exception as exc:
+        if release is not None:
+            record.status = 500
+            record.error = f"internal error: the answer could not be encoded ({type(exc).__name__})"
+            release()
+        raise
+    return Reply(200, reply_headers(record, stream=False), body=body, release=release)
 
 
 def lower(headers: Mapping[str, str] | None) -> dict[str, str]:

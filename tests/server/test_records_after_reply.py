@@ -105,3 +105,24 @@ async def test_a_caller_that_leaves_mid_stream_is_still_recorded_once(upstream_p
     finally:
         await sy.aclose()
     assert len(records) == 1
+
+
+async def test_an_answer_that_cannot_be_encoded_still_has_its_record(
+    upstream_port: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A bug in encoding the answer turns the reply into a 500; the held record goes out anyway,
+    once, and says what happened."""
+    from switchyard.wire.openai_chat.plain_answer import PlainAnswer
+
+    def broken(self: PlainAnswer, **_: Any) -> Any:
+        raise RuntimeError("encoder bug")
+
+    monkeypatch.setattr(PlainAnswer, "encode", broken)
+    sy, records = _router(upstream_port)
+    try:
+        seen = await _post(SwitchyardApp(sy), records, stream=False)
+    finally:
+        await sy.aclose()
+    assert ("http.response.start", False, 1) in seen  # the 500, sent after the record
+    assert len(records) == 1
+    assert records[0].status == 500 and "could not be encoded (RuntimeError)" in (records[0].error or "")
