@@ -496,11 +496,7 @@ class HttpBackend:
                         if decoder.done:
                             break
                 if decoder.done:
-                    # The answer is complete, but the HTTP response may not be: closing it before its
-                    # last bytes drops the connection (and, upstream over TLS, the session). Read the
-                    # rest in the background so the connection returns to the pool.
-                    handed_off = True
-                    self._drain_later(resp, chunks)
+                    handed_off = await self._rest_of_body(resp, chunks)
                     return
             for sse in parser.finish():
                 for event in decoder.feed(sse):
@@ -516,10 +512,20 @@ class HttpBackend:
             if not handed_off:
                 await resp.aclose()
 
-    def _drain_later(self, resp: Any, chunks: AsyncIterator[bytes]) -> None:
+    async def _rest_of_body(self, resp: Any, chunks: AsyncIterator[bytes]) -> bool:
+        """What follows a complete answer; whether a background task now owns ``resp``.
+
+        The answer is complete, but the HTTP response may not be: closing it before its last
+        bytes drops the connection (and, upstream over TLS, the session), so the rest is read in
+        the background and the connection returns to the pool. A lean-pool response that ended
+        with the answer is pooled already: its iterator ends at once, and no task is made."""
+        if getattr(resp, "complete", False) and not resp.buffered:
+            await anext(chunks, None)  # ended: left open, the loop would close it in a task of its own
+            return False
         task = asyncio.get_running_loop().create_task(drain(resp, chunks, self._errors))
         self._drains.add(task)
         task.add_done_callback(self._drains.discard)
+        return True
 
     async def context_window(self, target: TargetInfo, timeout_s: float) -> int | None:
         """Asks ``GET {base_url}/models`` for the model's context window (vLLM's
