@@ -11,6 +11,7 @@ fake-upstream tooling); help and unknown commands get every module.
 from __future__ import annotations
 
 import argparse
+import gc
 import importlib
 import sys
 from collections.abc import Sequence
@@ -77,16 +78,23 @@ def build_parser(commands: Sequence[str] = _COMMANDS) -> argparse.ArgumentParser
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``switchyard`` console script."""
     args_list = sys.argv[1:] if argv is None else list(argv)
-    parser = build_parser(_commands_for(args_list))
-    args = parser.parse_args(args_list)
-    if not getattr(args, "func", None):
-        build_parser().print_help()  # every command, whichever ``argv`` named
-        return 2
+    quiet = args_list[:1] == ["serve"]
+    if quiet:
+        gc.disable()  # until the server's start-up is frozen (``_common.freeze_startup``)
     try:
-        code: int = args.func(args)
-    except KeyboardInterrupt:
-        return 130
-    return code
+        parser = build_parser(_commands_for(args_list))
+        args = parser.parse_args(args_list)
+        if not getattr(args, "func", None):
+            build_parser().print_help()  # every command, whichever ``argv`` named
+            return 2
+        try:
+            code: int = args.func(args)
+        except KeyboardInterrupt:
+            return 130
+        return code
+    finally:
+        if quiet:
+            gc.enable()  # a caller of ``main`` in-process gets its collector back, however it ended
 
 
 def _commands_for(argv: Sequence[str]) -> Sequence[str]:

@@ -78,13 +78,18 @@ def build_or_fail(loaded: LoadedConfig, name: str | None, *, decision_log: str |
 
 
 def freeze_startup() -> None:
-    """Moves what start-up built out of the cyclic garbage collector's sight.
+    """Moves what start-up built out of the cyclic garbage collector's sight, and lets the
+    collector run.
 
     What start-up built (modules, the config, validators) lives as long as the process: frozen,
-    the collections while serving walk request objects only.
+    the collections while serving walk request objects only. ``switchyard serve`` starts with
+    the collector off (``cli.main``): start-up keeps nearly everything it allocates, so its
+    collections walk ever more objects to free almost nothing — some 90 of them and the full one
+    before freezing took ~50 ms of a ~0.45 s cold start; with the collector off, about a
+    thousand unreachable objects are left in all, frozen with the rest rather than collected.
     """
-    gc.collect()
     gc.freeze()
+    gc.enable()
 
 
 def show_access_log() -> None:

@@ -156,6 +156,7 @@ def _run_workers(args: argparse.Namespace, loaded: LoadedConfig, count: int) -> 
     (each builds the router itself)."""
     from switchyard.server.workers import Supervisor, memory_state_warning
 
+    freeze_startup()  # the supervisor serves no request; it lives as long as its workers
     note = memory_state_warning(loaded, count)
     if note:
         print(f"switchyard: warning: {note}", flush=True)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import gc
 import os
 import signal
 import socket
@@ -44,6 +45,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Builds the router and serves it on the inherited socket until told to stop."""
+    gc.disable()  # until start-up is frozen, as under ``serve`` (``_common.freeze_startup``)
     args = _parser().parse_args(argv)
     # SIGHUP is the supervisor's (a reload); a terminal hang-up must not kill workers one by one.
     signal.signal(signal.SIGHUP, signal.SIG_IGN)

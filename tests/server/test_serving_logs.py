@@ -162,10 +162,19 @@ def test_serve_freezes_what_start_up_built(
     import yaml
 
     from switchyard.cli import main
+    from switchyard.cli import serve as serve_cmd
     from switchyard.server import runner
 
-    seen: list[int] = []
-    monkeypatch.setattr(runner, "serve", lambda *a, **k: seen.append(gc.get_freeze_count()))
+    seen: list[tuple[int, bool]] = []
+    building: list[bool] = []
+    build = serve_cmd.build_or_fail
+
+    def watched_build(*a: Any, **k: Any) -> Any:
+        building.append(gc.isenabled())
+        return build(*a, **k)
+
+    monkeypatch.setattr(serve_cmd, "build_or_fail", watched_build)
+    monkeypatch.setattr(runner, "serve", lambda *a, **k: seen.append((gc.get_freeze_count(), gc.isenabled())))
     config = tmp_path / "c.yaml"
     config.write_text(yaml.safe_dump(skeleton_config(upstream.port)))
     gc.unfreeze()
@@ -173,4 +182,15 @@ def test_serve_freezes_what_start_up_built(
         assert main(["serve", "-c", str(config), "--port", "0"]) == 0
     finally:
         gc.unfreeze()
-    assert seen and seen[0] > 0  # the collector no longer walks the modules and config while serving
+    assert building == [False]  # start-up runs without the collector ...
+    assert seen and seen[0][0] > 0  # ... and the collector no longer walks the modules and config while serving
+    assert seen[0][1] and gc.isenabled()  # but collects what serving leaves behind
+
+
+def test_a_serve_that_fails_at_start_up_leaves_the_collector_on(tmp_path: Any) -> None:
+    import gc
+
+    from switchyard.cli import main
+
+    assert main(["serve", "-c", str(tmp_path / "missing.yaml")]) != 0
+    assert gc.isenabled()
