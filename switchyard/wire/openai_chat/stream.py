@@ -152,7 +152,8 @@ class ChatStreamDecoder:
         good, bad = 0, len(literals) + 1  # a run of ``good`` events is there; one of ``bad`` is not
         while bad - good > 1:
             k = bad - 1 if bad > len(literals) else (good + bad) // 2  # all of them first: the usual case
-            if chunk.startswith(head + joint.join(literals[:k]) + tail, i):
+            row = joint.join(literals[:k])  # compared in place: no copy of the read with the parts around it
+            if chunk.startswith(row, i + len(head)) and chunk.startswith(tail, i + len(head) + len(row)):
                 good = k
             else:
                 bad = k
@@ -384,6 +385,7 @@ class ChatStreamEncoder:
         self._head = b""
         self._end = b"}" if not include_usage else b',"usage":null}'
         self._text_head = b""  # a text chunk up to its content string (set with ``_head``)
+        self._text_joint = b""  # what comes between two text chunks' strings (set with ``_head``)
         self._text_tail = b'},"finish_reason":null,"logprobs":null}]' + self._end + b"\n\n"
 
     def _chunk(self, delta: dict[str, Any], finish: str | None = None) -> bytes:
@@ -395,6 +397,7 @@ class ChatStreamEncoder:
             fixed = {"id": self._id, "object": "chat.completion.chunk", "created": self._created, "model": self._model}
             self._head = b"data: " + orjson.dumps(fixed)[:-1] + b',"choices":[{"index":0,"delta":'
             self._text_head = self._head + b'{"content":'
+            self._text_joint = self._text_tail + self._text_head
         reason = b',"finish_reason":null' if finish is None else b',"finish_reason":' + orjson.dumps(finish)
         return self._head + orjson.dumps(delta) + reason + b',"logprobs":null}]' + self._end + b"\n\n"
 
@@ -457,8 +460,10 @@ class ChatStreamEncoder:
     def _run(self, run: TextRun) -> bytes:
         """The chunks of ``run``'s texts: those ``encode`` writes for one ``TextDelta`` each."""
         if self._started and not self._finished and run.texts:
-            head, tail = self._text_head, self._text_tail
-            return head + (tail + head).join([orjson.dumps(text) for text in run.texts]) + tail
+            dumped = [orjson.dumps(text) for text in run.texts]
+            dumped[0] = self._text_head + dumped[0]
+            dumped[-1] += self._text_tail
+            return self._text_joint.join(dumped)  # one copy of the run's bytes, not three
         return b"".join([self.encode(TextDelta(text=text)) for text in run.texts])
 
     def _tool_delta(self, event: ToolCallDelta) -> dict[str, Any]:
