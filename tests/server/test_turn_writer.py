@@ -13,12 +13,17 @@ class Recorder:
 
     def __init__(self) -> None:
         self.sent: list[bytes] = []
+        self.vectored: list[list[bytes]] = []
         self.closed = False
         self.aborted = False
         self.extra = {"peername": ("127.0.0.1", 1)}
 
     def write(self, data: bytes) -> None:
         self.sent.append(bytes(data))
+
+    def writelines(self, pieces: list[bytes]) -> None:
+        self.vectored.append(list(pieces))
+        self.sent.append(b"".join(pieces))  # one send (uvloop: one writev)
 
     def is_closing(self) -> bool:
         return self.closed or self.aborted
@@ -75,3 +80,18 @@ def test_abort_drops_what_is_pending_and_the_rest_is_the_transports() -> None:
 
     raw = asyncio.run(main())
     assert raw.sent == [] and raw.aborted
+
+
+def test_a_large_body_leaves_with_its_head_in_one_vectored_send() -> None:
+    async def main() -> Recorder:
+        raw = Recorder()
+        writer = TurnWriter(raw, asyncio.get_running_loop())  # type: ignore[arg-type]
+        writer.write(b"HTTP/1.1 200 OK\r\n\r\n")
+        writer.write(b"x" * 8192)
+        await asyncio.sleep(0)
+        return raw
+
+    raw = asyncio.run(main())
+    # Not joined first (no copy of the body), and still one send.
+    assert raw.vectored == [[b"HTTP/1.1 200 OK\r\n\r\n", b"x" * 8192]]
+    assert raw.sent == [b"HTTP/1.1 200 OK\r\n\r\n" + b"x" * 8192]
