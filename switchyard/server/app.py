@@ -24,7 +24,7 @@ from switchyard.server.escape import printable
 from switchyard.server.guard import Gate, error_reply, host_problem
 from switchyard.server.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from switchyard.server.metrics import Metrics, for_switchyard
-from switchyard.server.stream_write import STREAM_BUFFER, Ready, Stalled, WriterState, deadline_send, keepalive, produce
+from switchyard.server.stream_write import STREAM_BUFFER, Pinger, Ready, Stalled, WriterState, deadline_send, produce
 from switchyard.server.views import HealthPolicy, health_view, wants_deep
 from switchyard.wire import strict
 from switchyard.wire.json import dumps
@@ -389,13 +389,11 @@ class SwitchyardApp:
         tasks: set[asyncio.Future[None]] = {pump_task, watch, ending}
         ticker = None
         if reply.keepalive and reply.keepalive_s:
-            ticker = asyncio.ensure_future(keepalive(write, state, reply.keepalive, reply.keepalive_s, loop))
+            ticker = Pinger(write, state, reply.keepalive, reply.keepalive_s, loop)
         try:
             await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
         finally:
-            state.done = True
-            if ticker is not None:
-                ticker.cancel()
+            state.done = True  # no ping from here on
             closing = b""
             if state.stalled:
                 pass  # the caller stopped reading: nothing more can be written to it
@@ -411,8 +409,7 @@ class SwitchyardApp:
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await task
             if ticker is not None:
-                with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await ticker
+                await ticker.aclose()
             aclose = getattr(chunks, "aclose", None)
             if aclose is not None:
                 with contextlib.suppress(Exception):

@@ -7,6 +7,7 @@ Layer: ``server``.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
 from typing import Any
@@ -141,18 +142,53 @@ def deadline_send(
     return write
 
 
-async def keepalive(
-    send: Send, state: WriterState, ping: bytes, interval: float, loop: asyncio.AbstractEventLoop
-) -> None:
+class Pinger:
     """Writes ``ping`` whenever the stream has been silent for ``interval`` seconds.
 
-    One timer per silence, not one per event: the pump only stamps ``state.last``. Every write is
-    one whole SSE event, so a ping never lands inside another event.
+    One timer per silence, not one per event: the pump only stamps ``state.last``, and the timer,
+    when it fires, sets itself again for the end of the current silence. A task exists only while
+    a ping is being written — not for every stream, most of which end long before their first
+    ping is due. Every write is one whole SSE event, so a ping never lands inside another event.
     """
-    while not state.done:
-        wait = state.last + interval - loop.time()
+
+    __slots__ = ("_handle", "_interval", "_loop", "_ping", "_send", "_state", "_task")
+
+    def __init__(
+        self, send: Callable[..., Awaitable[None]], state: WriterState, ping: bytes, interval: float, loop: Any
+    ) -> None:
+        self._send = send
+        self._state = state
+        self._ping = ping
+        self._interval = interval
+        self._loop = loop
+        self._task: asyncio.Task[None] | None = None
+        self._handle: asyncio.TimerHandle | None = loop.call_at(state.last + interval, self._due)
+
+    def _due(self) -> None:
+        self._handle = None
+        state = self._state
+        if state.done:
+            return
+        wait = state.last + self._interval - self._loop.time()
         if wait > 0:
-            await asyncio.sleep(wait)
-            continue
-        await send({"type": "http.response.body", "body": ping, "more_body": True})
-        state.last = loop.time()
+            self._handle = self._loop.call_later(wait, self._due)
+        else:
+            self._task = self._loop.create_task(self._write())
+
+    async def _write(self) -> None:
+        await self._send({"type": "http.response.body", "body": self._ping, "more_body": True})
+        self._state.last = self._loop.time()
+        self._task = None
+        if not self._state.done:
+            self._handle = self._loop.call_at(self._state.last + self._interval, self._due)
+
+    async def aclose(self) -> None:
+        """Stops pinging; waits for a ping being written (its failure is the stream's, not news)."""
+        if self._handle is not None:
+            self._handle.cancel()
+            self._handle = None
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task

@@ -87,3 +87,34 @@ async def test_a_busy_stream_gets_no_pings() -> None:
 async def test_no_keepalive_configured_means_none_sent() -> None:
     reply = Reply(200, stream=_chunks([b"data: x\n\n", 0.2, b"data: y\n\n"]), keepalive=None, keepalive_s=0.05)
     assert b"PING" not in b"".join(await _serve(reply))
+
+
+async def test_a_stream_that_ends_before_its_first_ping_makes_no_task() -> None:
+    from switchyard.server.stream_write import Pinger, WriterState
+
+    loop = asyncio.get_running_loop()
+    before = asyncio.all_tasks()
+    pinger = Pinger(_never_called, WriterState(last=loop.time()), b"PING", 30.0, loop)
+    assert asyncio.all_tasks() == before  # a timer, not a task
+    await pinger.aclose()
+    assert pinger._handle is None and pinger._task is None
+
+
+async def _never_called(message: Any) -> None:
+    raise AssertionError("no ping was due")
+
+
+async def test_a_ping_that_fails_ends_quietly_with_the_stream() -> None:
+    from switchyard.server.stream_write import Pinger, Stalled, WriterState
+
+    loop = asyncio.get_running_loop()
+    tried: list[Any] = []
+
+    async def stalled(message: Any) -> None:
+        tried.append(message)
+        raise Stalled
+
+    pinger = Pinger(stalled, WriterState(last=loop.time() - 1.0), b"PING", 0.01, loop)
+    await eventually(lambda: tried, what="the ping's write")
+    await pinger.aclose()  # its failure is retrieved here, not left for the loop to report
+    assert tried == [{"type": "http.response.body", "body": b"PING", "more_body": True}]
