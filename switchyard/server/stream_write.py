@@ -104,7 +104,7 @@ class Ready:
 
 class WriterState:
     """When the stream last wrote, whether its head is out and whether it has ended, and
-    whether a write outlived the write deadline (shared by the pump and the ticker)."""
+    whether a write outlived the write deadline (shared by the pump and the ``Pinger``)."""
 
     __slots__ = ("done", "last", "stalled", "started")
 
