@@ -162,16 +162,19 @@ class Pinger:
         self._interval = interval
         self._loop = loop
         self._task: asyncio.Task[None] | None = None
-        self._handle: asyncio.TimerHandle | None = loop.call_at(state.last + interval, self._due)
+        self._handle: asyncio.TimerHandle | None = None
+        self._arm()
+
+    def _arm(self) -> None:
+        """Sets the timer for the end of the current silence."""
+        self._handle = self._loop.call_at(self._state.last + self._interval, self._due)
 
     def _due(self) -> None:
         self._handle = None
-        state = self._state
-        if state.done:
+        if self._state.done:
             return
-        wait = state.last + self._interval - self._loop.time()
-        if wait > 0:
-            self._handle = self._loop.call_later(wait, self._due)
+        if self._state.last + self._interval > self._loop.time():
+            self._arm()  # the stream wrote meanwhile: a new silence
         else:
             self._task = self._loop.create_task(self._write())
 
@@ -180,7 +183,7 @@ class Pinger:
         self._state.last = self._loop.time()
         self._task = None
         if not self._state.done:
-            self._handle = self._loop.call_at(self._state.last + self._interval, self._due)
+            self._arm()
 
     async def aclose(self) -> None:
         """Stops pinging; waits for a ping being written (its failure is the stream's, not news)."""
