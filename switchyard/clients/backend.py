@@ -23,7 +23,9 @@ from switchyard.clients.http_parts import (
     Deadline,
     drain,
     env_proxy,
+    keeps_deadline,
     left,
+    next_within,
     read_capped,
 )
 from switchyard.clients.http_parts import Timeouts as Timeouts
@@ -467,17 +469,14 @@ class HttpBackend:
         # The lean pool's response can hand over everything already received in one piece: no
         # timeout scope and one parser call for a burst of events instead of one per event.
         take_ready = getattr(resp, "take_ready", None)
+        kept = keeps_deadline(resp, deadline)
         handed_off = False
         try:
             while True:
                 chunk = take_ready() if take_ready is not None else None
                 if chunk is None:
-                    # The total deadline bounds every wait for bytes, so a stream that trickles
-                    # (each gap shorter than ``read``) still ends on time. The timeout scope never
-                    # spans a ``yield``: it only wraps the read.
                     try:
-                        async with Deadline(left(deadline)):
-                            chunk = await anext(chunks, None)
+                        chunk = await (anext(chunks, None) if kept else next_within(chunks, deadline))
                     except TimeoutError as exc:
                         said = f"{target.name}: stream exceeded its {label}"
                         raise timed_out(said, target, label) from exc
@@ -522,6 +521,8 @@ class HttpBackend:
         if getattr(resp, "complete", False) and not resp.buffered:
             await anext(chunks, None)  # ended: left open, the loop would close it in a task of its own
             return False
+        if hasattr(resp, "stop_at"):
+            resp.stop_at(None)  # the drain has its own bound: the answer's deadline no longer applies
         task = asyncio.get_running_loop().create_task(drain(resp, chunks, self._errors))
         self._drains.add(task)
         task.add_done_callback(self._drains.discard)

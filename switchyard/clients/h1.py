@@ -33,7 +33,7 @@ import re
 import ssl
 import zlib
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -48,188 +48,21 @@ from switchyard.clients.h1_errors import (
     ReadTimeout,
     RemoteProtocolError,
     ResponseTooLarge,
+    StreamDeadline,
     TimeoutException,
     TransportError,
 )
-
-DECODE_PIECE = 64 * 1024
-"""Most bytes one decompression step may produce (the rest of the input waits its turn)."""
+from switchyard.clients.h1_response import DECODE_PIECE, MAX_BUFFER, H1Response
 
 MAX_RESPONSE_BYTES = 16 * 1024 * 1024
 """Default cap on a response body: the whole body of a JSON answer, and the decoded size of a
 compressed one (streamed or not)."""
-
-MAX_BUFFER = 256 * 1024
-"""Unread response bytes held per connection before reading from the socket pauses (the
-buffer can exceed it by one socket read)."""
-
 
 _ILLEGAL = re.compile(r"[\r\n\x00]")
 """Characters no header name or value may carry (RFC 9110 §5.5)."""
 
 _OWN = frozenset({"host", "content-length"})
 """Headers the pool writes itself (the origin it connects to, the body it sends)."""
-
-
-class H1Response:
-    """One upstream response: status and headers at once, the body as it arrives.
-
-    The surface the backend uses on ``httpx.Response``: ``status_code``, ``headers``,
-    ``content`` (after :meth:`aread`), :meth:`aiter_bytes`, :meth:`aread`, :meth:`aclose`.
-    """
-
-    __slots__ = (
-        "_chunks",
-        "_conn",
-        "_decoder",
-        "_error",
-        "_limit",
-        "_raw_headers",
-        "_read_timeout",
-        "_received",
-        "_waiter",
-        "buffered",
-        "complete",
-        "content",
-        "content_type",
-        "status_code",
-    )
-
-    def __init__(self, read_timeout: float | None, limit: int | None = None, *, whole: bool = True) -> None:
-        self.status_code = 0
-        self._raw_headers: list[tuple[bytes, bytes]] = []
-        self.content_type = ""
-        self.content = b""
-        self.complete = False
-        self.buffered = 0
-        self._chunks: deque[bytes] = deque()
-        self._waiter: asyncio.Future[None] | None = None
-        self._error: BaseException | None = None
-        self._conn: _Connection | None = None
-        self._read_timeout = read_timeout
-        self._decoder: Any = None
-        # Bytes counted against ``limit``: every body byte of a JSON answer (``whole``), only the
-        # decoded bytes of a compressed stream (a plain stream is bounded by backpressure).
-        self._limit = limit
-        self._received = 0 if whole else None
-
-    @property
-    def headers(self) -> dict[str, str]:
-        """Response headers, names lower-cased (repeated ones joined with ``", "``, as httpx
-        does); built on demand (error replies, ``Retry-After``)."""
-        out: dict[str, str] = {}
-        for name, value in self._raw_headers:
-            key, text = name.decode("latin-1").lower(), value.decode("latin-1")
-            out[key] = f"{out[key]}, {text}" if key in out else text
-        return out
-
-    # -- fed by the connection ---------------------------------------------------------------
-
-    def _wake(self) -> None:
-        waiter = self._waiter
-        if waiter is not None and not waiter.done():
-            waiter.set_result(None)
-
-    def _feed(self, data: bytes) -> None:
-        decoder = self._decoder
-        if decoder is None:
-            self._take(data)
-            return
-        # Bounded steps: a small compressed input may inflate a thousandfold; each step's output
-        # is counted before the next one is made.
-        while data:
-            self._take(decoder.decompress(data, DECODE_PIECE))
-            data = decoder.unconsumed_tail
-
-    def _take(self, data: bytes) -> None:
-        if not data:
-            return
-        if self._received is not None or self._decoder is not None:
-            self._received = (self._received or 0) + len(data)
-            if self._limit is not None and self._received > self._limit:
-                raise ResponseTooLarge(
-                    f"upstream body exceeds {self._limit} bytes"
-                    + (" once decoded" if self._decoder is not None else "")
-                    + " (llm_clients.<name>.max_response_bytes)"
-                )
-        self._chunks.append(data)
-        self.buffered += len(data)
-        self._wake()
-
-    def _finish(self) -> None:
-        if self._decoder is not None:
-            self._take(self._decoder.flush())
-        self.complete = True
-        self._conn = None
-        self._wake()
-
-    def _fail(self, exc: BaseException) -> None:
-        self._error = exc
-        self._conn = None
-        self._wake()
-
-    # -- read by the backend -----------------------------------------------------------------
-
-    async def _wait(self) -> None:
-        loop = asyncio.get_running_loop()
-        waiter = self._waiter = loop.create_future()
-        timer = None if self._read_timeout is None else loop.call_later(self._read_timeout, _expire, waiter)
-        try:
-            await waiter
-        finally:
-            self._waiter = None
-            if timer is not None:
-                timer.cancel()
-
-    async def aiter_bytes(self) -> AsyncIterator[bytes]:
-        """Body chunks as they arrive (decoded), then the end of the body.
-
-        Raises:
-            ReadTimeout: No bytes for longer than the read timeout.
-            ReadError: The connection broke before the body ended.
-        """
-        chunks = self._chunks
-        while True:
-            if chunks:
-                data = chunks.popleft()
-                self.buffered -= len(data)
-                conn = self._conn
-                if conn is not None and conn.paused and self.buffered < MAX_BUFFER // 2:
-                    conn.resume()
-                yield data
-            elif self._error is not None:
-                raise self._error
-            elif self.complete:
-                return
-            else:
-                await self._wait()
-
-    def take_ready(self) -> bytes | None:
-        """Everything received and not yet read, in one piece, without waiting; ``None`` when
-        nothing is buffered (then :meth:`aiter_bytes` waits, ends or raises)."""
-        chunks = self._chunks
-        if not chunks:
-            return None
-        data = chunks.popleft() if len(chunks) == 1 else b"".join(chunks)
-        chunks.clear()
-        self.buffered = 0
-        conn = self._conn
-        if conn is not None and conn.paused:
-            conn.resume()
-        return data
-
-    async def aread(self) -> bytes:
-        """The whole body (also kept in ``content``)."""
-        parts = [chunk async for chunk in self.aiter_bytes()]
-        self.content = parts[0] if len(parts) == 1 else b"".join(parts)
-        return self.content
-
-    async def aclose(self) -> None:
-        """Stops reading: an unfinished response closes its connection (it cannot be reused)."""
-        conn, self._conn = self._conn, None
-        if conn is not None and not self.complete:
-            conn.abort()
-        self._chunks.clear()
 
 
 def _expire(waiter: asyncio.Future[None]) -> None:
@@ -552,12 +385,12 @@ class H1Pool:
         head = self._head(extra_headers, len(body))
         conn = await self._connection(connect_timeout, pool_timeout)
         resp = H1Response(read_timeout, self.max_response_bytes, whole=not stream)
+        loop = resp._loop = asyncio.get_running_loop()
         try:
             waiter = conn.send(head + body if len(body) < 65536 else head, resp)
             if len(body) >= 65536:
                 assert conn.transport is not None
                 conn.transport.write(body)  # no copy of a large body into the head
-            loop = asyncio.get_running_loop()
             timer = None if read_timeout is None else loop.call_later(read_timeout, _expire, waiter)
             try:
                 await waiter
@@ -583,6 +416,8 @@ class H1Pool:
 
 
 __all__ = [
+    "DECODE_PIECE",
+    "MAX_BUFFER",
     "ConnectError",
     "ConnectTimeout",
     "DecodingError",
@@ -593,6 +428,7 @@ __all__ = [
     "ReadTimeout",
     "RemoteProtocolError",
     "ResponseTooLarge",
+    "StreamDeadline",
     "TimeoutException",
     "TransportError",
 ]

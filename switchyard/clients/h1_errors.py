@@ -23,6 +23,12 @@ class ReadTimeout(TimeoutException):
     """The upstream was silent for longer than the read timeout."""
 
 
+class StreamDeadline(TimeoutError):
+    """A stream's total deadline (``H1Response.stop_at``) passed while waiting for its bytes: a
+    ``TimeoutError``, as the timeout scope it replaces raised, so the backend reports it as the
+    stream exceeding its limit, not as a silent upstream."""
+
+
 class PoolTimeout(TimeoutException):
     """Every pooled connection stayed busy for longer than the pool timeout."""
 

@@ -205,3 +205,21 @@ async def drain(resp: Any, chunks: AsyncIterator[bytes], errors: tuple[type[Base
     finally:
         with contextlib.suppress(*errors):
             await resp.aclose()
+
+
+def keeps_deadline(resp: Any, deadline: float | None) -> bool:
+    """Whether ``resp`` keeps the stream's total deadline itself (the lean pool's response, with
+    one timer): the deadline bounds every wait for bytes, so a stream that trickles (each gap
+    shorter than ``read``) still ends on time. httpx's is read within a timeout scope instead
+    (:func:`next_within`), which never spans a ``yield``."""
+    stop_at = getattr(resp, "stop_at", None)
+    if stop_at is None:
+        return False
+    stop_at(deadline)
+    return True
+
+
+async def next_within(chunks: AsyncIterator[bytes], deadline: float | None) -> bytes | None:
+    """The next chunk of an httpx stream, within the time left before ``deadline``."""
+    async with Deadline(left(deadline)):
+        return await anext(chunks, None)
