@@ -9,7 +9,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Generator, MutableMapping
+from types import CoroutineType
 from typing import Any
 
 from switchyard.clients.http_parts import Deadline
@@ -129,9 +130,19 @@ def deadline_send(
     async def write(message: Message, task: Any = None) -> None:  # task: the writing one, if known
         if state.stalled:
             raise Stalled
+        # Nearly every write is taken by the connection at once (``send`` returns without
+        # waiting): it costs no timer. Only a write that has to wait for the caller to read
+        # (flow control) finishes under the deadline.
+        pending: Any = send(message)
+        if type(pending) is CoroutineType:
+            try:
+                first = pending.send(None)
+            except StopIteration:
+                return
+            pending = _Rest(pending, first)
         try:
             async with Deadline(write_s, task):
-                await send(message)
+                await pending
         except TimeoutError:
             state.stalled = True
             logger.warning("caller read nothing for %gs (server.client_timeouts.write_s); closed its stream", write_s)
@@ -140,6 +151,33 @@ def deadline_send(
             raise Stalled from None
 
     return write
+
+
+class _Rest:
+    """Awaits the rest of a coroutine that was stepped once and yielded ``first`` (what
+    ``await`` of it would have done from there: the same yields, sends and throws)."""
+
+    __slots__ = ("_coro", "_first")
+
+    def __init__(self, coro: Any, first: Any) -> None:
+        self._coro = coro
+        self._first = first
+
+    def __await__(self) -> Generator[Any, Any, Any]:
+        coro, waiting = self._coro, self._first
+        while True:
+            try:
+                sent = yield waiting
+            except BaseException as exc:  # a cancellation (the deadline) goes to the coroutine
+                try:
+                    waiting = coro.throw(exc)
+                except StopIteration as stop:
+                    return stop.value
+            else:
+                try:
+                    waiting = coro.send(sent)
+                except StopIteration as stop:
+                    return stop.value
 
 
 class Pinger:
