@@ -371,20 +371,25 @@ class SwitchyardApp:
                     if ready.ended():  # the last bytes: they and the body's end leave in one write
                         state.done = True
                         await write({"type": "http.response.body", "body": data, "more_body": False}, pump_task)
+                        state.ended = True
                         self._send_now(flush)
                         reply.released()  # the record's sinks run once the caller has every byte
                         return
                     await write({"type": "http.response.body", "body": data, "more_body": True}, pump_task)
                     self._send_now(flush)
                     state.last = loop.time()
+                if state.done:
+                    return  # the producer wrote the body's end (``direct``)
                 state.done = True
                 await write({"type": "http.response.body", "body": b"", "more_body": False}, pump_task)
+                state.ended = True
                 self._send_now(flush)
                 reply.released()
             except Stalled:
                 return  # the connection is dropped; the finally below stops the upstream read
 
-        producer = asyncio.ensure_future(produce(chunks, ready))
+        direct = self._direct(write, state, reply, flush, loop)
+        producer = asyncio.ensure_future(produce(chunks, ready, direct, state))
         pump_task = asyncio.ensure_future(pump())
         tasks: set[asyncio.Future[None]] = {pump_task, watch, ending}
         ticker = None
@@ -397,7 +402,7 @@ class SwitchyardApp:
             closing = b""
             if state.stalled:
                 pass  # the caller stopped reading: nothing more can be written to it
-            elif not pump_task.done() and ending.done() and not watch.done() and reply.abort is not None:
+            elif not state.ended and not pump_task.done() and ending.done() and not watch.done() and reply.abort:
                 # Shutdown past its drain time: the stream ends with an error event in its API's
                 # format (recorded as interrupted) instead of being cut by the process exit.
                 closing = reply.abort(shutdown_error())
@@ -422,6 +427,31 @@ class SwitchyardApp:
                     await send({"type": "http.response.body", "body": b"", "more_body": False})
         if pump_task.done() and not pump_task.cancelled() and pump_task.exception() is not None:
             logger.error("stream failed: %r", pump_task.exception())
+
+    def _direct(
+        self,
+        write: Callable[..., Awaitable[None]],
+        state: WriterState,
+        reply: Reply,
+        flush: Callable[[], None] | None,
+        loop: asyncio.AbstractEventLoop,
+    ) -> Callable[[bytes, bool], Awaitable[None]]:
+        """The producer's write while the pump is idle (``stream_write.produce``)."""
+
+        async def direct(data: bytes, last: bool) -> None:
+            # Left to the connection's end of the turn (no ``_send_now``) unless it ends the
+            # body: a stream's last events and its end then leave in one send, as from the pump.
+            if last:
+                state.done = True
+            await write({"type": "http.response.body", "body": data, "more_body": not last})
+            if last:
+                state.ended = True
+                self._send_now(flush)
+                reply.released()  # the record's sinks run once the caller has every byte
+            else:
+                state.last = loop.time()
+
+        return direct
 
 
 class _Dispatch:

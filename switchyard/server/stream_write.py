@@ -25,16 +25,37 @@ STREAM_BUFFER = 256 * 1024
 reading the upstream (backpressure) until the caller reads."""
 
 
-async def produce(chunks: AsyncIterator[bytes], ready: Ready) -> None:
-    """Moves a stream's chunks into ``ready`` as they come, waiting while it is full."""
+async def produce(
+    chunks: AsyncIterator[bytes],
+    ready: Ready,
+    direct: Callable[[bytes, bool], Awaitable[None]] | None = None,
+    state: WriterState | None = None,
+) -> None:
+    """Moves a stream's chunks into ``ready`` as they come, waiting while it is full.
+
+    With ``direct``, a chunk that finds the writer idle — the stream's head out (``state``),
+    nothing waiting in ``ready``, the writer parked in :meth:`Ready.take` — is written here at
+    once (``direct(chunk, False)``), and so is the body's end when the stream ends that way
+    (``direct(b"", True)``; the writer then only returns): a stream that arrives an event per
+    read costs one task step per event, not two (this one's and the writer's). Whatever meets
+    the writer busy still waits in ``ready`` for it, so the order is kept."""
     try:
         async for chunk in chunks:
-            if ready.put(chunk):
+            if direct is not None and _idle(state, ready):
+                await direct(chunk, False)  # nothing waits to go first, and nobody is writing
+            elif ready.put(chunk):
                 await ready.room()  # waits while the caller is not reading (bounded)
+        if direct is not None and _idle(state, ready):
+            await direct(b"", True)
     except BaseException as exc:
         ready.close(exc)
         raise
     ready.close(None)
+
+
+def _idle(state: WriterState | None, ready: Ready) -> bool:
+    """Whether the stream's writer is idle: its head is out, it has not ended, and it is parked."""
+    return state is not None and state.started and not state.done and ready.parked()
 
 
 class Ready:
@@ -75,6 +96,11 @@ class Ready:
             finally:
                 self._room = None
 
+    def parked(self) -> bool:
+        """Whether the writer waits in :meth:`take` for chunks, none are ready, and none has woken it."""
+        waiter = self._waiter
+        return waiter is not None and not waiter.done() and not self._parts
+
     def ended(self) -> bool:
         """Whether the stream ended cleanly and nothing is left to take."""
         return self._done and not self._parts and self._error is None
@@ -104,15 +130,17 @@ class Ready:
 
 
 class WriterState:
-    """When the stream last wrote, whether its head is out and whether it has ended, and
-    whether a write outlived the write deadline (shared by the pump and the ``Pinger``)."""
+    """When the stream last wrote, whether its head is out, whether it is ending (``done``: no
+    more pings) and whether its body's end was written (``ended``), and whether a write outlived
+    the write deadline (shared by the pump, the producer's direct writes and the ``Pinger``)."""
 
-    __slots__ = ("done", "last", "stalled", "started")
+    __slots__ = ("done", "ended", "last", "stalled", "started")
 
     def __init__(self, last: float) -> None:
         self.last = last
         self.started = False
         self.done = False
+        self.ended = False
         self.stalled = False
 
 

@@ -43,8 +43,19 @@ async def _serve(reply: Reply, disconnect_after: float | None = None) -> list[di
         await asyncio.sleep(3600 if disconnect_after is None else disconnect_after)
         return {"type": "http.disconnect"}
 
+    loop = asyncio.get_running_loop()
+    turn = [0]
+
+    def count() -> None:  # one step per loop turn: which turn each message was sent in
+        turn[0] += 1
+        if not finished:
+            loop.call_soon(count)
+
+    finished = False
+    loop.call_soon(count)
+
     async def send(message: dict[str, Any]) -> None:
-        sent.append(message)
+        sent.append({**message, "turn": turn[0]})
 
     scope = {
         "type": "http",
@@ -52,7 +63,10 @@ async def _serve(reply: Reply, disconnect_after: float | None = None) -> list[di
         "path": "/v1/chat/completions",
         "headers": [(b"content-type", b"application/json")],
     }
-    await asyncio.wait_for(app(scope, receive, send), 5)
+    try:
+        await asyncio.wait_for(app(scope, receive, send), 5)
+    finally:
+        finished = True
     return sent
 
 
@@ -65,9 +79,20 @@ async def test_ready_events_leave_together_and_dripping_ones_apart() -> None:
     script: list[bytes | float | Exception] = [b"a\n\n", b"b\n\n", b"c\n\n", 0.05, b"d\n\n", 0.05, b"e\n\n"]
     sent = await _serve(Reply(200, stream=_chunks(script, closed)), None)
     assert _bodies(sent) == [b"a\n\nb\n\nc\n\n", b"d\n\n", b"e\n\n"]
-    # The stream had ended when its last bytes were written: they carry the body's end (one write).
-    assert sent[-1] == {"type": "http.response.body", "body": b"e\n\n", "more_body": False}
-    assert [m.get("more_body") for m in sent[1:]] == [True, True, False]
+    # A dripping event is written as it comes; the body's end follows the last one in the same
+    # loop turn, so the connection (which sends what a turn wrote at once) sends them together.
+    assert [(m["body"], m["more_body"]) for m in sent[-2:]] == [(b"e\n\n", True), (b"", False)]
+    assert sent[-1]["turn"] == sent[-2]["turn"]
+    assert [m.get("more_body") for m in sent[1:]] == [True, True, True, False]
+    assert closed == [True]
+
+
+async def test_a_stream_that_ends_with_its_first_read_is_one_body_message() -> None:
+    closed: list[bool] = []
+    sent = await _serve(Reply(200, stream=_chunks([b"a\n\n", b"b\n\n"], closed)), None)
+    # The head, then every byte and the body's end in one message.
+    assert [m["type"] for m in sent] == ["http.response.start", "http.response.body"]
+    assert (sent[1]["body"], sent[1]["more_body"]) == (b"a\n\nb\n\n", False)
     assert closed == [True]
 
 
