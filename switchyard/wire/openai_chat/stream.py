@@ -39,8 +39,20 @@ _MARK = '"delta":{"content":'
 _STRING = re.compile(r'"(?:[^"\\]|\\.)*"')  # one JSON string literal, escapes included
 # The string of a plain text chunk, as bytes on one line (``ChatStreamDecoder.read``).
 _TEXT_LITERAL = re.compile(rb'"delta":\{"content":("[^"\\\r\n]*(?:\\.[^"\\\r\n]*)*")\}')
+_ONE_LITERAL = re.compile(rb'"[^"\\\r\n]*(?:\\.[^"\\\r\n]*)*"')  # one such string, alone
 _PLAIN_ROOT = frozenset({"id", "object", "created", "model", "choices", "system_fingerprint", "service_tier", "usage"})
 _PLAIN_CHOICE = frozenset({"index", "delta", "finish_reason", "logprobs", "stop_reason"})
+
+
+def _add_texts(out: list[StreamEvent | TextRun], texts: list[str]) -> None:
+    """Adds the non-empty ``texts`` to the run ending ``out`` (a new run if none does)."""
+    run = out[-1] if out else None
+    if type(run) is not TextRun:
+        run = TextRun([])
+        out.append(run)
+    run.texts += [text for text in texts if text]
+    if not run.texts:
+        out.pop()
 
 
 class ChatStreamDecoder:
@@ -148,6 +160,17 @@ class ChatStreamDecoder:
         exactly — so each of its events is ``data: `` + template + string + blank line, and
         nothing else in ``chunk`` can be mistaken for one."""
         head, tail, joint = self._row_head, self._row_tail, self._row_joint
+        end = len(chunk) - len(tail)
+        if chunk.endswith(tail) and _ONE_LITERAL.fullmatch(chunk, i + len(head), end) is not None:
+            # The read is one event of the template (a stream that arrives an event per read):
+            # what lies between its parts is one string literal — the template's head holds
+            # quotes, so two events never pass for one.
+            try:
+                text = orjson.loads(chunk[i + len(head) : end])
+            except orjson.JSONDecodeError:
+                return i  # a control character or broken UTF-8: decoded event by event
+            _add_texts(out, [text])
+            return len(chunk)
         literals = _TEXT_LITERAL.findall(chunk, i)
         good, bad = 0, len(literals) + 1  # a run of ``good`` events is there; one of ``bad`` is not
         while bad - good > 1:
@@ -164,13 +187,7 @@ class ChatStreamDecoder:
             texts = orjson.loads(b"[" + b",".join(literals) + b"]")
         except orjson.JSONDecodeError:
             return i  # a control character or broken UTF-8 in one: decoded event by event
-        run = out[-1] if out else None
-        if type(run) is not TextRun:
-            run = TextRun([])
-            out.append(run)
-        run.texts += [text for text in texts if text]
-        if not run.texts:
-            out.pop()
+        _add_texts(out, texts)
         return i + good * len(joint) + sum(map(len, literals))  # ``joint`` is one event's head and tail
 
     def _gather(self, events: list[SSEEvent | bytes], out: list[StreamEvent | TextRun]) -> None:
