@@ -14,6 +14,10 @@ instructions per request without start-up and shutdown::
     python benchmarks/hot_path_instructions.py --src /tmp/base        # another tree (A/B)
     python benchmarks/hot_path_instructions.py --keep /tmp/cg         # keep the callgrind files
     python benchmarks/hot_path_instructions.py --import-only          # `import switchyard.server.app`
+    python benchmarks/hot_path_instructions.py --modes sse-drip --requests 20 60   # events 2 ms apart
+
+``sse-drip`` is the same stream with its events 2 ms apart (:data:`DRIP_S`), an event per upstream
+read as a model server streams: what each event costs on its own (timers, task steps, writes).
 
 ``--import-only`` counts the instructions of ``python -c "import switchyard.server.app"`` and
 of ``python -c pass`` (the interpreter's own start-up), with byte code already compiled.
@@ -46,6 +50,7 @@ import rawhttp  # noqa: E402
 
 ROUTE = "bench"
 SSE_CONTENT_EVENTS = 46  # + role, finish, usage and [DONE]: 50 events, as in ../shared/bench
+DRIP_S = 0.002  # ``sse-drip``: the gap between two events (../shared/bench's sse-d50 has 2 ms)
 
 # The shared harness's request: a system prompt and a user turn (~0.9 KB).
 _SYSTEM = (
@@ -137,8 +142,9 @@ def _free_port() -> int:
 class Upstream:
     """The lean upstream on its own event loop thread (not traced: only the proxy is)."""
 
-    def __init__(self) -> None:
+    def __init__(self, drip_s: float | None = None) -> None:
         self.port = _free_port()
+        self._drip_s = drip_s
         self._loop = asyncio.new_event_loop()
         self._ready = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
@@ -148,7 +154,8 @@ class Upstream:
 
     def _run(self) -> None:
         asyncio.set_event_loop(self._loop)
-        self._loop.run_until_complete(rawhttp.serve_upstream("127.0.0.1", self.port, SSE_CONTENT_EVENTS))
+        serving = rawhttp.serve_upstream("127.0.0.1", self.port, SSE_CONTENT_EVENTS, drip_s=self._drip_s)
+        self._loop.run_until_complete(serving)
         self._ready.set()
         self._loop.run_forever()
 
@@ -183,7 +190,7 @@ def count(src: Path, mode: str, n: int, upstream: Upstream, out: Path, warmup: i
                     raise RuntimeError(f"proxy did not start (exit {proc.returncode})") from None
                 time.sleep(0.2)
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        request = request_bytes(port, mode == "sse")
+        request = request_bytes(port, mode != "json")
         buf = bytearray()
         with sock:
             for _ in range(warmup + n):
@@ -218,7 +225,7 @@ def count_import(src: Path, out: Path) -> dict[str, int]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--modes", nargs="+", default=["json", "sse"], choices=["json", "sse"])
+    parser.add_argument("--modes", nargs="+", default=["json", "sse"], choices=["json", "sse", "sse-drip"])
     parser.add_argument("--requests", nargs=2, type=int, default=[200, 1200], metavar=("N1", "N2"))
     parser.add_argument("--warmup", type=int, default=20, help="requests before the N counted (default 20)")
     parser.add_argument("--src", type=Path, default=ROOT, help="tree with the switchyard package (default: this one)")
@@ -235,9 +242,11 @@ def main() -> None:
     else:
         env = {**os.environ, "PYTHONPATH": str(args.src)}
         subprocess.run([sys.executable, "-m", "compileall", "-q", str(args.src / "switchyard")], check=True, env=env)
-        upstream = Upstream()
+        upstreams = {"plain": Upstream(), "drip": Upstream(DRIP_S) if "sse-drip" in args.modes else None}
         n1, n2 = args.requests
         for mode in args.modes:
+            upstream = upstreams["drip" if mode == "sse-drip" else "plain"]
+            assert upstream is not None
             ir1 = count(args.src, mode, n1, upstream, keep / f"{mode}-{n1}.out", args.warmup)
             ir2 = count(args.src, mode, n2, upstream, keep / f"{mode}-{n2}.out", args.warmup)
             per = (ir2 - ir1) / (n2 - n1)

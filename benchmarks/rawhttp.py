@@ -120,10 +120,11 @@ class UpstreamProtocol(asyncio.Protocol):
     """Answers every POST with the canned completion, or the canned stream when the body asks
     for one (``"stream":true`` anywhere in it). Keep-alive; one request at a time per connection."""
 
-    def __init__(self, json_response: bytes, sse_response: bytes) -> None:
+    def __init__(self, json_response: bytes, sse_response: bytes, drip_s: float | None = None) -> None:
         self._buf = b""
         self._json = json_response
         self._sse = sse_response
+        self._drip_s = drip_s
         self._transport: asyncio.Transport | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -147,7 +148,35 @@ class UpstreamProtocol(asyncio.Protocol):
             self._buf = self._buf[total:]
             assert self._transport is not None
             streamed = b'"stream":true' in body or b'"stream": true' in body
-            self._transport.write(self._sse if streamed else self._json)
+            if streamed and self._drip_s is not None:
+                self._drip(_pieces(self._sse))
+            else:
+                self._transport.write(self._sse if streamed else self._json)
+
+    def _drip(self, pieces: list[bytes]) -> None:
+        """Writes the stream's head with its first event, then an event every ``drip_s`` seconds
+        (the last with the body's end), as a model server streams its tokens."""
+        assert self._transport is not None and self._drip_s is not None
+        if self._transport.is_closing():
+            return
+        self._transport.write(pieces[0])
+        if len(pieces) > 1:
+            asyncio.get_running_loop().call_later(self._drip_s, self._drip, pieces[1:])
+
+
+def _pieces(sse_response: bytes) -> list[bytes]:
+    """``sse_response`` (see :func:`upstream_responses`) cut after the head's first chunk, then
+    after each chunk; the last piece ends with the chunked body's end."""
+    cuts, pos = [], sse_response.find(b"\r\n\r\n") + 4
+    while True:
+        size_end = sse_response.find(b"\r\n", pos)
+        size = int(sse_response[pos:size_end], 16)
+        if size == 0:
+            break
+        pos = size_end + 2 + size + 2
+        cuts.append(pos)
+    cuts[-1] = len(sse_response)
+    return [sse_response[a:b] for a, b in zip([0, *cuts[:-1]], cuts, strict=True)]
 
 
 def upstream_responses(sse_n: int, api: str = "openai") -> tuple[bytes, bytes]:
@@ -172,11 +201,14 @@ def upstream_responses(sse_n: int, api: str = "openai") -> tuple[bytes, bytes]:
     return json_resp, sse_resp
 
 
-async def serve_upstream(host: str, port: int, sse_n: int, api: str = "openai") -> asyncio.AbstractServer:
-    """Starts the lean upstream (answers in ``api``'s format, see :func:`upstream_responses`)."""
+async def serve_upstream(
+    host: str, port: int, sse_n: int, api: str = "openai", drip_s: float | None = None
+) -> asyncio.AbstractServer:
+    """Starts the lean upstream (answers in ``api``'s format, see :func:`upstream_responses`);
+    with ``drip_s``, a stream's events come ``drip_s`` seconds apart instead of in one piece."""
     json_resp, sse_resp = upstream_responses(sse_n, api)
     loop = asyncio.get_running_loop()
-    return await loop.create_server(lambda: UpstreamProtocol(json_resp, sse_resp), host, port, backlog=1024)
+    return await loop.create_server(lambda: UpstreamProtocol(json_resp, sse_resp, drip_s), host, port, backlog=1024)
 
 
 # -- load client -----------------------------------------------------------------------------------
