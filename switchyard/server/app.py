@@ -23,7 +23,7 @@ from switchyard.server.drain import Drain, shutdown_error
 from switchyard.server.escape import printable
 from switchyard.server.guard import Gate, error_reply, host_problem
 from switchyard.server.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
-from switchyard.server.metrics import Metrics, for_switchyard
+from switchyard.server.metrics import DeferredMetrics
 from switchyard.server.stream_write import STREAM_BUFFER, Pinger, Ready, Stalled, WriterState, deadline_send, produce
 from switchyard.server.views import HealthPolicy, health_view, wants_deep
 from switchyard.wire import strict
@@ -514,12 +514,12 @@ def _too_large(path: str, limit: int) -> Reply:
     return error_reply(path, 413, message, "request_too_large", code="request_too_large")
 
 
-def _metrics(sy: Switchyard) -> Metrics | None:
+def _metrics(sy: Switchyard) -> DeferredMetrics | None:
     """Prometheus metrics for ``GET /metrics`` when prometheus_client is installed."""
     if not hasattr(sy, "on_decision"):  # a stand-in object (tests) has no decision records to count
         return None
     try:
-        return for_switchyard(sy)
+        return DeferredMetrics(sy)
     except ImportError:
         logger.info("GET /metrics is off: pip install 'switchyard-router[metrics]' for Prometheus metrics")
         return None
