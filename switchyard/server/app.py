@@ -24,7 +24,7 @@ from switchyard.server.escape import printable
 from switchyard.server.guard import Gate, error_reply, host_problem
 from switchyard.server.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from switchyard.server.metrics import DeferredMetrics
-from switchyard.server.stream_write import STREAM_BUFFER, Pinger, Ready, Stalled, WriterState, deadline_send, produce
+from switchyard.server.stream_write import Pinger, Stalled, WriterState, deadline_send, relay
 from switchyard.server.views import HealthPolicy, health_view, wants_deep
 from switchyard.wire import strict
 from switchyard.wire.json import dumps
@@ -355,64 +355,38 @@ class SwitchyardApp:
         start = {"type": "http.response.start", "status": reply.status, "headers": _headers(reply) + extra}
         loop = asyncio.get_running_loop()
         state = WriterState(last=loop.time())
-        ready = Ready(loop, STREAM_BUFFER)
         write = deadline_send(send, self.write_s, state, abort)
-
-        async def pump() -> None:
-            # Writes whatever the producer has ready as one body message: events that reached
-            # the proxy together (one upstream read) leave together — one write, one read for
-            # the caller — while an upstream that drips still gets one write per event. The
-            # head goes out in this task's first step, which runs after the producer's first:
-            # what the upstream's first read held is encoded by then and leaves with the head.
-            await send(start)
-            state.started = True
-            try:
-                while (data := await ready.take()) is not None:
-                    if ready.ended():  # the last bytes: they and the body's end leave in one write
-                        state.done = True
-                        await write({"type": "http.response.body", "body": data, "more_body": False}, pump_task)
-                        state.ended = True
-                        self._send_now(flush)
-                        reply.released()  # the record's sinks run once the caller has every byte
-                        return
-                    await write({"type": "http.response.body", "body": data, "more_body": True}, pump_task)
-                    self._send_now(flush)
-                    state.last = loop.time()
-                if state.done:
-                    return  # the producer wrote the body's end (``direct``)
-                state.done = True
-                await write({"type": "http.response.body", "body": b"", "more_body": False}, pump_task)
-                state.ended = True
-                self._send_now(flush)
-                reply.released()
-            except Stalled:
-                return  # the connection is dropped; the finally below stops the upstream read
-
-        direct = self._direct(write, state, reply, flush, loop)
-        producer = asyncio.ensure_future(produce(chunks, ready, direct, state))
-        pump_task = asyncio.ensure_future(pump())
-        tasks: set[asyncio.Future[None]] = {pump_task, watch, ending}
+        stop = _Interrupt(asyncio.current_task())
+        watch.add_done_callback(stop.gone)  # the caller went away: stop reading the upstream
+        ending.add_done_callback(stop.shutdown)  # past the drain time: end the stream with an error
         ticker = None
         if reply.keepalive and reply.keepalive_s:
             ticker = Pinger(write, state, reply.keepalive, reply.keepalive_s, loop)
+        closing = b""
+
+        def ended() -> None:
+            self._send_now(flush)
+            reply.released()  # the record's sinks run once the caller has every byte
+
         try:
-            await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            state.done = True  # no ping from here on
-            closing = b""
-            if state.stalled:
-                pass  # the caller stopped reading: nothing more can be written to it
-            elif not state.ended and not pump_task.done() and ending.done() and not watch.done() and reply.abort:
+            await relay(chunks, start, send, write, state, ended)
+        except asyncio.CancelledError:
+            if stop.why is None:
+                raise  # not this stream's own interruption
+            stop.task.uncancel()  # type: ignore[union-attr]
+            if stop.why == "shutdown" and not state.stalled and reply.abort is not None:
                 # Shutdown past its drain time: the stream ends with an error event in its API's
                 # format (recorded as interrupted) instead of being cut by the process exit.
                 closing = reply.abort(shutdown_error())
-            for task in (producer, pump_task):
-                if not task.done():
-                    # The caller went away: stop reading upstream (closing the stream cancels it).
-                    task.cancel()
-            for task in (producer, pump_task):
-                with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await task
+        except Stalled:
+            pass  # the caller stopped reading: its connection is dropped
+        except Exception as exc:  # the stream broke: the caller sees no clean end of the body
+            logger.error("stream failed: %r", exc)
+        finally:
+            stop.over = True  # from here on, nothing interrupts
+            state.done = True  # no ping from here on
+            watch.remove_done_callback(stop.gone)
+            ending.remove_done_callback(stop.shutdown)
             if ticker is not None:
                 await ticker.aclose()
             aclose = getattr(chunks, "aclose", None)
@@ -425,33 +399,31 @@ class SwitchyardApp:
                         await send(start)
                     await send({"type": "http.response.body", "body": closing, "more_body": True})
                     await send({"type": "http.response.body", "body": b"", "more_body": False})
-        if pump_task.done() and not pump_task.cancelled() and pump_task.exception() is not None:
-            logger.error("stream failed: %r", pump_task.exception())
 
-    def _direct(
-        self,
-        write: Callable[..., Awaitable[None]],
-        state: WriterState,
-        reply: Reply,
-        flush: Callable[[], None] | None,
-        loop: asyncio.AbstractEventLoop,
-    ) -> Callable[[bytes, bool], Awaitable[None]]:
-        """The producer's write while the pump is idle (``stream_write.produce``)."""
 
-        async def direct(data: bytes, last: bool) -> None:
-            # Left to the connection's end of the turn (no ``_send_now``) unless it ends the
-            # body: a stream's last events and its end then leave in one send, as from the pump.
-            if last:
-                state.done = True
-            await write({"type": "http.response.body", "body": data, "more_body": not last})
-            if last:
-                state.ended = True
-                self._send_now(flush)
-                reply.released()  # the record's sinks run once the caller has every byte
-            else:
-                state.last = loop.time()
+class _Interrupt:
+    """Why a stream's task was cancelled, when the cancel was the stream's own: its caller went
+    away (``gone``) or the shutdown's drain time ended (``shutdown``). The task is cancelled only
+    while the stream is being relayed (not ``over``), so the cancellation reaches it there."""
 
-        return direct
+    __slots__ = ("over", "task", "why")
+
+    def __init__(self, task: asyncio.Task[Any] | None) -> None:
+        self.task = task
+        self.why: str | None = None
+        self.over = False
+
+    def _cancel(self, why: str) -> None:
+        if self.over or self.why is not None or self.task is None:
+            return
+        self.why = why
+        self.task.cancel()
+
+    def gone(self, _: asyncio.Future[None]) -> None:
+        self._cancel("gone")
+
+    def shutdown(self, _: asyncio.Future[None]) -> None:
+        self._cancel("shutdown")
 
 
 class _Dispatch:

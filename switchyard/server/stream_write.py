@@ -1,5 +1,5 @@
-"""Writing a stream to the caller: the bytes produced but not yet written, the write deadline,
-the keep-alives of a silent stream.
+"""Writing a stream to the caller: from the task that reads it, under the write deadline, with
+keep-alives while it is silent.
 
 Layer: ``server``.
 """
@@ -20,113 +20,104 @@ logger = logging.getLogger("switchyard.server")
 Message = MutableMapping[str, Any]
 Send = Callable[[Message], Awaitable[None]]
 
-STREAM_BUFFER = 256 * 1024
-"""Stream bytes produced but not yet handed to the connection, at most: past it the proxy stops
-reading the upstream (backpressure) until the caller reads."""
 
-
-async def produce(
+async def relay(
     chunks: AsyncIterator[bytes],
-    ready: Ready,
-    direct: Callable[[bytes, bool], Awaitable[None]] | None = None,
-    state: WriterState | None = None,
+    start: Message,
+    send: Send,
+    write: Callable[..., Awaitable[None]],
+    state: WriterState,
+    end: Callable[[], None],
 ) -> None:
-    """Moves a stream's chunks into ``ready`` as they come, waiting while it is full.
+    """Writes a stream's chunks to the caller from the task that reads them, then the body's end.
 
-    With ``direct``, a chunk that finds the writer idle — the stream's head out (``state``),
-    nothing waiting in ``ready``, the writer parked in :meth:`Ready.take` — is written here at
-    once (``direct(chunk, False)``), and so is the body's end when the stream ends that way
-    (``direct(b"", True)``; the writer then only returns): a stream that arrives an event per
-    read costs one task step per event, not two (this one's and the writer's). Whatever meets
-    the writer busy still waits in ``ready`` for it, so the order is kept."""
-    try:
-        async for chunk in chunks:
-            if direct is not None and _idle(state, ready):
-                await direct(chunk, False)  # nothing waits to go first, and nobody is writing
-            elif ready.put(chunk):
-                await ready.room()  # waits while the caller is not reading (bounded)
-        if direct is not None and _idle(state, ready):
-            await direct(b"", True)
-    except BaseException as exc:
-        ready.close(exc)
+    The first steps of ``chunks`` are run by hand: the chunks they yield without waiting (what
+    the upstream's first read held) leave with the head, in one body message — with the body's
+    end too when the stream ends there, as a fast upstream's does. After that each chunk is
+    written as it comes; the connection sends what one loop turn wrote together. One task does
+    it all: no writer task, no queue, no hand-over per event, and a timeout scope entered inside
+    ``chunks`` belongs to the task that leaves it. A caller that does not read makes ``write``
+    wait, and the upstream is not read meanwhile (backpressure); ``write`` raises
+    :class:`Stalled` past its deadline. ``end`` runs once the body's end is written.
+    """
+    task = asyncio.current_task()
+    ready: list[bytes] = []
+    while True:
+        step: Any = chunks.__anext__()
+        waiting: Any = _NOT_STEPPED
+        if type(step) not in _STEPPABLE:
+            break
+        try:
+            waiting = step.send(None)  # runs it until it yields, ends or waits
+        except StopIteration as got:
+            ready.append(got.value)
+            continue
+        except StopAsyncIteration:
+            await _finish(b"".join(ready), start, send, write, state, end, task)
+            return
+        break
+    try:  # the stream waits for the upstream: the head and what was ready leave now
+        await send(start)
+        state.started = True
+        if ready:
+            await write({"type": "http.response.body", "body": b"".join(ready), "more_body": True}, task)
+            state.last = asyncio.get_running_loop().time()
+    except BaseException:
+        if waiting is not _NOT_STEPPED:
+            await _unwind(step)  # the stream is inside a step: it is cancelled there first
         raise
-    ready.close(None)
+    try:
+        chunk = await (step if waiting is _NOT_STEPPED else _Rest(step, waiting))
+    except StopAsyncIteration:
+        await _finish(b"", start, send, write, state, end, task)
+        return
+    loop = asyncio.get_running_loop()
+    await write({"type": "http.response.body", "body": chunk, "more_body": True}, task)
+    state.last = loop.time()
+    async for chunk in chunks:
+        await write({"type": "http.response.body", "body": chunk, "more_body": True}, task)
+        state.last = loop.time()
+    await _finish(b"", start, send, write, state, end, task)
 
 
-def _idle(state: WriterState | None, ready: Ready) -> bool:
-    """Whether the stream's writer is idle: its head is out, it has not ended, and it is parked."""
-    return state is not None and state.started and not state.done and ready.parked()
+async def _finish(
+    data: bytes,
+    start: Message,
+    send: Send,
+    write: Callable[..., Awaitable[None]],
+    state: WriterState,
+    end: Callable[[], None],
+    task: Any,
+) -> None:
+    """Writes ``data`` with the body's end (the head first, if it is not out)."""
+    state.done = True
+    if not state.started:
+        await send(start)
+        state.started = True
+    await write({"type": "http.response.body", "body": data, "more_body": False}, task)
+    state.ended = True
+    end()
 
 
-class Ready:
-    """Chunks produced but not yet written; the writer takes them all at once. The producer
-    waits while ``limit`` bytes are waiting, so a caller that does not read stops the upstream
-    read instead of growing this buffer (the upstream connection is paused in turn)."""
+async def _unwind(step: Any) -> None:
+    """Cancels a step of a stream that was run by hand and now waits (its ``finally`` blocks run,
+    the upstream read stops), as a cancelled task would: the step ends with the cancellation."""
+    try:
+        waiting = step.throw(asyncio.CancelledError())
+    except BaseException:  # it ended at once, with the cancellation or its own error
+        return
+    with contextlib.suppress(BaseException):
+        await _Rest(step, waiting)  # its clean-up waits for something: it ends the same way
 
-    __slots__ = ("_done", "_error", "_limit", "_loop", "_parts", "_room", "_size", "_waiter")
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, limit: int = STREAM_BUFFER) -> None:
-        self._loop = loop
-        self._parts: list[bytes] = []
-        self._waiter: asyncio.Future[None] | None = None
-        self._room: asyncio.Future[None] | None = None
-        self._size = 0
-        self._limit = limit
-        self._done = False
-        self._error: BaseException | None = None
+async def _generator() -> AsyncIterator[None]:
+    yield None
 
-    def _wake(self) -> None:
-        if self._waiter is not None and not self._waiter.done():
-            self._waiter.set_result(None)
 
-    def put(self, chunk: bytes) -> bool:
-        """Adds ``chunk``; ``True`` when the producer must now ``await room()`` (buffer full).
-        (No coroutine per chunk: a stream of 50 events puts 50 times.)"""
-        self._parts.append(chunk)
-        self._size += len(chunk)
-        self._wake()
-        return self._size >= self._limit and not self._done
-
-    async def room(self) -> None:
-        """Waits until the writer has taken what is ready (or the stream ended)."""
-        while self._size >= self._limit and not self._done:
-            self._room = self._loop.create_future()
-            try:
-                await self._room
-            finally:
-                self._room = None
-
-    def parked(self) -> bool:
-        """Whether the writer waits in :meth:`take` for chunks, none are ready, and none has woken it."""
-        waiter = self._waiter
-        return waiter is not None and not waiter.done() and not self._parts
-
-    def ended(self) -> bool:
-        """Whether the stream ended cleanly and nothing is left to take."""
-        return self._done and not self._parts and self._error is None
-
-    def close(self, error: BaseException | None) -> None:
-        self._done = True
-        self._error = error
-        self._wake()
-
-    async def take(self) -> bytes | None:
-        """Everything ready, joined; ``None`` at the end. Re-raises the producer's failure."""
-        while not self._parts:
-            if self._done:
-                if self._error is not None and not isinstance(self._error, asyncio.CancelledError):
-                    raise self._error
-                return None
-            self._waiter = self._loop.create_future()
-            try:
-                await self._waiter
-            finally:
-                self._waiter = None
-        parts, self._parts = self._parts, []
-        self._size = 0
-        if self._room is not None and not self._room.done():
-            self._room.set_result(None)
-        return parts[0] if len(parts) == 1 else b"".join(parts)
+_NOT_STEPPED = object()
+_STEPPABLE = (type(_generator().__anext__()), CoroutineType)
+"""What an async generator's ``__anext__`` (or an iterator's coroutine) returns: stepped by
+:func:`relay` with ``send``. Anything else is awaited as it is."""
 
 
 class WriterState:

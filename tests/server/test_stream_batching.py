@@ -32,8 +32,14 @@ async def _chunks(script: list[bytes | float | Exception], closed: list[bool]) -
         closed.append(True)
 
 
-async def _serve(reply: Reply, disconnect_after: float | None = None) -> list[dict[str, Any]]:
+async def _serve(
+    reply: Reply, disconnect_after: float | None = None, *, blocked: asyncio.Future[None] | None = None
+) -> list[dict[str, Any]]:
+    """The messages the app sends for ``reply``; with ``blocked``, every body write waits on it
+    (a caller that does not read) under a 50 ms write deadline."""
     app = SwitchyardApp(_Sy(reply))  # type: ignore[arg-type]
+    if blocked is not None:
+        app.write_s = 0.05
     sent: list[dict[str, Any]] = []
     requests = [{"type": "http.request", "body": b"{}", "more_body": False}]
 
@@ -55,6 +61,8 @@ async def _serve(reply: Reply, disconnect_after: float | None = None) -> list[di
     loop.call_soon(count)
 
     async def send(message: dict[str, Any]) -> None:
+        if blocked is not None and message["type"] == "http.response.body":
+            await blocked
         sent.append({**message, "turn": turn[0]})
 
     scope = {
@@ -79,8 +87,10 @@ async def test_ready_events_leave_together_and_dripping_ones_apart() -> None:
     script: list[bytes | float | Exception] = [b"a\n\n", b"b\n\n", b"c\n\n", 0.05, b"d\n\n", 0.05, b"e\n\n"]
     sent = await _serve(Reply(200, stream=_chunks(script, closed)), None)
     assert _bodies(sent) == [b"a\n\nb\n\nc\n\n", b"d\n\n", b"e\n\n"]
-    # A dripping event is written as it comes; the body's end follows the last one in the same
-    # loop turn, so the connection (which sends what a turn wrote at once) sends them together.
+    # The head left with the first events, in the same loop turn; a dripping event is written as
+    # it comes, and the body's end follows the last one in the same loop turn, so the connection
+    # (which sends what a turn wrote at once) sends them together.
+    assert sent[0]["type"] == "http.response.start" and sent[0]["turn"] == sent[1]["turn"]
     assert [(m["body"], m["more_body"]) for m in sent[-2:]] == [(b"e\n\n", True), (b"", False)]
     assert sent[-1]["turn"] == sent[-2]["turn"]
     assert [m.get("more_body") for m in sent[1:]] == [True, True, True, False]
@@ -110,4 +120,37 @@ async def test_a_caller_that_leaves_stops_the_stream() -> None:
     script: list[bytes | float | Exception] = [b"a\n\n", 10.0, b"never\n\n"]
     sent = await _serve(Reply(200, stream=_chunks(script, closed)), 0.05)
     assert _bodies(sent) == [b"a\n\n"]
+    assert closed == [True]
+
+
+async def test_a_timeout_inside_the_stream_ends_its_own_wait() -> None:
+    # The first steps of a stream are run by hand; one that enters a timeout scope and waits must
+    # still be timed out in the task that goes on with it (the httpx path reads this way).
+    closed: list[bool] = []
+
+    async def stream() -> AsyncIterator[bytes]:
+        try:
+            yield b"a\n\n"
+            try:
+                async with asyncio.timeout(0.05):
+                    await asyncio.sleep(3600)
+            except TimeoutError:
+                yield b"timed out\n\n"
+        finally:
+            closed.append(True)
+
+    sent = await _serve(Reply(200, stream=stream()), None)
+    assert _bodies(sent) == [b"a\n\n", b"timed out\n\n"]
+    assert sent[-1]["more_body"] is False and closed == [True]
+
+
+async def test_a_caller_that_does_not_read_the_first_events_stops_the_stream_there() -> None:
+    # The write of the first read's events waits while the stream is inside its next step (run
+    # by hand, now waiting for the upstream): past the write deadline the stream is cancelled in
+    # that step, so its clean-up runs and the upstream read stops.
+    closed: list[bool] = []
+    script: list[bytes | float | Exception] = [b"a\n\n", b"b\n\n", 3600.0, b"never\n\n"]
+    blocked: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+    sent = await _serve(Reply(200, stream=_chunks(script, closed)), None, blocked=blocked)
+    assert [m["type"] for m in sent] == ["http.response.start"]  # no body was ever taken
     assert closed == [True]
