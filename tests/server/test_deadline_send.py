@@ -48,13 +48,20 @@ async def test_a_write_taken_at_once_sets_no_timer() -> None:
     assert len(getattr(loop, "_scheduled", [])) == timers  # nothing left scheduled, nothing set
 
 
-async def test_a_write_that_waits_for_the_reader_completes_when_it_reads() -> None:
+async def _waiting(data: bytes) -> tuple[Conn, asyncio.Future[None]]:
+    """A write of ``data`` (30 s deadline) that now waits for the reader."""
     conn = Conn()
     conn.gate = asyncio.get_running_loop().create_future()
     write = deadline_send(conn.send, 30.0, WriterState(last=0.0), conn.abort)
-    task = asyncio.ensure_future(write(_body(b"b")))
+    task = asyncio.ensure_future(write(_body(data)))
     await asyncio.sleep(0)
     assert not task.done() and conn.sent == []
+    return conn, task
+
+
+async def test_a_write_that_waits_for_the_reader_completes_when_it_reads() -> None:
+    conn, task = await _waiting(b"b")
+    assert conn.gate is not None
     conn.gate.set_result(None)
     await task
     assert conn.sent == [b"b"] and conn.aborted == 0
@@ -74,11 +81,7 @@ async def test_a_write_the_reader_never_takes_is_stalled_and_the_connection_drop
 
 
 async def test_a_waiting_write_cancelled_from_outside_passes_the_cancellation_on() -> None:
-    conn = Conn()
-    conn.gate = asyncio.get_running_loop().create_future()
-    write = deadline_send(conn.send, 30.0, WriterState(last=0.0), conn.abort)
-    task = asyncio.ensure_future(write(_body(b"e")))
-    await asyncio.sleep(0)
+    conn, task = await _waiting(b"e")
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
