@@ -495,7 +495,7 @@ class HttpBackend:
                         if decoder.done:
                             break
                 if decoder.done:
-                    handed_off = await self._rest_of_body(resp, chunks)
+                    handed_off = await self._rest_of_body(resp, chunks, kept)
                     return
             for sse in parser.finish():
                 for event in decoder.feed(sse):
@@ -511,7 +511,7 @@ class HttpBackend:
             if not handed_off:
                 await resp.aclose()
 
-    async def _rest_of_body(self, resp: Any, chunks: AsyncIterator[bytes]) -> bool:
+    async def _rest_of_body(self, resp: Any, chunks: AsyncIterator[bytes], kept: bool) -> bool:
         """What follows a complete answer; whether a background task now owns ``resp``.
 
         The answer is complete, but the HTTP response may not be: closing it before its last
@@ -521,7 +521,7 @@ class HttpBackend:
         if getattr(resp, "complete", False) and not resp.buffered:
             await anext(chunks, None)  # ended: left open, the loop would close it in a task of its own
             return False
-        if hasattr(resp, "stop_at"):
+        if kept:
             resp.stop_at(None)  # the drain has its own bound: the answer's deadline no longer applies
         task = asyncio.get_running_loop().create_task(drain(resp, chunks, self._errors))
         self._drains.add(task)

@@ -179,10 +179,8 @@ class H1Response:
                 self._timer = self._arm(due - now)
 
     def _arm(self, delay: float) -> asyncio.TimerHandle:
-        loop = self._loop
-        if loop is None:
-            loop = self._loop = asyncio.get_running_loop()
-        return loop.call_later(max(delay, 0.0), self._check)
+        assert self._loop is not None  # set by the wait that needs the timer
+        return self._loop.call_later(max(delay, 0.0), self._check)
 
     def _disarm(self) -> None:
         timer, self._timer = self._timer, None

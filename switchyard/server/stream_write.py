@@ -41,6 +41,7 @@ async def relay(
     :class:`Stalled` past its deadline. ``end`` runs once the body's end is written.
     """
     task = asyncio.current_task()
+    loop = asyncio.get_running_loop()
     ready: list[bytes] = []
     while True:
         step: Any = chunks.__anext__()
@@ -61,7 +62,7 @@ async def relay(
         state.started = True
         if ready:
             await write({"type": "http.response.body", "body": b"".join(ready), "more_body": True}, task)
-            state.last = asyncio.get_running_loop().time()
+            state.last = loop.time()
     except BaseException:
         if waiting is not _NOT_STEPPED:
             await _unwind(step)  # the stream is inside a step: it is cancelled there first
@@ -71,7 +72,6 @@ async def relay(
     except StopAsyncIteration:
         await _finish(b"", start, send, write, state, end, task)
         return
-    loop = asyncio.get_running_loop()
     await write({"type": "http.response.body", "body": chunk, "more_body": True}, task)
     state.last = loop.time()
     async for chunk in chunks:
@@ -95,7 +95,6 @@ async def _finish(
         await send(start)
         state.started = True
     await write({"type": "http.response.body", "body": data, "more_body": False}, task)
-    state.ended = True
     end()
 
 
@@ -122,16 +121,15 @@ _STEPPABLE = (type(_generator().__anext__()), CoroutineType)
 
 class WriterState:
     """When the stream last wrote, whether its head is out, whether it is ending (``done``: no
-    more pings) and whether its body's end was written (``ended``), and whether a write outlived
-    the write deadline (shared by the pump, the producer's direct writes and the ``Pinger``)."""
+    more pings), and whether a write outlived the write deadline (shared by :func:`relay` and
+    the ``Pinger``)."""
 
-    __slots__ = ("done", "ended", "last", "stalled", "started")
+    __slots__ = ("done", "last", "stalled", "started")
 
     def __init__(self, last: float) -> None:
         self.last = last
         self.started = False
         self.done = False
-        self.ended = False
         self.stalled = False
 
 

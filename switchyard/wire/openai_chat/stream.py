@@ -38,8 +38,9 @@ from switchyard.wire.text_run import TextRun
 _MARK = '"delta":{"content":'
 _STRING = re.compile(r'"(?:[^"\\]|\\.)*"')  # one JSON string literal, escapes included
 # The string of a plain text chunk, as bytes on one line (``ChatStreamDecoder.read``).
-_TEXT_LITERAL = re.compile(rb'"delta":\{"content":("[^"\\\r\n]*(?:\\.[^"\\\r\n]*)*")\}')
-_ONE_LITERAL = re.compile(rb'"[^"\\\r\n]*(?:\\.[^"\\\r\n]*)*"')  # one such string, alone
+_LITERAL = rb'"[^"\\\r\n]*(?:\\.[^"\\\r\n]*)*"'  # a JSON string on one line, escapes included
+_TEXT_LITERAL = re.compile(rb'"delta":\{"content":(' + _LITERAL + rb")\}")
+_ONE_LITERAL = re.compile(_LITERAL)  # one such string, alone
 _PLAIN_ROOT = frozenset({"id", "object", "created", "model", "choices", "system_fingerprint", "service_tier", "usage"})
 _PLAIN_CHOICE = frozenset({"index", "delta", "finish_reason", "logprobs", "stop_reason"})
 
