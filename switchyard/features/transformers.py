@@ -84,7 +84,9 @@ class TransformersExtractor:
                 reason="missing_dependency",
             ) from exc
         self._path, default_name = resolve_model(config.model)
-        self._gguf: dict[str, str] = {"gguf_file": config.gguf_file} if config.gguf_file else {}
+        # Any: Transformers 5.x types from_pretrained's named parameters, so a str-valued dict
+        # spread into them fails the type check although only gguf_file is ever in it.
+        self._gguf: dict[str, Any] = {"gguf_file": config.gguf_file} if config.gguf_file else {}
         try:
             hf_config = AutoConfig.from_pretrained(self._path, **self._gguf)
         except (OSError, ValueError) as exc:
