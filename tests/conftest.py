@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import ipaddress
+import logging
 import socket
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from typing import Any
 
 import pytest
@@ -26,6 +27,22 @@ def _loopback_only(address: Any) -> None:
             if host == "localhost":
                 return
         raise ConnectionRefusedError(f"tests may only reach 127.0.0.1, not {host!r}")
+
+
+@pytest.hookimpl(hookwrapper=True, trylast=True)
+def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
+    """Serve as ``switchyard serve`` does: uvicorn's access logger without handlers.
+
+    pytest's log capture attaches its handlers to every logger that does not propagate, uvicorn's
+    access logger too (uvicorn turns it off that way). uvicorn reads "has handlers" as "access log
+    on" and its ASGI send then logs each answer, so the proxy leaves every answer to that send
+    (server/whole_answer.py) and the suite would never run the path ``serve`` runs. This hook runs
+    inside the capture's: the access logger goes back to no handlers for the test's body.
+    """
+    access = logging.getLogger("uvicorn.access")
+    if not access.propagate:
+        access.handlers = []
+    yield
 
 
 @pytest.fixture(autouse=True)

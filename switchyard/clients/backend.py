@@ -301,10 +301,12 @@ class HttpBackend:
         *,
         deadline: float | None = None,
         stream: bool = False,
+        bounded: bool = False,
     ) -> Any:
         """POSTs an answer call: through the lean pool when there is one, else through httpx.
         Either way the result has ``status_code``, ``headers``, ``content``, ``aiter_bytes``,
-        ``aread`` and ``aclose``, and failures are among ``self._errors``."""
+        ``aread`` and ``aclose``, and failures are among ``self._errors``. With ``bounded``
+        the lean pool ends the call at ``deadline`` itself (a ``TimeoutError``)."""
         if self._pool is None:
             return await self._send(self._request(content, options, timeouts, deadline=deadline), stream=stream)
         extra = None
@@ -319,6 +321,7 @@ class HttpBackend:
             pool_timeout=timeouts.pool_wait(deadline),
             read_timeout=timeouts.read,
             stream=stream,
+            deadline=deadline if bounded else None,
         )
 
     async def _send(self, request: httpx.Request, *, stream: bool = False) -> httpx.Response:
@@ -367,8 +370,11 @@ class HttpBackend:
         timeouts, deadline, label = self._limits(options)
         content, names = await self._encode(request, target, options, stream=False)
         try:
-            async with Deadline(left(deadline)):
-                resp = await self._post(content, options, timeouts, deadline=deadline)
+            if self._pool is not None:  # the lean pool keeps the deadline with its read timer
+                resp = await self._post(content, options, timeouts, deadline=deadline, bounded=True)
+            else:
+                async with Deadline(left(deadline)):
+                    resp = await self._post(content, options, timeouts, deadline=deadline)
         except TimeoutError as exc:
             raise timed_out(f"{target.name}: no complete answer within its {label}", target, label) from exc
         except self._errors as exc:

@@ -31,6 +31,7 @@ from __future__ import annotations
 import asyncio
 import re
 import ssl
+import time
 import zlib
 from collections import deque
 from collections.abc import Callable, Mapping
@@ -68,6 +69,11 @@ _OWN = frozenset({"host", "content-length"})
 def _expire(waiter: asyncio.Future[None]) -> None:
     if not waiter.done():
         waiter.set_exception(ReadTimeout("timed out waiting for the upstream"))
+
+
+def _expire_total(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_exception(StreamDeadline("the answer's deadline passed while waiting for the upstream"))
 
 
 class _Connection(asyncio.Protocol):
@@ -374,24 +380,46 @@ class H1Pool:
         pool_timeout: float | None = None,
         read_timeout: float | None = None,
         stream: bool = False,
+        deadline: float | None = None,
     ) -> H1Response:
         """POSTs ``body``; returns once the response headers are in (and, unless ``stream``,
         the whole body, in ``content``).
 
         ``extra_headers`` (names case-insensitive) replace a default or fixed header of the
-        same name; ``Host`` and ``content-length`` stay the pool's own.
+        same name; ``Host`` and ``content-length`` stay the pool's own. ``deadline`` (a
+        ``time.monotonic()`` value) bounds the whole call: past it, a wait ends with
+        :class:`~switchyard.clients.h1_errors.StreamDeadline` (a ``TimeoutError``), kept by the
+        same timer as the read timeout (no timeout scope around the call), and the response's
+        later waits keep it too (:meth:`H1Response.stop_at`).
         """
         # The head first: a header that cannot be sent must not cost a pooled connection.
         head = self._head(extra_headers, len(body))
-        conn = await self._connection(connect_timeout, pool_timeout)
+        idle = self._idle
+        if deadline is None or (idle and not idle[-1].closed):
+            conn = await self._connection(connect_timeout, pool_timeout)
+        else:  # connecting, or waiting for a busy pool: bounded by the deadline as well
+            try:
+                async with asyncio.timeout(max(deadline - time.monotonic(), 0.0)):
+                    conn = await self._connection(connect_timeout, pool_timeout)
+            except TimeoutError as exc:
+                if isinstance(exc, StreamDeadline):
+                    raise
+                raise StreamDeadline("the answer's deadline passed while connecting to the upstream") from exc
         resp = H1Response(read_timeout, self.max_response_bytes, whole=not stream)
         loop = resp._loop = asyncio.get_running_loop()
+        if deadline is not None:
+            resp.stop_at(deadline)
         try:
             waiter = conn.send(head + body if len(body) < 65536 else head, resp)
             if len(body) >= 65536:
                 assert conn.transport is not None
                 conn.transport.write(body)  # no copy of a large body into the head
-            timer = None if read_timeout is None else loop.call_later(read_timeout, _expire, waiter)
+            timer = None
+            total = None if deadline is None else deadline - time.monotonic()
+            if total is not None and (read_timeout is None or total <= read_timeout):
+                timer = loop.call_later(max(total, 0.0), _expire_total, waiter)
+            elif read_timeout is not None:
+                timer = loop.call_later(read_timeout, _expire, waiter)
             try:
                 await waiter
             finally:

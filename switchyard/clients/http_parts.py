@@ -11,7 +11,8 @@ import contextlib
 import os
 import sys
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Generator, Mapping
+from types import CoroutineType
 from typing import Any
 
 from switchyard._version import __version__
@@ -122,6 +123,50 @@ class Deadline:
     def expired(self) -> bool:
         """Whether the time ran out (as ``asyncio.Timeout.expired``)."""
         return self._fired
+
+
+class Rest:
+    """Awaits the rest of a coroutine that was stepped once and yielded ``first`` (what
+    ``await`` of it would have done from there: the same yields, sends and throws)."""
+
+    __slots__ = ("_coro", "_first")
+
+    def __init__(self, coro: Any, first: Any) -> None:
+        self._coro = coro
+        self._first = first
+
+    def __await__(self) -> Generator[Any, Any, Any]:
+        coro, waiting = self._coro, self._first
+        while True:
+            try:
+                sent = yield waiting
+            except BaseException as exc:  # a cancellation (a deadline) goes to the coroutine
+                try:
+                    waiting = coro.throw(exc)
+                except StopIteration as stop:
+                    return stop.value
+            else:
+                try:
+                    waiting = coro.send(sent)
+                except StopIteration as stop:
+                    return stop.value
+
+
+def step_once(awaitable: Awaitable[Any]) -> tuple[bool, Any]:
+    """Runs a coroutine until it first waits: ``(True, its result)`` when it never does, else
+    ``(False, an awaitable of the rest)``. Whatever is not a coroutine comes back to be awaited.
+
+    Most reads and writes of a request are ready at once (the body arrived with the head, the
+    connection takes the answer): those then cost no timer, and a deadline is set only around
+    the rest of one that has to wait.
+    """
+    if type(awaitable) is CoroutineType:
+        try:
+            first = awaitable.send(None)
+        except StopIteration as stop:
+            return True, stop.value
+        return False, Rest(awaitable, first)
+    return False, awaitable
 
 
 def left(deadline: float | None) -> float | None:

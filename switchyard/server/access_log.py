@@ -23,6 +23,7 @@ from typing import Any
 
 from switchyard.server.app import ABORT_EXTENSION, connection_aborter
 from switchyard.server.escape import printable
+from switchyard.server.whole_answer import RESPOND_EXTENSION
 
 logger = logging.getLogger("switchyard.access")
 
@@ -102,8 +103,10 @@ class AccessLog:
         # ``watch`` hides uvicorn's own send: hand its way of dropping the connection on (the
         # app's write deadline needs it, see switchyard.server.app).
         abort = connection_aborter(scope, send)
+        extensions = scope.setdefault("extensions", {})
         if abort is not None:
-            scope.setdefault("extensions", {})[ABORT_EXTENSION] = abort
+            extensions[ABORT_EXTENSION] = abort
+        extensions.pop(RESPOND_EXTENSION, None)  # an answer written past ``send`` would not be logged
         try:
             await self.app(scope, receive, watch)
         finally:

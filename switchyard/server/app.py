@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
 from typing import TYPE_CHECKING, Any
 
 from switchyard.api import Switchyard
-from switchyard.clients.http_parts import Deadline
+from switchyard.clients.http_parts import Deadline, step_once
 from switchyard.engine.reply import SHUTDOWN_CANCEL, Reply
 from switchyard.server.auth import ApiKey, Budgets, KeyRing, name_key
 from switchyard.server.connections import DISCONNECT_EXTENSION, FLUSH_EXTENSION
@@ -26,6 +26,7 @@ from switchyard.server.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from switchyard.server.metrics import DeferredMetrics
 from switchyard.server.stream_write import Pinger, Stalled, WriterState, deadline_send, relay
 from switchyard.server.views import HealthPolicy, health_view, wants_deep
+from switchyard.server.whole_answer import RESPOND_EXTENSION
 from switchyard.wire import strict
 from switchyard.wire.json import dumps
 
@@ -172,9 +173,13 @@ class SwitchyardApp:
             reply = await self._dispatch(scope, body, headers, watch, ending, task, admission.key)
             if reply is None:
                 return
-            flush = (scope.get("extensions") or {}).get(FLUSH_EXTENSION)
+            extensions = scope.get("extensions") or {}
+            flush = extensions.get(FLUSH_EXTENSION)
             if reply.stream is None:
-                await _write(send, reply, extra)
+                # One write past uvicorn's two ASGI sends when the connection offers it (whole_answer.py).
+                respond = extensions.get(RESPOND_EXTENSION)
+                if respond is None or not respond(reply.status, reply.headers, extra, reply.body):
+                    await _write(send, reply, extra)
                 self._send_now(flush)
                 reply.released()  # the decision record's sinks, once the caller has its answer
                 return
@@ -212,13 +217,23 @@ class SwitchyardApp:
         if declared.isdigit() and int(declared) > self.max_body:
             await _write(send, _too_large(path, self.max_body), extra)
             return None
+        # The usual body came with its head: received at once, it needs no timer.
+        done, first = step_once(receive())
+        if done and first["type"] == "http.request" and not first.get("more_body", False):
+            whole: bytes = first.get("body", b"")
+            if len(whole) <= self.max_body:
+                return whole
         chunks: list[bytes] = []
         size = 0
         more = True
         try:
             async with Deadline(self.body_s, task):
                 while more:
-                    message = await receive()
+                    if first is not None:
+                        message = (await first) if not done else first
+                        first = None
+                    else:
+                        message = await receive()
                     if message["type"] == "http.disconnect":
                         return None
                     chunk = message.get("body", b"")

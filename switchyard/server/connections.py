@@ -35,7 +35,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from functools import partial
 from typing import Any
+
+from switchyard.server.whole_answer import RESPOND_EXTENSION, respond
 
 logger = logging.getLogger("switchyard.server")
 
@@ -312,14 +315,18 @@ class _DisconnectSignal(_ProtocolBase):  # type: ignore[misc]
     for ``http.disconnect``."""
 
     _sy_gone: asyncio.Future[None] | None = None
+    _sy_whole = False  # whether the request cycles are httptools' (whole_answer.respond)
 
     def _sy_watch(self) -> None:
         gone = self._sy_gone = self.loop.create_future()
-        scope = self.cycle.scope
+        cycle = self.cycle
+        scope = cycle.scope
         extensions = scope.get("extensions")
         if extensions is None:
             extensions = scope["extensions"] = {}
         extensions[DISCONNECT_EXTENSION] = gone
+        if self._sy_whole:
+            extensions[RESPOND_EXTENSION] = partial(respond, cycle)
         flush = getattr(self.transport, "flush", None)
         if flush is not None:
             extensions[FLUSH_EXTENSION] = flush
@@ -348,9 +355,16 @@ def guarded_protocol(
         max_header_fields: Most header fields in one request (431 above).
     """
     parent = base or _base_protocol()
+    try:
+        from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+        whole = issubclass(parent, HttpToolsProtocol)
+    except ImportError:  # pragma: no cover - httptools ships with the server extra
+        whole = False
 
     class GuardedProtocol(_GentleClose, _DisconnectSignal, parent):  # type: ignore[misc,valid-type]
         _sy_timer: asyncio.TimerHandle | None = None
+        _sy_whole = whole
 
         def connection_made(self, transport: asyncio.Transport) -> None:
             self._sy_head = HeadMeter(max_header_bytes, max_header_fields)

@@ -9,11 +9,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Generator, MutableMapping
+from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
 from types import CoroutineType
 from typing import Any
 
-from switchyard.clients.http_parts import Deadline
+from switchyard.clients.http_parts import Deadline, Rest, step_once
 
 logger = logging.getLogger("switchyard.server")
 
@@ -68,7 +68,7 @@ async def relay(
             await _unwind(step)  # the stream is inside a step: it is cancelled there first
         raise
     try:
-        chunk = await (step if waiting is _NOT_STEPPED else _Rest(step, waiting))
+        chunk = await (step if waiting is _NOT_STEPPED else Rest(step, waiting))
     except StopAsyncIteration:
         await _finish(b"", start, send, write, state, end, task)
         return
@@ -106,7 +106,7 @@ async def _unwind(step: Any) -> None:
     except BaseException:  # it ended at once, with the cancellation or its own error
         return
     with contextlib.suppress(BaseException):
-        await _Rest(step, waiting)  # its clean-up waits for something: it ends the same way
+        await Rest(step, waiting)  # its clean-up waits for something: it ends the same way
 
 
 async def _generator() -> AsyncIterator[None]:
@@ -150,13 +150,9 @@ def deadline_send(
         # Nearly every write is taken by the connection at once (``send`` returns without
         # waiting): it costs no timer. Only a write that has to wait for the caller to read
         # (flow control) finishes under the deadline.
-        pending: Any = send(message)
-        if type(pending) is CoroutineType:
-            try:
-                first = pending.send(None)
-            except StopIteration:
-                return
-            pending = _Rest(pending, first)
+        done, pending = step_once(send(message))
+        if done:
+            return
         try:
             async with Deadline(write_s, task):
                 await pending
@@ -168,33 +164,6 @@ def deadline_send(
             raise Stalled from None
 
     return write
-
-
-class _Rest:
-    """Awaits the rest of a coroutine that was stepped once and yielded ``first`` (what
-    ``await`` of it would have done from there: the same yields, sends and throws)."""
-
-    __slots__ = ("_coro", "_first")
-
-    def __init__(self, coro: Any, first: Any) -> None:
-        self._coro = coro
-        self._first = first
-
-    def __await__(self) -> Generator[Any, Any, Any]:
-        coro, waiting = self._coro, self._first
-        while True:
-            try:
-                sent = yield waiting
-            except BaseException as exc:  # a cancellation (the deadline) goes to the coroutine
-                try:
-                    waiting = coro.throw(exc)
-                except StopIteration as stop:
-                    return stop.value
-            else:
-                try:
-                    waiting = coro.send(sent)
-                except StopIteration as stop:
-                    return stop.value
 
 
 class Pinger:

@@ -29,6 +29,9 @@ def _body(n: int, **extra: object) -> bytes:
 
 
 async def test_decode_off_loop_matches_inline_and_restores_gc() -> None:
+    # A large body's decode that an earlier test's request left running on its thread keeps
+    # the collector paused until it ends: wait for it, or the last assert reads its pause.
+    await eventually(lambda: offload._paused == 0 and gc.isenabled(), what="earlier off-loop decodes ended")
     body = _body(3000)
     raw, request = await offload.decode_off_loop(codec("openai_chat"), body)
     assert raw == orjson.loads(body)

@@ -1,0 +1,124 @@
+"""A whole JSON answer written to the connection in one step, past uvicorn's ASGI ``send``.
+
+Layer: ``server``. Needs uvicorn's httptools protocol (the ``server`` extra).
+
+Through ASGI an answer is two ``send`` calls (``http.response.start``, then the body), each a
+coroutine of uvicorn's request cycle that checks every header with two regular expressions,
+lower-cases its name and joins the head piece by piece: about a tenth of a proxied JSON
+request's CPU on ``../shared/bench`` (py-spy, docs/benchmarks.md "Tenth pass"). The guarded
+protocol (:mod:`switchyard.server.connections`) offers :func:`respond` bound to the request's
+cycle as the scope extension :data:`RESPOND_EXTENSION`; it writes the same bytes uvicorn would
+(its status line, its ``server``/``date`` headers, the answer's headers, ``content-length``,
+the body) and leaves the cycle in the state uvicorn's own ``send`` would, so keep-alive,
+pipelining and shutdown go on as before.
+
+It declines (returns ``False``, and the app sends through ASGI as usual) whenever the answer
+needs something uvicorn's ``send`` decides: a ``HEAD`` request, a paused transport, an answer
+already started, a ``connection`` or ``transfer-encoding`` header, a header name not in lower
+case, or a header that uvicorn would refuse (it then raises as before).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+RESPOND_EXTENSION = "switchyard.respond"
+"""Scope extension set by the guarded httptools protocol: ``respond(status, headers, extra,
+body) -> bool`` (see :func:`respond`)."""
+
+# uvicorn's own checks (httptools_impl.HEADER_RE / HEADER_VALUE_RE) as character classes: a
+# search of the joined names (or values) finds what a search of each would.
+_BAD_NAME = re.compile('[\x00-\x1f\x7f()<>@,;:\\[\\]={} \t\\\\"A-Z]')
+_BAD_VALUE = re.compile("[\x00-\x08\x0a-\x1f\x7f]")
+_BAD_NAME_B = re.compile(b'[\x00-\x1f\x7f()<>@,;:\\[\\]={} \t\\\\"A-Z]')
+_BAD_VALUE_B = re.compile(b"[\x00-\x08\x0a-\x1f\x7f]")
+_FRAMING = ("connection", "transfer-encoding", "content-length")
+
+
+class _Defaults:
+    """uvicorn's default headers (``server``, ``date``) as head bytes; the server replaces the
+    list every second (its ``date``), so the bytes are rebuilt when the list changes."""
+
+    __slots__ = ("bytes", "source")
+
+    def __init__(self) -> None:
+        self.source: object = None
+        self.bytes = b""
+
+    def of(self, headers: list[tuple[bytes, bytes]]) -> bytes:
+        if headers is not self.source:
+            self.bytes = b"".join(b"%s: %s\r\n" % (name, value) for name, value in headers)
+            self.source = headers
+        return self.bytes
+
+
+_defaults = _Defaults()
+
+
+def _status_lines() -> dict[int, bytes]:
+    from uvicorn.protocols.http.httptools_impl import STATUS_LINE
+
+    return STATUS_LINE
+
+
+def respond(
+    cycle: Any,
+    status: int,
+    headers: dict[str, str],
+    extra: list[tuple[bytes, bytes]] | None,
+    body: bytes,
+) -> bool:
+    """Writes a whole answer on ``cycle`` (uvicorn's ``RequestResponseCycle``) in one write.
+
+    Args:
+        cycle: The request's cycle (bound by the protocol).
+        status: HTTP status.
+        headers: The answer's headers (lower-case names; ``content-length`` is added).
+        extra: More headers as bytes pairs (the admission's), or ``None``.
+        body: The whole body.
+
+    Returns:
+        ``True`` when the answer is written (or the caller is gone, where uvicorn's ``send``
+        drops it too); ``False`` when the app must send it through ASGI instead.
+    """
+    if cycle.response_started or cycle.flow.write_paused or cycle.access_log or cycle.scope["method"] == "HEAD":
+        return False
+    if cycle.disconnected:
+        return True  # what uvicorn's send does: nothing
+    names = "".join(headers)
+    values = "".join(headers.values())
+    if _BAD_NAME.search(names) or _BAD_VALUE.search(values) or any(k in headers for k in _FRAMING):
+        return False
+    lines = "".join([f"{name}: {value}\r\n" for name, value in headers.items()]).encode("latin-1")
+    if extra:
+        for name, value in extra:
+            if _BAD_NAME_B.search(name) or _BAD_VALUE_B.search(value) or name.decode("latin-1") in _FRAMING:
+                return False
+        lines += b"".join(b"%s: %s\r\n" % pair for pair in extra)
+    status_line = _status_lines().get(status)
+    if status_line is None:
+        return False
+    cycle.response_started = True
+    cycle.waiting_for_100_continue = False
+    keep_alive = cycle.keep_alive
+    cycle.transport.write(
+        b"%s%s%scontent-length: %d\r\n%s\r\n%s"
+        % (
+            status_line,
+            _defaults.of(cycle.default_headers),
+            lines,
+            len(body),
+            b"" if keep_alive else b"connection: close\r\n",
+            body,
+        )
+    )
+    cycle.response_complete = True
+    cycle.message_event.set()
+    if not keep_alive:
+        cycle.transport.close()
+    cycle.on_response()
+    return True
+
+
+__all__ = ["RESPOND_EXTENSION", "respond"]
