@@ -33,7 +33,7 @@ _BAD_NAME = re.compile('[\x00-\x1f\x7f()<>@,;:\\[\\]={} \t\\\\"A-Z]')
 _BAD_VALUE = re.compile("[\x00-\x08\x0a-\x1f\x7f]")
 _BAD_NAME_B = re.compile(b'[\x00-\x1f\x7f()<>@,;:\\[\\]={} \t\\\\"A-Z]')
 _BAD_VALUE_B = re.compile(b"[\x00-\x08\x0a-\x1f\x7f]")
-_FRAMING = ("connection", "transfer-encoding", "content-length")
+_FRAMING = frozenset(("connection", "transfer-encoding", "content-length"))
 
 
 class _Defaults:
@@ -56,10 +56,16 @@ class _Defaults:
 _defaults = _Defaults()
 
 
-def _status_lines() -> dict[int, bytes]:
-    from uvicorn.protocols.http.httptools_impl import STATUS_LINE
+_STATUS_LINES: dict[int, bytes] = {}
 
-    return STATUS_LINE
+
+def _status_lines() -> dict[int, bytes]:
+    """uvicorn's status lines, looked up once (an import statement per answer costs ~1 %)."""
+    if not _STATUS_LINES:
+        from uvicorn.protocols.http.httptools_impl import STATUS_LINE
+
+        _STATUS_LINES.update(STATUS_LINE)
+    return _STATUS_LINES
 
 
 def respond(
@@ -88,7 +94,7 @@ def respond(
         return True  # what uvicorn's send does: nothing
     names = "".join(headers)
     values = "".join(headers.values())
-    if _BAD_NAME.search(names) or _BAD_VALUE.search(values) or any(k in headers for k in _FRAMING):
+    if _BAD_NAME.search(names) or _BAD_VALUE.search(values) or not _FRAMING.isdisjoint(headers):
         return False
     lines = "".join([f"{name}: {value}\r\n" for name, value in headers.items()]).encode("latin-1")
     if extra:
