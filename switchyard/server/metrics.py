@@ -17,6 +17,7 @@ The metric names are listed in :data:`METRIC_NAMES` and documented in docs/deplo
 from __future__ import annotations
 
 import os
+from bisect import bisect_left
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -63,13 +64,51 @@ _TOKEN_KINDS = tuple((k, f"{k}_tokens") for k in ("input", "output", "cache_read
 
 @dataclass(frozen=True, slots=True)
 class _Common:
-    """The metric children of one (route, router, source, tier, status, target) label set."""
+    """What every request of one (route, router, source, tier, status, target) label set counts
+    in: the ``inc`` of its counter children and its histogram children (:func:`_adder`,
+    :class:`_Histogram`)."""
 
-    decisions: Any
-    overhead: Any
-    duration: Any
-    tokens: tuple[tuple[str, Any], ...]
-    cost: Any
+    decisions: Callable[[float], None]
+    overhead: _Histogram
+    duration: _Histogram
+    tokens: tuple[tuple[str, Callable[[float], None]], ...]
+    cost: Callable[[float], None] | None
+
+
+def _adder(child: Any) -> Callable[[float], None]:
+    """``child.inc`` for a labelled counter child, without the checks prometheus_client makes on
+    every call (that the child is labelled, that the amount is not negative: these amounts never
+    are): the ``inc`` of the value it keeps in ``_value``. A client without one gets ``inc``."""
+    inc = getattr(getattr(child, "_value", None), "inc", None)
+    return inc if callable(inc) else child.inc  # type: ignore[no-any-return]
+
+
+class _Histogram:
+    """A labelled histogram child's ``observe``: the bucket found by bisection, not a Python loop
+    over the bounds, into the same values prometheus_client's ``observe`` adds to (its sum and
+    one bucket; exposition makes the buckets cumulative). A client that keeps them otherwise
+    gets ``observe``."""
+
+    __slots__ = ("_bounds", "_buckets", "_child", "_sum")
+
+    def __init__(self, child: Any) -> None:
+        self._child = child
+        bounds: Any = getattr(child, "_upper_bounds", None)
+        buckets: Any = getattr(child, "_buckets", None)
+        self._sum: Any = getattr(child, "_sum", None)
+        usable = isinstance(bounds, list) and isinstance(buckets, list) and len(bounds) == len(buckets)
+        self._bounds: list[float] | None = bounds if usable and self._sum is not None else None
+        self._buckets: list[Any] = buckets if self._bounds is not None else []
+
+    def observe(self, amount: float) -> None:
+        bounds = self._bounds
+        if bounds is None:
+            self._child.observe(amount)
+            return
+        self._sum.inc(amount)
+        i = bisect_left(bounds, amount)
+        if i < len(bounds) and amount <= bounds[i]:  # NaN: no bucket, as prometheus_client does
+            self._buckets[i].inc(1)
 
 
 def multiprocess_dir() -> str | None:
@@ -215,10 +254,15 @@ class Metrics:
                 record.tier or "other",
                 f"{record.status // 100}xx",
             )
-            tokens = () if target is None else tuple((a, self._child(self.tokens, target, k)) for k, a in _TOKEN_KINDS)
-            cost = None if target is None else self._child(self.cost, target)
-            overhead, duration = self._child(self.overhead, route), self._child(self.duration, route)
-            found = _Common(decisions, overhead, duration, tokens, cost)
+            tokens = (
+                ()
+                if target is None
+                else tuple((a, _adder(self._child(self.tokens, target, k))) for k, a in _TOKEN_KINDS)
+            )
+            cost = None if target is None else _adder(self._child(self.cost, target))
+            overhead = _Histogram(self._child(self.overhead, route))
+            duration = _Histogram(self._child(self.duration, route))
+            found = _Common(_adder(decisions), overhead, duration, tokens, cost)
             self._bundles[key] = found
         return found
 
@@ -226,7 +270,7 @@ class Metrics:
         """Counts one finished request (a decision sink)."""
         route = record.route
         common = self._common(record)
-        common.decisions.inc()
+        common.decisions(1)
         rc = record.router_cost
         if rc.calls:
             self._child(self.router_calls, route, "judge").inc(rc.calls)
@@ -247,12 +291,12 @@ class Metrics:
             self._child(self.mismatches, route, record.selected or "none").inc()
         common.overhead.observe(record.overhead_ms / 1000)
         common.duration.observe(record.duration_ms / 1000)
-        for attr, child in common.tokens:
+        for attr, add in common.tokens:
             count = getattr(record, attr)
             if count:
-                child.inc(count)
+                add(count)
         if common.cost is not None and record.cost_usd:  # the child exists (0 until priced)
-            common.cost.inc(record.cost_usd)
+            common.cost(record.cost_usd)
         if record.baseline_cost_usd is not None:
             spent = record.total_cost_usd
             self._child(self.spent, route).inc(spent)
