@@ -385,7 +385,7 @@ class Switchyard:
             return counted
         fmt = _INFERENCE_PATHS.get(sub)
         if fmt is not None and method == "POST":
-            if fmt.value not in available_formats():
+            if fmt._value_ not in available_formats():
                 return _error(
                     WireFormat.OPENAI_CHAT, 404, f"{route} is not available in this version", "not_found_error"
                 )

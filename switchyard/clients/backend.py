@@ -190,7 +190,7 @@ class HttpBackend:
 
     def _replays(self, request: ChatRequest, options: CallOptions) -> bool:
         """Whether the caller's body goes out verbatim (same format, nothing to strip)."""
-        if options.raw_body is None or options.raw_format != self.format.value:
+        if options.raw_body is None or options.raw_format != self.format._value_:
             return False
         if self.format is WireFormat.ANTHROPIC_MESSAGES and thinking_turn_missing(options.raw_body):
             # A turn another tier wrote (no signed thinking) would be refused by Anthropic; the

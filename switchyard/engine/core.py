@@ -226,7 +226,7 @@ class Engine:
             request_id=headers.get(HEADER_REQUEST_ID) or os.urandom(8).hex(),  # 16 hex digits
             route=route.name,
             router=route.kind,
-            inbound_format=inbound.value if inbound else None,
+            inbound_format=inbound._value_ if inbound else None,
             stream=request.stream,
             session_id=session.session_id,
             session_source=session.source,
@@ -257,7 +257,7 @@ class Engine:
         record.candidates = candidates
         options = CallOptions(
             raw_body=raw if decision.request is None else None,
-            raw_format=inbound.value if inbound else None,
+            raw_format=inbound._value_ if inbound else None,
             headers=fwd,
         )
         prep = _Prepared(route, decision.request or request, decision, record, candidates, options, t0, headers, limits)
@@ -536,7 +536,7 @@ class Engine:
         record waits for :attr:`Reply.release <switchyard.engine.reply.Reply.release>`.
         """
         t0 = time.perf_counter()
-        fmt = WireFormat(fmt)
+        fmt = fmt if type(fmt) is WireFormat else WireFormat(fmt)
         codec = get_codec(fmt)
         hdrs = lower(headers)
         prep: _Prepared | None = None

@@ -17,7 +17,9 @@ def codec(fmt: WireFormat | str) -> Codec:
     Raises:
         KeyError: The format is not implemented.
     """
-    key = WireFormat(fmt)
+    # ``WireFormat(x)`` is a Python-level call even for a member; an enum's ``.value`` too
+    # (``_value_`` is the plain attribute): both add up on every request.
+    key = fmt if type(fmt) is WireFormat else WireFormat(fmt)
     found = _codecs.get(key)
     if found is None:
         if key is WireFormat.OPENAI_CHAT:
