@@ -145,7 +145,10 @@ class UsdLedger:
     def __call__(self, record: DecisionRecord) -> None:
         with self._lock:
             self.total.add(record)
-            self.routes.setdefault(record.route, Totals()).add(record)
+            route = self.routes.get(record.route)
+            if route is None:  # not setdefault: that would build a Totals for every request
+                route = self.routes[record.route] = Totals()
+            route.add(record)
             if record.session_id is not None:
                 key = f"{record.route}:{record.session_id}"
                 found = self.sessions.get(key)

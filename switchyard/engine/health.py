@@ -94,7 +94,7 @@ class HealthCheckPolicy:
     timeout_s: float = 1.0
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class Admission:
     """Whether an attempt on a target may go ahead.
 
@@ -107,6 +107,10 @@ class Admission:
     allowed: bool
     probe: bool = False
     retry_in_s: float = 0.0
+
+
+_GO = Admission(True)
+"""The admission of an attempt on a closed breaker (immutable: one for all)."""
 
 
 @dataclass(slots=True)
@@ -164,12 +168,14 @@ class Health:
     def admit(self, target: str, policy: BreakerPolicy) -> Admission:
         """Asks to send an attempt to ``target``; a skip is counted."""
         if not policy.enabled:
-            return Admission(True)
+            return _GO
         with self._lock:
-            b = self._breakers.setdefault(target, _Breaker())
+            b = self._breakers.get(target)
+            if b is None:
+                b = self._breakers[target] = _Breaker()
+            if b.state == "closed":  # nearly every attempt: no clock, no new objects
+                return _GO
             now = self._clock()
-            if b.state == "closed":
-                return Admission(True)
             if b.state == "open" and now >= b.open_until:
                 b.state = "half_open"
                 b.probe_since = None
