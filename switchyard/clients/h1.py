@@ -401,9 +401,7 @@ class H1Pool:
             try:
                 async with asyncio.timeout(max(deadline - time.monotonic(), 0.0)):
                     conn = await self._connection(connect_timeout, pool_timeout)
-            except TimeoutError as exc:
-                if isinstance(exc, StreamDeadline):
-                    raise
+            except TimeoutError as exc:  # the scope's own (the pool's and the connect's are not TimeoutErrors)
                 raise StreamDeadline("the answer's deadline passed while connecting to the upstream") from exc
         resp = H1Response(read_timeout, self.max_response_bytes, whole=not stream)
         loop = resp._loop = asyncio.get_running_loop()
