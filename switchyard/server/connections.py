@@ -310,9 +310,11 @@ class TurnWriter:
 
 
 class _DisconnectSignal(_ProtocolBase):  # type: ignore[misc]
-    """Each request's "caller went away" future (:data:`DISCONNECT_EXTENSION`), resolved when
-    the connection is lost: the app then needs no task per request waiting on ``receive()``
-    for ``http.disconnect``."""
+    """Each request's scope extensions: its "caller went away" future
+    (:data:`DISCONNECT_EXTENSION`), resolved when the connection is lost, so the app needs no
+    task per request waiting on ``receive()`` for ``http.disconnect``; the connection's flush
+    (:data:`FLUSH_EXTENSION`); and, on httptools' protocol, the whole-answer write
+    (:data:`~switchyard.server.whole_answer.RESPOND_EXTENSION`)."""
 
     _sy_gone: asyncio.Future[None] | None = None
     _sy_whole = False  # whether the request cycles are httptools' (whole_answer.respond)

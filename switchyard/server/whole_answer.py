@@ -15,7 +15,7 @@ pipelining and shutdown go on as before.
 It declines (returns ``False``, and the app sends through ASGI as usual) whenever the answer
 needs something uvicorn's ``send`` decides: a ``HEAD`` request, a paused transport, an answer
 already started, a ``connection`` or ``transfer-encoding`` header, a header name not in lower
-case, or a header that uvicorn would refuse (it then raises as before).
+case or given twice, or a header that uvicorn would refuse (it then raises as before).
 """
 
 from __future__ import annotations
@@ -31,8 +31,6 @@ body) -> bool`` (see :func:`respond`)."""
 # search of the joined names (or values) finds what a search of each would.
 _BAD_NAME = re.compile('[\x00-\x1f\x7f()<>@,;:\\[\\]={} \t\\\\"A-Z]')
 _BAD_VALUE = re.compile("[\x00-\x08\x0a-\x1f\x7f]")
-_BAD_NAME_B = re.compile(b'[\x00-\x1f\x7f()<>@,;:\\[\\]={} \t\\\\"A-Z]')
-_BAD_VALUE_B = re.compile(b"[\x00-\x08\x0a-\x1f\x7f]")
 _FRAMING = frozenset(("connection", "transfer-encoding", "content-length"))
 
 
@@ -92,16 +90,19 @@ def respond(
         return False
     if cycle.disconnected:
         return True  # what uvicorn's send does: nothing
+    if extra:  # the admission's headers (CORS), as text: the same checks cover them
+        merged = dict(headers)
+        for name, value in extra:
+            key = name.decode("latin-1")
+            if key in merged:  # a name twice: uvicorn's send writes both lines
+                return False
+            merged[key] = value.decode("latin-1")
+        headers = merged
     names = "".join(headers)
     values = "".join(headers.values())
     if _BAD_NAME.search(names) or _BAD_VALUE.search(values) or not _FRAMING.isdisjoint(headers):
         return False
     lines = "".join([f"{name}: {value}\r\n" for name, value in headers.items()]).encode("latin-1")
-    if extra:
-        for name, value in extra:
-            if _BAD_NAME_B.search(name) or _BAD_VALUE_B.search(value) or name.decode("latin-1") in _FRAMING:
-                return False
-        lines += b"".join(b"%s: %s\r\n" % pair for pair in extra)
     status_line = _status_lines().get(status)
     if status_line is None:
         return False

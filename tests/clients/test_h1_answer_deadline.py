@@ -105,7 +105,7 @@ async def test_silence_shorter_than_the_total_is_a_read_timeout(upstream: int) -
 async def test_a_busy_pool_surfaces_as_such_inside_the_total(upstream: int) -> None:
     be = _backend(upstream, max_connections=1)
     options = CallOptions(timeout={"read": 30.0, "total": 0.4})
-    holder = asyncio.ensure_future(be.complete(REQUEST, TARGET, CallOptions(timeout={"read": 30.0, "total": 5.0})))
+    holder = asyncio.ensure_future(be.complete(REQUEST, TARGET, CallOptions(timeout={"read": 60.0, "total": 60.0})))
     try:
         await eventually(lambda: be._pool is not None and be._pool._open, what="the first call holds the connection")
         with pytest.raises(UpstreamError, match="connection pool exhausted"):

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from switchyard.config.server import ServerConfig
 from switchyard.engine.reply import Reply
 from switchyard.server import connections, whole_answer
 from switchyard.server.access_log import AccessLog
@@ -188,3 +189,29 @@ def test_with_uvicorns_access_log_on_the_answer_goes_through_its_send(
     sock.close()
     assert answer.endswith(BODY) and WRITTEN == [False]
     assert any("POST /v1/chat/completions" in r.getMessage() for r in caplog.records)
+
+
+def test_cors_headers_of_an_allowed_origin_go_out_with_the_answer() -> None:
+    sy = _Sy()
+    app = SwitchyardApp(sy, settings=ServerConfig(allowed_origins=["http://app.test"]))  # type: ignore[arg-type]
+    server = AppThread(app).start()
+    try:
+        (answer,), sock = _exchange(server.port, _request(extra="origin: http://app.test\r\n"))
+        sock.close()
+    finally:
+        server.stop()
+    assert answer.endswith(BODY) and b"access-control-allow-origin: http://app.test\r\n" in answer
+    assert answer.count(b"vary: Origin\r\n") == 1 and WRITTEN == [True]
+
+
+def test_a_header_named_twice_goes_through_asgi_with_both_lines() -> None:
+    sy = _Sy()
+    sy.reply = Reply(200, {"content-type": "application/json", "vary": "Accept"}, body=BODY)
+    app = SwitchyardApp(sy, settings=ServerConfig(allowed_origins=["http://app.test"]))  # type: ignore[arg-type]
+    server = AppThread(app).start()
+    try:
+        (answer,), sock = _exchange(server.port, _request(extra="origin: http://app.test\r\n"))
+        sock.close()
+    finally:
+        server.stop()
+    assert b"vary: Accept\r\n" in answer and b"vary: Origin\r\n" in answer and WRITTEN == [False]
