@@ -19,12 +19,12 @@ from functools import partial
 from types import MappingProxyType
 from typing import Any
 
-from switchyard.engine import caller_view, own_answer, plain_chat, served_model, threads
+from switchyard.engine import caller_view, own_answer, plain_chat, relay, served_model, threads
 from switchyard.engine.counting import count_tokens
 from switchyard.engine.event_stream import EventStream, aclose_events, first_content
-from switchyard.engine.fallback import Fallback
+from switchyard.engine.fallback import Fallback, FirstAttempt
 from switchyard.engine.health import Health
-from switchyard.engine.markup import find_marker, first_marker, flag_leak, response_marker
+from switchyard.engine.markup import check_answer, first_marker, flag_leak
 from switchyard.engine.monitor import BackendMonitor
 from switchyard.engine.offload import decode_off_loop, release_off_loop
 from switchyard.engine.records import DecisionRecord, DecisionSink, mark_cancelled, prompt_preview
@@ -113,6 +113,7 @@ class _Prepared:
     body_bytes: int | None = None  # the caller's body size, when the request is that body unchanged
     restriction: Restriction | None = None  # the labels the request requires (None: unrestricted)
     decode: Callable[[], ChatRequest] | None = None  # the full decode of a plain Chat stand-in
+    first: FirstAttempt | None = None  # an attempt the relay lane made (engine/relay.py)
 
 
 class Engine:
@@ -360,12 +361,13 @@ class Engine:
             prompt=PromptSize(prep.decode or prep.request, prep.body_bytes),
             defer_success=stream,
             allowed=prep.restriction.allowed if prep.restriction is not None else None,
+            first=prep.first,
         )
 
     async def _complete(self, target: Target, prep: _Prepared, options: CallOptions) -> ChatResponse:
         """One answer call, with the markup check for Chat upstreams that ask for it."""
         response = await target.backend.complete(prep.request, target.info, options)
-        self._check_markup(target, prep, response)
+        check_answer(self.health, target, prep.record, response)
         return response
 
     async def _complete_plain(self, target: Target, prep: _Prepared, options: CallOptions) -> Answer:
@@ -373,14 +375,8 @@ class Engine:
         (``HttpBackend.complete_plain``, wire/openai_chat/plain_answer.py)."""
         call = getattr(target.backend, "complete_plain", None) or target.backend.complete
         answer: Answer = await call(prep.request, target.info, options)
-        self._check_markup(target, prep, answer)
+        check_answer(self.health, target, prep.record, answer)
         return answer
-
-    def _check_markup(self, target: Target, prep: _Prepared, answer: Answer) -> None:
-        if target.reliability.markup_leak != "off":
-            marker = find_marker(answer.text) if isinstance(answer, PlainAnswer) else response_marker(answer)
-            if marker is not None:
-                flag_leak(self.health, target, marker, prep.record, replaceable=True)
 
     async def _answer(self, prep: _Prepared, *, emit: bool = True) -> Completion:
         if prep.decision.response is not None:
@@ -394,7 +390,8 @@ class Engine:
     ) -> tuple[Target, Answer]:
         """The answer from the first candidate that gives one (fallback, verification), booked."""
         record, verify = prep.record, prep.route.verify
-        record.overhead_ms = (time.perf_counter() - prep.t0) * 1000
+        if prep.first is None:  # else measured before the relay lane's attempt
+            record.overhead_ms = (time.perf_counter() - prep.t0) * 1000
         if not prep.candidates:
             raise self._exhausted(record, None, prep.t0)
         runner = self._fallback(prep)
@@ -409,7 +406,14 @@ class Engine:
         except asyncio.CancelledError as exc:
             self._cancelled(record, prep.t0, runner, exc)
             raise
-        record.fallbacks_tried = len(runner.tried) - 1
+        await self._book(prep, target, response, len(runner.tried), emit=emit)
+        return target, response
+
+    async def _book(self, prep: _Prepared, target: Target, response: Answer, tried: int, *, emit: bool) -> None:
+        """Books an answer on the record: who served it, its usage and cost (``tried``: the
+        targets attempted), and hands the record to the sinks unless held (``emit``)."""
+        record = prep.record
+        record.fallbacks_tried = tried - 1
         record.served_by(target.info)
         await self._answered_by(prep, target, response.id, response.model)
         record.set_usage(response.usage)
@@ -417,7 +421,6 @@ class Engine:
         record.duration_ms = (time.perf_counter() - prep.t0) * 1000
         if emit:
             self._emit(record)
-        return target, response
 
     async def _answer_stream(self, prep: _Prepared, *, runs: bool = False) -> EventStream:
         """Opens the answer stream on the first candidate that accepts it; with ``runs`` (a Chat
@@ -570,7 +573,7 @@ class Engine:
                 return stream_reply(encoder, events, codec.keepalive(), self.keepalive_s, hold=hold_record)
             held = hold_record and prep.decision.response is None  # the router's own answer: emitted at once
             if plain is not None and prep.decision.response is None:
-                answer = (await self._served(prep, self._complete_plain, emit=not held))[1]
+                answer = await relay.answer(self, prep, emit=not held)  # the general path when it must
             else:
                 answer = (await self._answer(prep, emit=not held)).response
         except SwitchyardError as exc:

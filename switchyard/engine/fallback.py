@@ -82,6 +82,23 @@ class DeadlineExceededError(UpstreamTimeoutError):
 
 
 @dataclass(slots=True)
+class FirstAttempt:
+    """An attempt already made before the walk began (the relay lane's, engine/relay.py): the
+    walk takes its outcome as its first attempt on ``target`` instead of calling again.
+
+    Attributes:
+        target: The candidate it was made on.
+        error: What ended it (an :class:`UpstreamError`, a cancellation, or a bug), raised
+            where the walk's own call would have raised it.
+        started: When it began (``time.perf_counter()``), for the attempt's duration.
+    """
+
+    target: str
+    error: BaseException
+    started: float
+
+
+@dataclass(slots=True)
 class _Floor:
     """The largest context window known to be too small for this request."""
 
@@ -109,6 +126,9 @@ class Fallback:
             filtering (see :mod:`switchyard.engine.restriction`).
         sleep: Awaitable sleep (tests inject a fake).
         rng: Uniform [0, 1) source for jitter.
+        first: An attempt made before the walk (:class:`FirstAttempt`): the first attempt on
+            its target replays its outcome, with the same health checks before it and the same
+            judgement, retries and fallbacks after it.
     """
 
     def __init__(
@@ -125,6 +145,7 @@ class Fallback:
         allowed: frozenset[str] | None = None,
         sleep: Callable[[float], Awaitable[object]] = asyncio.sleep,
         rng: Callable[[], float] = random.random,
+        first: FirstAttempt | None = None,
     ) -> None:
         self.targets = targets
         self.health = health
@@ -140,6 +161,7 @@ class Fallback:
         self._last: UpstreamError | None = None
         self._sleep = sleep
         self._rng = rng
+        self._first = first
 
     async def run(
         self,
@@ -199,7 +221,9 @@ class Fallback:
     ) -> _Success[T] | _Failure:
         name = target.info.name
         policy = target.reliability
-        held = self.health.held(target.info.client or name)
+        first = self._first if self._first is not None and self._first.target == name else None
+        # An attempt made before the walk passed these checks when it was made.
+        held = None if first is not None else self.health.held(target.info.client or name)
         if held is not None:
             self.skipped.append(Skipped(name, "unhealthy", round(held, 3)))
             self.health.count("unhealthy_skips")
@@ -207,15 +231,16 @@ class Fallback:
         failure: _Failure | None = None
         waited = 0.0
         for retry in range(policy.retry.max_retries + 1):
-            admission = self.health.admit(name, policy.breaker)
-            if not admission.allowed:
-                if failure is None:
-                    self.skipped.append(Skipped(name, "circuit_open", round(admission.retry_in_s, 3)))
-                    return _Failure(None, _SKIP_RULE)
-                return failure  # our own failures opened it: stop retrying, fall back
-            remaining = self.budget.remaining()
-            if remaining is not None and remaining <= 0:
-                return self._deadline()
+            if first is None:
+                admission = self.health.admit(name, policy.breaker)
+                if not admission.allowed:
+                    if failure is None:
+                        self.skipped.append(Skipped(name, "circuit_open", round(admission.retry_in_s, 3)))
+                        return _Failure(None, _SKIP_RULE)
+                    return failure  # our own failures opened it: stop retrying, fall back
+                remaining = self.budget.remaining()
+                if remaining is not None and remaining <= 0:
+                    return self._deadline()
             if name not in self.tried:
                 self.tried.append(name)
             self.health.count("attempts")
@@ -223,6 +248,11 @@ class Fallback:
                 self.health.count("retries")
             started = time.perf_counter()
             try:
+                if first is not None:
+                    # Made already (FirstAttempt): its outcome is this attempt's.
+                    self._first = None
+                    started, error, first = first.started, first.error, None
+                    raise error
                 value = await call(target, options)
             except UpstreamError as exc:
                 exc.target = exc.target or name

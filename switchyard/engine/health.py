@@ -225,6 +225,18 @@ class Health:
                 self._counters["breaker_opened"] += 1
             return not was_open
 
+    def closed(self, target: str, policy: BreakerPolicy) -> bool:
+        """Whether :meth:`admit` would let an attempt through as a closed breaker does: at once,
+        taking no half-open probe and counting no skip. Read without the lock; a target seen for
+        the first time gets its (closed) breaker, as from :meth:`admit`."""
+        if not policy.enabled:
+            return True
+        b = self._breakers.get(target)
+        if b is None:
+            with self._lock:
+                b = self._breakers.setdefault(target, _Breaker())
+        return b.state == "closed"
+
     def released(self, target: str) -> None:
         """An attempt ended without saying anything about health (cancelled): free the probe."""
         with self._lock:

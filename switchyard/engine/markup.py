@@ -29,6 +29,7 @@ from switchyard.protocol.messages import TextPart
 from switchyard.protocol.response import ChatResponse
 from switchyard.protocol.stream import StreamEvent, TextDelta
 from switchyard.protocol.targets import TargetInfo
+from switchyard.wire.openai_chat.plain_answer import PlainAnswer
 from switchyard.wire.text_run import TextRun
 
 if TYPE_CHECKING:
@@ -98,6 +99,19 @@ def first_marker(events: Sequence[StreamEvent | TextRun]) -> str | None:
         if type(e) is TextDelta or type(e) is TextRun
     )
     return find_marker(text) if text else None
+
+
+def check_answer(health: Health, target: Target, record: DecisionRecord, answer: ChatResponse | PlainAnswer) -> None:
+    """Looks for template markup in a whole answer when the target's ``markup_leak`` asks for
+    it; a leak is flagged (:func:`flag_leak`) while the answer can still be replaced.
+
+    Raises:
+        MarkupLeakError: As :func:`flag_leak`.
+    """
+    if target.reliability.markup_leak != "off":
+        marker = find_marker(answer.text) if isinstance(answer, PlainAnswer) else response_marker(answer)
+        if marker is not None:
+            flag_leak(health, target, marker, record, replaceable=True)
 
 
 def flag_leak(health: Health, target: Target, marker: str, record: DecisionRecord, *, replaceable: bool) -> None:

@@ -13,7 +13,12 @@ import pytest
 
 from switchyard.engine import plain_chat
 from switchyard.engine.session import identify
-from switchyard.protocol.errors import InvalidRequestError
+from switchyard.protocol.errors import (
+    InvalidRequestError,
+    UpstreamConnectionError,
+    UpstreamStatusError,
+    UpstreamTimeoutError,
+)
 from switchyard.protocol.messages import ReasoningPart, TextPart
 from switchyard.protocol.request import ChatRequest
 from switchyard.protocol.response import ChatResponse, Usage
@@ -339,3 +344,139 @@ async def test_a_relayed_answer_replies_records_and_flags_as_the_decoded_one(
     assert lane_health == full_health
     flagged = "markup_leak" in orjson.dumps(record.to_dict()).decode()
     assert flagged == (kind == "leaked markup")
+
+
+# -- the relay lane (engine/relay.py): the walk's outcome, whatever the first attempt does -------------
+
+_CLIENT = {"format": "openai_chat", "base_url": "http://127.0.0.1:9/v1"}
+
+
+def _leaky() -> ChatResponse:
+    return ChatResponse(
+        id="r2",
+        model="m-cheap",
+        content=[TextPart(text="<tool_call>x</tool_call>")],
+        stop_reason="end_turn",
+        usage=_USAGE,
+    )
+
+
+_FIRST_ATTEMPTS: dict[str, tuple[dict[str, Any], list[Any]]] = {
+    "answered": ({}, [_answer()]),
+    "retried after a 500": (
+        {"max_retries": 1, "retry": {"initial_delay_s": 0, "max_delay_s": 0}},
+        [UpstreamStatusError("boom", upstream_status=500), _answer()],
+    ),
+    "fell back after a refused connection": ({}, [UpstreamConnectionError("refused")]),
+    "fell back after a timeout": ({}, [UpstreamTimeoutError("slow")]),
+    "a 400 goes back to the caller": (
+        {},
+        [UpstreamStatusError("bad", upstream_status=400, body=b'{"error":{"message":"bad"}}')],
+    ),
+    "a leak falls back": ({"markup_leak": "fallback"}, [_leaky()]),
+    "a bug in the call": ({}, [RuntimeError("bug")]),
+}
+
+
+async def _relay_or_walk(
+    rig: Callable[..., Rig], monkeypatch: pytest.MonkeyPatch, lane: bool, client: dict[str, Any], cheap: list[Any]
+) -> tuple[list[Any], list[Any], Any, list[str], int]:
+    """Two requests through one engine whose plain Chat lane is on, the relay lane on or (``lane``
+    off) always stepping aside for the walk: the replies (or errors), records, health and calls."""
+    from switchyard.engine import relay
+
+    taken: list[bool] = []
+    ready = relay._ready
+
+    def counted(*args: Any) -> bool:
+        taken.append(lane and ready(*args))
+        return taken[-1]
+
+    monkeypatch.setattr(relay, "_ready", counted)
+    llm = {"up": {**_CLIENT, "max_retries": 0, "circuit_breaker": {"failures": 1000}, **client}}
+    made = rig({"cheap": list(cheap), "spare": [_answer()]}, llm_clients=llm)
+    backend = _relaying(made.backend)
+    for target in made.engine.targets.values():
+        target.backend = backend
+    made.engine._plain = plain_chat.relay_routes(made.engine.routes.values(), made.engine.targets)
+    body = orjson.dumps({"model": "solo", "messages": [{"role": "user", "content": "hi"}]})
+    replies: list[Any] = []
+    for _ in range(2):
+        try:
+            reply = await made.engine.handle("openai_chat", body, {"content-type": "application/json"})
+            replies.append(
+                (reply.status, reply.body, {k: v for k, v in reply.headers.items() if "request-id" not in k})
+            )
+        except Exception as exc:  # a bug in the call reaches the server, as from the walk
+            replies.append(repr(exc))
+    health = made.engine.health.stats()
+    return replies, [_strip(r) for r in made.records], health, backend.targets_called(), sum(taken)
+
+
+@pytest.mark.parametrize("case", list(_FIRST_ATTEMPTS))
+async def test_the_relay_lane_ends_as_the_walk_does(
+    rig: Callable[..., Rig], monkeypatch: pytest.MonkeyPatch, case: str
+) -> None:
+    client, cheap = _FIRST_ATTEMPTS[case]
+    relayed = await _relay_or_walk(rig, monkeypatch, True, client, cheap)
+    walked = await _relay_or_walk(rig, monkeypatch, False, client, cheap)
+    assert relayed[4] == 2 and walked[4] == 0  # the lane made both first attempts, or none
+    for mine, theirs in zip(relayed[:4], walked[:4], strict=True):
+        for line in mine if isinstance(mine, list) else [mine]:
+            if isinstance(line, tuple) and "x-switchyard-overhead-ms" in line[2]:
+                line[2].pop("x-switchyard-overhead-ms")
+        for line in theirs if isinstance(theirs, list) else [theirs]:
+            if isinstance(line, tuple) and "x-switchyard-overhead-ms" in line[2]:
+                line[2].pop("x-switchyard-overhead-ms")
+        assert mine == theirs
+
+
+async def test_the_relay_lane_steps_aside_for_a_breaker_that_is_not_closed(
+    rig: Callable[..., Rig], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The first request's failure opens cheap's breaker: the second is not the lane's to make.
+    client = {"circuit_breaker": {"failures": 1, "cooldown_s": 3600}}
+    relayed = await _relay_or_walk(rig, monkeypatch, True, client, [UpstreamConnectionError("refused"), _answer()])
+    walked = await _relay_or_walk(rig, monkeypatch, False, client, [UpstreamConnectionError("refused"), _answer()])
+    assert relayed[4] == 1  # the first request only
+    assert relayed[1] == walked[1] and relayed[3] == walked[3] == ["cheap", "spare", "spare"]
+    assert [a["target"] for a in relayed[1][1]["attempts"]] == ["spare"]
+    assert relayed[1][1]["skipped"][0]["reason"] == "circuit_open"
+
+
+async def test_a_cancelled_first_attempt_is_recorded_as_the_walk_records_it(
+    rig: Callable[..., Rig], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import asyncio
+
+    from switchyard.engine import relay
+
+    async def outcome(lane: bool) -> tuple[Any, Any]:
+        if not lane:
+            monkeypatch.setattr(relay, "_ready", lambda *_: False)
+        made = rig({"cheap": [_answer()]})
+        calling = asyncio.Event()
+
+        class Stuck(_relaying(made.backend).__class__):  # type: ignore[misc]
+            async def complete(self, *args: Any) -> Any:
+                calling.set()
+                await asyncio.Event().wait()  # never answers: the caller goes away first
+
+        backend = Stuck(made.backend.script)
+        for target in made.engine.targets.values():
+            target.backend = backend
+        made.engine._plain = plain_chat.relay_routes(made.engine.routes.values(), made.engine.targets)
+        body = orjson.dumps({"model": "solo", "messages": [{"role": "user", "content": "hi"}]})
+        task = asyncio.ensure_future(made.engine.handle("openai_chat", body, {}))
+        await asyncio.wait_for(calling.wait(), 30)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        return [_strip(r) for r in made.records], made.engine.health.stats()
+
+    relayed = await outcome(True)
+    monkeypatch.undo()
+    walked = await outcome(False)
+    assert relayed == walked
+    attempt = relayed[0][0]["attempts"][0]
+    assert (attempt["target"], attempt["ok"], attempt["status"]) == ("cheap", False, 499)

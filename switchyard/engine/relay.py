@@ -1,0 +1,78 @@
+"""The relay lane: a plain Chat request's JSON answer from its first candidate, without the
+fallback walk around the one call nearly every such request makes.
+
+Layer: ``engine``.
+
+A same-format passthrough of a plain Chat body (:func:`switchyard.engine.plain_chat.view`)
+goes to its route's first candidate and, nearly always, is answered there. The general path
+builds the walk of :class:`~switchyard.engine.fallback.Fallback` for it all the same: its
+state, the candidate loop, the retry loop and their checks, about a tenth of the proxy's CPU
+per request (docs/benchmarks.md, ``benchmarks/engine_layers.py``). The lane makes the checks
+the walk would make before that first attempt, makes the same call with the same options, and
+books the success as the walk books it. Everything else goes the general way:
+
+* when a check would not let the attempt through as it is (a held backend, a breaker that is
+  not closed, a learned context window, a passed deadline), nothing is done here and the walk
+  runs as usual;
+* when the attempt does not succeed (an upstream error, a cancelled request, a bug), the walk
+  takes it as its own first attempt (:class:`~switchyard.engine.fallback.FirstAttempt`): the
+  same judgement, retries, fallbacks, breaker counts, error reply and decision record as if the
+  walk had made it.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any
+
+from switchyard.engine.fallback import WINDOW_MEMORY_S, FirstAttempt, limited
+from switchyard.engine.records import Attempt
+
+if TYPE_CHECKING:
+    from switchyard.engine.core import Engine, _Prepared
+
+
+async def answer(engine: Engine, prep: _Prepared, *, emit: bool) -> Any:
+    """The answer to a plain Chat relay ``prep`` (its decision made, no answer of the router's
+    own), booked on its record as :meth:`Engine._served` books it; the record goes to the
+    sinks unless held (``emit``).
+
+    Raises:
+        SwitchyardError: As :meth:`Engine._served`, which answers whenever the lane does not.
+    """
+    name = prep.candidates[0] if prep.candidates else None
+    target = engine.targets.get(name) if name is not None else None
+    if target is None or not _ready(engine, prep, target):
+        return (await engine._served(prep, engine._complete_plain, emit=emit))[1]
+    record = prep.record
+    record.overhead_ms = (time.perf_counter() - prep.t0) * 1000
+    budget = prep.budget
+    options = limited(prep.options, budget.deadline, budget.overrides or prep.options.timeout)
+    started = time.perf_counter()
+    try:
+        found = await engine._complete_plain(target, prep, options)
+    except BaseException as exc:  # the walk's to judge, as if it had made this attempt
+        prep.first = FirstAttempt(target.info.name, exc, started)
+        return (await engine._served(prep, engine._complete_plain, emit=emit))[1]
+    # As the walk books a first candidate's first attempt that succeeded.
+    health = engine.health
+    health.count("attempts")
+    record.attempts.append(Attempt(target.info.name, True, round((time.perf_counter() - started) * 1000, 3)))
+    health.succeeded(target.info.name)
+    await engine._book(prep, target, found, 1, emit=emit)
+    return found
+
+
+def _ready(engine: Engine, prep: _Prepared, target: Any) -> bool:
+    """Whether the walk would make its first attempt on ``target`` at once, with nothing to
+    skip, count or take first (the checks of ``Fallback.run`` and ``Fallback._try_target``)."""
+    info = target.info
+    health = engine.health
+    if prep.restriction is not None or prep.route.verify is not None:
+        return False
+    if health.held(info.client or info.name) is not None or not health.closed(info.name, target.reliability.breaker):
+        return False
+    if info.context_window or health.known_window(info.name, WINDOW_MEMORY_S):
+        return False  # the walk's fit check may skip it
+    remaining = prep.budget.remaining()
+    return remaining is None or remaining > 0
