@@ -215,7 +215,8 @@ class Engine:
             raise InvalidRequestError("'model' is required: name a route (see GET /v1/models)", param="model")
         route = self.route(request.model)
         limits = budget(headers, time.perf_counter() - t0)
-        if session is None:  # else read off a plain Chat body (plain_chat.view)
+        plain = session is not None  # read off a plain Chat body (plain_chat.view): no thread, no restriction
+        if session is None:
             session = identify(
                 headers,
                 request,
@@ -238,19 +239,23 @@ class Engine:
             record.details["traceparent"] = traceparent
         if self.preview_chars:  # server.dashboard's session timeline (memory only)
             record._preview = prompt_preview(request, self.preview_chars)
-        restriction = restriction_for(request, headers, route.restrict, self._infos, self._relevant[route.name])
+        relevant = self._relevant[route.name]
+        restriction = None if plain else restriction_for(request, headers, route.restrict, self._infos, relevant)
         if restriction is not None:
             record.details["restriction"] = restriction.to_dict()
         fwd = forwarded(headers)
         try:
-            answerers = self._answerers.get(route.name) or (*route.targets, *route.fallbacks)
-            threads.check_route(request, answerers, self.targets)  # before routing
+            if not plain:  # before routing
+                answerers = self._answerers.get(route.name) or (*route.targets, *route.fallbacks)
+                threads.check_route(request, answerers, self.targets)
             decision = await self._decide(route, request, session, headers, record, limits, restriction, fwd)
             candidates = route.order(decision.candidates)
             if restriction is not None:
                 candidates = restriction.narrow(route.name, decision, candidates, record)
-            if decision.response is None:
+            if decision.response is None and not plain:
                 candidates = threads.servable(decision.request or request, candidates, self.targets)
+            elif decision.response is None:
+                candidates = list(candidates)
             else:  # a router's own answer can be continued as well
                 await threads.remember_answer(self.store, request, decision, self.targets, session)
         except (ThreadNotFoundError, RestrictedError) as exc:
@@ -313,8 +318,7 @@ class Engine:
                 record.details["answer_elapsed_ms"] = answer_ms
         record.source = decision.source
         record.reason = decision.reason
-        record.score = decision.score
-        record.confidence = decision.confidence
+        record.score, record.confidence = decision.score, decision.confidence
         if decision.details:
             record.details.update(decision.details)
         return decision

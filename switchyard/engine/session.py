@@ -145,10 +145,11 @@ run to tens of kilobytes, and hashing them whole costs tens of microseconds per 
 
 
 def _digest_text(digest: Any, text: str) -> None:
-    digest.update(f"{len(text)}:".encode())
-    digest.update(text[:_HEAD_CHARS].encode())
-    if len(text) > _HEAD_CHARS:
-        digest.update(text[-256:].encode())  # the tail too: where date/cwd lines often sit
+    # One update of the same bytes: blake2b's digest does not depend on how they are fed.
+    if len(text) > _HEAD_CHARS:  # the tail too: where date/cwd lines often sit
+        digest.update(f"{len(text)}:{text[:_HEAD_CHARS]}{text[-256:]}".encode())
+    else:
+        digest.update(f"{len(text)}:{text}".encode())
 
 
 def identify(

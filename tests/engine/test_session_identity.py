@@ -145,3 +145,14 @@ def test_a_request_without_identity_headers_is_identified_as_by_the_full_lookup(
     full = identify({**plain, "x-session-id": " "}, request, hash_fallback=hash_fallback, derive=derive)
     assert fast == full
     assert fast.turn_index == 1
+
+
+def test_a_derived_key_stays_the_key_earlier_versions_derived() -> None:
+    # Sessions persist in the state store under this key: how the opening is hashed is part of
+    # the stored format (the values were computed by the release before this test was written).
+    from switchyard.engine.session import opening_key
+
+    long_text = "x" * 3000 + "é"  # past the hashed head: its length and tail count too
+    opening = [("system", "You are terse."), ("developer", long_text), ("user", "Fix the bug in app.py")]
+    assert opening_key([*opening, ("assistant", "")]) == "d:fa1d79cd4b2e69fa1be8e6e8"
+    assert opening_key([("system", ""), ("user", "hi")]) == "d:d2c34bc65d1f2566a495d3ab"

@@ -187,3 +187,42 @@ def test_malformed_requests_name_the_field(body: dict[str, Any], param: str) -> 
         CODEC.decode_request(body)
     assert err.value.param == param
     assert err.value.status == 400
+
+
+def _reference_fixes(messages: list[Any]) -> tuple[bool, bool]:
+    """What normalize_replay decided before it read the messages in one pass."""
+    empty = any(isinstance(m, dict) and m.get("tool_calls") == [] for m in messages)
+    roles = [m.get("role") if isinstance(m, dict) else None for m in messages]
+    system = [i for i, r in enumerate(roles) if r in ("system", "developer")]
+    merge = bool(system) and (system != list(range(len(system))) or len(system) > 1 or roles[0] == "developer")
+    return empty, merge
+
+
+def test_a_replay_is_fixed_exactly_where_the_reference_fixes_it() -> None:
+    import random
+
+    from switchyard.wire.openai_chat.request import normalize_replay
+
+    rng = random.Random(7)
+    choices: list[Any] = [
+        {"role": "system", "content": "s"},
+        {"role": "developer", "content": [{"type": "text", "text": "d"}]},
+        {"role": "user", "content": "u"},
+        {"role": "assistant", "content": "a", "tool_calls": []},
+        {"role": "assistant", "content": None, "tool_calls": [{"id": "c", "type": "function"}]},
+        {"role": "tool", "content": "t", "tool_call_id": "c"},
+        "not a message",
+        {"content": "no role"},
+    ]
+    for _ in range(3000):
+        messages = [rng.choice(choices) for _ in range(rng.randrange(6))]
+        body = {"model": "m", "messages": messages}
+        fixed = normalize_replay(body)
+        empty, merge = _reference_fixes(messages)
+        out = fixed["messages"]
+        assert (fixed is body) == (not empty and not merge)
+        assert not any(isinstance(m, dict) and m.get("tool_calls") == [] for m in out)  # each one dropped
+        assert len(out) == len(messages) or merge
+        if merge:
+            assert out[0]["role"] == "system"
+            assert sum(1 for m in out if isinstance(m, dict) and m.get("role") in ("system", "developer")) == 1

@@ -449,12 +449,15 @@ def normalize_replay(body: dict[str, Any]) -> dict[str, Any]:
     if fixed.get("tools") and "tool_choice" not in fixed:
         fixed = {**fixed, "tool_choice": "auto"}
     messages = fixed.get("messages")
-    if isinstance(messages, list) and any(_empty_tool_calls(m) for m in messages):
+    if not isinstance(messages, list):
+        return fixed
+    empty, merge = _fixes(messages)
+    if empty:
         # OpenAI answers 400 "Invalid 'messages[i].tool_calls': empty array" (code empty_array);
         # Hermes Agent sends them for turns without calls. No calls is said by leaving it out.
         messages = [{k: v for k, v in m.items() if k != "tool_calls"} if _empty_tool_calls(m) else m for m in messages]
         fixed = {**fixed, "messages": messages}
-    if isinstance(messages, list) and _needs_system_merge(messages):
+    if merge:
         system = [m for m in messages if isinstance(m, dict) and m.get("role") in ("system", "developer")]
         texts = [_plain_text(m.get("content")) for m in system]
         merged = {"role": "system", "content": "\n\n".join(t for t in texts if t)}
@@ -471,12 +474,25 @@ def _empty_tool_calls(message: Any) -> bool:
     return isinstance(message, dict) and message.get("tool_calls") == []
 
 
-def _needs_system_merge(messages: list[Any]) -> bool:
-    roles = [m.get("role") if isinstance(m, dict) else None for m in messages]
-    system = [i for i, r in enumerate(roles) if r in ("system", "developer")]
-    if not system:
-        return False
-    return system != list(range(len(system))) or len(system) > 1 or roles[0] == "developer"
+def _fixes(messages: list[Any]) -> tuple[bool, bool]:
+    """Whether ``messages`` hold an empty ``tool_calls`` array, and whether their system and
+    developer messages need merging into one leading ``system`` message (more than one, one
+    that is not first, or a leading ``developer``), in one pass."""
+    empty = False
+    count = 0
+    first = -1
+    for i, m in enumerate(messages):
+        if not isinstance(m, dict):
+            continue
+        role = m.get("role")
+        if role == "system" or role == "developer":
+            if not count:
+                first = i
+            count += 1
+        if not empty and m.get("tool_calls") == []:
+            empty = True
+    merge = count > 1 or (count == 1 and (first != 0 or messages[0].get("role") == "developer"))
+    return empty, merge
 
 
 def _plain_text(content: Any) -> str:
