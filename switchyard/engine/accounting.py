@@ -78,6 +78,27 @@ class Pricing:
 
 
 @dataclass(slots=True)
+class _Share:
+    """What one record adds to a :class:`Totals`."""
+
+    capable: bool
+    answer_usd: float
+    router_usd: float
+    feature_usd: float
+    baseline_usd: float | None
+
+    @classmethod
+    def of(cls, record: DecisionRecord) -> _Share:
+        return cls(
+            record.tier == "capable",
+            record.cost_usd,
+            record.router_cost.cost_usd,
+            record.feature_cost_usd,
+            record.baseline_cost_usd,
+        )
+
+
+@dataclass(slots=True)
 class Totals:
     """USD totals of a set of requests."""
 
@@ -103,15 +124,19 @@ class Totals:
 
     def add(self, record: DecisionRecord) -> None:
         """Counts one record."""
+        self.add_share(_Share.of(record))
+
+    def add_share(self, share: _Share) -> None:
+        """Counts one record's share (read off the record once for several totals)."""
         self.requests += 1
-        self.capable_requests += record.tier == "capable"
-        self.answer_usd += record.cost_usd
-        self.router_usd += record.router_cost.cost_usd
-        self.feature_usd += record.feature_cost_usd
-        if record.baseline_cost_usd is not None:
+        self.capable_requests += share.capable
+        self.answer_usd += share.answer_usd
+        self.router_usd += share.router_usd
+        self.feature_usd += share.feature_usd
+        if share.baseline_usd is not None:
             self.priced_requests += 1
-            self.baseline_usd += record.baseline_cost_usd
-            self._spent_priced += record.total_cost_usd
+            self.baseline_usd += share.baseline_usd
+            self._spent_priced += share.answer_usd + share.router_usd + share.feature_usd
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready totals (USD rounded to 1e-9)."""
@@ -143,12 +168,13 @@ class UsdLedger:
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def __call__(self, record: DecisionRecord) -> None:
+        share = _Share.of(record)
         with self._lock:
-            self.total.add(record)
+            self.total.add_share(share)
             route = self.routes.get(record.route)
             if route is None:  # not setdefault: that would build a Totals for every request
                 route = self.routes[record.route] = Totals()
-            route.add(record)
+            route.add_share(share)
             if record.session_id is not None:
                 key = f"{record.route}:{record.session_id}"
                 found = self.sessions.get(key)
@@ -158,7 +184,7 @@ class UsdLedger:
                         self.sessions.popitem(last=False)
                 else:
                     self.sessions.move_to_end(key)
-                found.add(record)
+                found.add_share(share)
 
     def snapshot(self, *, sessions: int = 100) -> dict[str, Any]:
         """Totals, per route and for the ``sessions`` most recently active sessions."""

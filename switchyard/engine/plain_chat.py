@@ -23,6 +23,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
+from pydantic import ConfigDict
+
 from switchyard.engine.restriction import HEADER_REQUIRE
 from switchyard.engine.session import body_session, headerless, names_no_one, opening_key
 from switchyard.engine.target import Route, Target
@@ -169,12 +171,28 @@ def standin(body: dict[str, Any]) -> ChatRequest | None:
             return None
     strict.check_body(body, messages=messages, messages_key="messages", tokens=_TOKENS)
     options = body.get("stream_options") or {}
-    return ChatRequest(
-        model=body.get("model") or "",
-        stream=bool(body.get("stream", False)),
-        include_usage=bool(isinstance(options, dict) and options.get("include_usage")),
-        origin=_FORMAT,
+    key = (
+        body.get("model") or "",
+        bool(body.get("stream", False)),
+        bool(isinstance(options, dict) and options.get("include_usage")),
     )
+    found = _STANDINS.get(key)
+    if found is None:
+        if len(_STANDINS) >= _MAX_STANDINS:  # model names are the caller's: keep a few
+            _STANDINS.clear()
+        found = _STANDINS[key] = StandIn(model=key[0], stream=key[1], include_usage=key[2], origin=_FORMAT)
+    return found
+
+
+class StandIn(ChatRequest):
+    """A stand-in request, shared by every request with its model and streaming flags (a new
+    one validated per request was half the stand-in's cost), so frozen; its lists stay empty."""
+
+    model_config = ConfigDict(frozen=True)
+
+
+_STANDINS: dict[tuple[str, bool, bool], StandIn] = {}
+_MAX_STANDINS = 256
 
 
 def opening(messages: list[Any]) -> Iterator[tuple[str, str]]:

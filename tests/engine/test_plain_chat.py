@@ -480,3 +480,17 @@ async def test_a_cancelled_first_attempt_is_recorded_as_the_walk_records_it(
     assert relayed == walked
     attempt = relayed[0][0]["attempts"][0]
     assert (attempt["target"], attempt["ok"], attempt["status"]) == ("cheap", False, 499)
+
+
+def test_a_stand_in_is_shared_frozen_and_kept_for_a_bounded_set_of_models() -> None:
+    import pydantic
+
+    body = {"model": "solo", "messages": [{"role": "user", "content": "hi"}], "stream": True}
+    first, again = plain_chat.standin(body), plain_chat.standin(copy.deepcopy(body))
+    assert first is again and isinstance(first, ChatRequest)
+    with pytest.raises(pydantic.ValidationError):
+        first.model = "other"
+    assert plain_chat.standin({**body, "stream": False}) is not first  # its own flags
+    for i in range(plain_chat._MAX_STANDINS + 5):  # a caller naming ever new models
+        plain_chat.standin({**body, "model": f"m{i}"})
+    assert len(plain_chat._STANDINS) <= plain_chat._MAX_STANDINS
