@@ -54,6 +54,7 @@ _INFERENCE_PATHS: dict[str, WireFormat] = {
     "/messages": WireFormat.ANTHROPIC_MESSAGES,
     "/responses": WireFormat.OPENAI_RESPONSES,
 }
+_AVAILABLE = frozenset(available_formats())  # fixed once imported (a list built per request before)
 
 
 def _new_loop() -> asyncio.AbstractEventLoop:
@@ -385,7 +386,7 @@ class Switchyard:
             return counted
         fmt = _INFERENCE_PATHS.get(sub)
         if fmt is not None and method == "POST":
-            if fmt._value_ not in available_formats():
+            if fmt._value_ not in _AVAILABLE:
                 return _error(
                     WireFormat.OPENAI_CHAT, 404, f"{route} is not available in this version", "not_found_error"
                 )

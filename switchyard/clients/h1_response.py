@@ -247,6 +247,14 @@ class H1Response:
 
     async def aread(self) -> bytes:
         """The whole body (also kept in ``content``)."""
+        chunks = self._chunks
+        if self.complete and self._error is None:
+            # All here already (a JSON answer usually comes in the read that brought its head):
+            # no async generator, whose start registers it with the event loop.
+            self.content = chunks.popleft() if len(chunks) == 1 else b"".join(chunks)
+            chunks.clear()
+            self.buffered = 0
+            return self.content
         parts = [chunk async for chunk in self.aiter_bytes()]
         self.content = parts[0] if len(parts) == 1 else b"".join(parts)
         return self.content

@@ -155,3 +155,27 @@ async def test_a_lifted_deadline_waits_for_bytes_again() -> None:
     resp._take(b"late")
     assert await waiting == b"late"
     await resp.aclose()
+
+
+@pytest.mark.parametrize("pieces", [[], [b"{}"], [b'{"a":', b" 1", b"}"]])
+async def test_a_body_that_is_all_here_reads_as_the_chunks_would(pieces: list[bytes]) -> None:
+    whole = H1Response(read_timeout=5.0)
+    chunked = H1Response(read_timeout=5.0)
+    for resp in (whole, chunked):
+        for piece in pieces:
+            resp._take(piece)
+    whole._finish()
+    read = asyncio.ensure_future(chunked.aread())  # the body still arriving: read as it comes
+    await asyncio.sleep(0)
+    chunked._finish()
+    assert await whole.aread() == await read == b"".join(pieces)
+    assert whole.content == b"".join(pieces) and whole.buffered == 0
+
+
+async def test_a_complete_body_with_an_error_still_raises_it() -> None:
+    resp = H1Response(read_timeout=5.0)
+    resp._take(b"{")
+    resp._finish()
+    resp._error = ReadTimeout("cut")  # both, as a decoder failing at the end leaves it
+    with pytest.raises(ReadTimeout):
+        await resp.aread()
