@@ -5,9 +5,10 @@ Layer: ``engine`` — imports ``clients.retry`` (pure policy) and ``clients.erro
 Every model call the engine makes — the answer call (JSON or the opening of a stream) and the
 calls routers make through :class:`~switchyard.protocol.call.ModelCall` — goes through
 :meth:`Fallback.run` (a plain Chat relay's first attempt is made before it, by the relay lane,
-and handed to it when it fails: :class:`FirstAttempt`, ``engine/relay.py``). Backends never retry (the HTTP client has no retries; the drop-in SDK
-clients are built with ``max_retries=0``; the proxy tells SDK callers ``x-should-retry: false``),
-so attempts never multiply: the worst case is, per candidate, ``max_retries + 1`` attempts.
+and handed to it when it fails: :class:`FirstAttempt`, ``engine/relay.py``). Backends never
+retry (the HTTP client has no retries; the drop-in SDK clients are built with ``max_retries=0``;
+the proxy tells SDK callers ``x-should-retry: false``), so attempts never multiply: the worst
+case is, per candidate, ``max_retries + 1`` attempts.
 
 For each candidate in order:
 
