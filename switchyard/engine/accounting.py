@@ -78,7 +78,7 @@ class Pricing:
 
 
 @dataclass(slots=True)
-class _Share:
+class Share:
     """What one record adds to a :class:`Totals`."""
 
     capable: bool
@@ -88,7 +88,7 @@ class _Share:
     baseline_usd: float | None
 
     @classmethod
-    def of(cls, record: DecisionRecord) -> _Share:
+    def of(cls, record: DecisionRecord) -> Share:
         return cls(
             record.tier == "capable",
             record.cost_usd,
@@ -124,9 +124,9 @@ class Totals:
 
     def add(self, record: DecisionRecord) -> None:
         """Counts one record."""
-        self.add_share(_Share.of(record))
+        self.add_share(Share.of(record))
 
-    def add_share(self, share: _Share) -> None:
+    def add_share(self, share: Share) -> None:
         """Counts one record's share (read off the record once for several totals)."""
         self.requests += 1
         self.capable_requests += share.capable
@@ -168,7 +168,7 @@ class UsdLedger:
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def __call__(self, record: DecisionRecord) -> None:
-        share = _Share.of(record)
+        share = Share.of(record)
         with self._lock:
             self.total.add_share(share)
             route = self.routes.get(record.route)

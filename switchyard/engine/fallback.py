@@ -443,6 +443,28 @@ def _ms(started: float) -> float:
     return round((time.perf_counter() - started) * 1000, 3)
 
 
+def tries_at_once(health: Health, target: Target, budget: Budget) -> bool:
+    """Whether a walk would make its first attempt on ``target`` (its first candidate) at once,
+    skipping and counting nothing: no health hold on its backend, a closed breaker, no context
+    window to check the prompt against, time left. Reads only (the relay lane's question,
+    ``engine/relay.py``); the walk's own checks are in :meth:`Fallback.run` and ``_try_target``."""
+    info = target.info
+    if health.held(info.client or info.name) is not None or not health.closed(info.name, target.reliability.breaker):
+        return False
+    if info.context_window or health.known_window(info.name, WINDOW_MEMORY_S):
+        return False
+    remaining = budget.remaining()
+    return remaining is None or remaining > 0
+
+
+def book_success(health: Health, attempts: list[Attempt], name: str, started: float) -> None:
+    """Books a first attempt on ``name`` (begun at ``started``) that answered, as
+    ``_try_target`` books one: counted, recorded, and its breaker told."""
+    health.count("attempts")
+    attempts.append(Attempt(name, True, _ms(started)))
+    health.succeeded(name)
+
+
 def skip_reason(skip: Skipped) -> str:
     """Why one candidate was not tried, in words that name only that cause."""
     wait = f"; retry in {max(1, math.ceil(skip.retry_in_s))}s" if skip.retry_in_s is not None else ""

@@ -25,8 +25,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
-from switchyard.engine.fallback import WINDOW_MEMORY_S, FirstAttempt, limited
-from switchyard.engine.records import Attempt
+from switchyard.engine.fallback import FirstAttempt, book_success, limited, tries_at_once
 
 if TYPE_CHECKING:
     from switchyard.engine.core import Engine, _Prepared
@@ -42,7 +41,7 @@ async def answer(engine: Engine, prep: _Prepared, *, emit: bool) -> Any:
     """
     name = prep.candidates[0] if prep.candidates else None
     target = engine.targets.get(name) if name is not None else None
-    if target is None or not _ready(engine, prep, target):
+    if target is None or not _ready(engine, prep, target):  # the walk's to make
         return (await engine._served(prep, engine._complete_plain, emit=emit))[1]
     record = prep.record
     record.overhead_ms = (time.perf_counter() - prep.t0) * 1000
@@ -54,25 +53,14 @@ async def answer(engine: Engine, prep: _Prepared, *, emit: bool) -> Any:
     except BaseException as exc:  # the walk's to judge, as if it had made this attempt
         prep.first = FirstAttempt(target.info.name, exc, started)
         return (await engine._served(prep, engine._complete_plain, emit=emit))[1]
-    # As the walk books a first candidate's first attempt that succeeded.
-    health = engine.health
-    health.count("attempts")
-    record.attempts.append(Attempt(target.info.name, True, round((time.perf_counter() - started) * 1000, 3)))
-    health.succeeded(target.info.name)
+    book_success(engine.health, record.attempts, target.info.name, started)
     await engine._book(prep, target, found, 1, emit=emit)
     return found
 
 
 def _ready(engine: Engine, prep: _Prepared, target: Any) -> bool:
     """Whether the walk would make its first attempt on ``target`` at once, with nothing to
-    skip, count or take first (the checks of ``Fallback.run`` and ``Fallback._try_target``)."""
-    info = target.info
-    health = engine.health
+    skip, count or take first, and nothing after it to check the answer against."""
     if prep.restriction is not None or prep.route.verify is not None:
         return False
-    if health.held(info.client or info.name) is not None or not health.closed(info.name, target.reliability.breaker):
-        return False
-    if info.context_window or health.known_window(info.name, WINDOW_MEMORY_S):
-        return False  # the walk's fit check may skip it
-    remaining = prep.budget.remaining()
-    return remaining is None or remaining > 0
+    return tries_at_once(engine.health, target, prep.budget)

@@ -166,7 +166,8 @@ async def test_a_body_that_is_all_here_reads_as_the_chunks_would(pieces: list[by
             resp._take(piece)
     whole._finish()
     read = asyncio.ensure_future(chunked.aread())  # the body still arriving: read as it comes
-    await asyncio.sleep(0)
+    await asyncio.sleep(0)  # one step of the loop: the read starts and waits for the end
+    assert not read.done()
     chunked._finish()
     assert await whole.aread() == await read == b"".join(pieces)
     assert whole.content == b"".join(pieces) and whole.buffered == 0

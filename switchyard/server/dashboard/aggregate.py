@@ -20,7 +20,7 @@ from collections import Counter, OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
-from switchyard.engine.accounting import Totals
+from switchyard.engine.accounting import Share, Totals
 from switchyard.engine.records import DecisionRecord
 
 BUCKET_S = 10.0
@@ -166,16 +166,17 @@ class Bucket:
 
     def add(self, record: DecisionRecord) -> None:
         """Folds one record in."""
-        self.total.add(record)
+        share = Share.of(record)
+        self.total.add_share(share)
         route = self.routes.get(record.route)
         if route is None:
             route = self.routes[record.route] = Totals()
-        route.add(record)
+        route.add_share(share)
         target_name = record.selected or "(none)"
         target = self.targets.get(target_name)
         if target is None:
             target = self.targets[target_name] = Totals()
-        target.add(record)
+        target.add_share(share)
         self.sources[(record.route, record.source or "(none)")] += 1
         self.reliability.add(record)
         self.overhead.add(record.overhead_ms)
