@@ -252,12 +252,10 @@ class Engine:
             candidates = route.order(decision.candidates)
             if restriction is not None:
                 candidates = restriction.narrow(route.name, decision, candidates, record)
-            if decision.response is None and not plain:
-                candidates = threads.servable(decision.request or request, candidates, self.targets)
-            elif decision.response is None:
-                candidates = list(candidates)
-            else:  # a router's own answer can be continued as well
+            if decision.response is not None:  # a router's own answer can be continued as well
                 await threads.remember_answer(self.store, request, decision, self.targets, session)
+            elif not plain:  # a stand-in continues no thread
+                candidates = threads.servable(decision.request or request, candidates, self.targets)
         except (ThreadNotFoundError, RestrictedError) as exc:
             raise self._exhausted(record, exc, t0) from None
         record.candidates = candidates
