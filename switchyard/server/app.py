@@ -22,6 +22,7 @@ from switchyard.server.dashboard.http import DashboardHttp, is_dashboard_path
 from switchyard.server.drain import Drain, shutdown_error
 from switchyard.server.escape import printable
 from switchyard.server.guard import Gate, error_reply, host_problem
+from switchyard.server.later import LaterRecords
 from switchyard.server.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from switchyard.server.metrics import DeferredMetrics
 from switchyard.server.stream_write import Pinger, Stalled, WriterState, deadline_send, relay
@@ -62,10 +63,11 @@ class SwitchyardApp:
             ``server.limits.max_body_bytes``.
         settings: The ``server:`` section (default: the one in ``sy``'s config).
         records_after_reply: Hand each answer's decision record to the sinks (the decision
-            log, metrics, budgets, ``on_decision`` callbacks) once the reply's last byte is
-            sent, so that they add nothing to the caller's wait (about 75 µs a request,
-            docs/benchmarks.md "Seventh pass"). Off, the record is out before the reply completes: code in another
-            thread that waits for the reply then finds its record (:class:`ServerThread
+            log, metrics, budgets, ``on_decision`` callbacks) after the reply's last byte is
+            sent, when the server next waits (:mod:`switchyard.server.later`), so that they add
+            nothing to this caller's wait nor to the next one's (docs/benchmarks.md "Seventh
+            pass", "Twelfth pass"). Off, the record is out before the reply completes: code in
+            another thread that waits for the reply then finds its record (:class:`ServerThread
             <switchyard.server.runner.ServerThread>`'s default).
     """
 
@@ -98,6 +100,8 @@ class SwitchyardApp:
         if keys:
             sy.on_decision(budgets.record if budgets is not None else name_key)
         self.gate = Gate(self.settings, keys, budgets)
+        self.later = LaterRecords()
+        self._budgets = budgets is not None  # a budget check reads the records: they go out first
         self.health_policy = HealthPolicy(bool(keys), self.settings.deep_health_interval_s)
         self.drain = Drain()
         self.metrics = _metrics(sy)
@@ -121,6 +125,7 @@ class SwitchyardApp:
                     self.dashboard.fleet.start()  # shares this replica's totals (a Redis store)
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
+                self.later.flush()
                 if self.dashboard is not None and self.dashboard.fleet is not None:
                     await self.dashboard.fleet.stop()
                 with contextlib.suppress(Exception):
@@ -129,6 +134,14 @@ class SwitchyardApp:
                 return
 
     async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
+        later = self.later
+        if later.pending:
+            # A proxied call reads no record before it first waits; a view, the dashboard and a
+            # budget check do: theirs go out now.
+            if scope["method"] == "POST" and not self._budgets:
+                later.soon()
+            else:
+                later.flush()
         raw = scope["headers"]
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in raw}
         path: str = scope["path"]
@@ -181,12 +194,12 @@ class SwitchyardApp:
                 if respond is None or not respond(reply.status, reply.headers, extra, reply.body):
                     await _write(send, reply, extra)
                 self._send_now(flush)
-                reply.released()  # the decision record's sinks, once the caller has its answer
                 return
             await self._stream(reply, reply.stream, watch, send, ending, extra, connection_aborter(scope, send), flush)
         finally:
-            if reply is not None:
-                reply.released()  # whatever happened to the reply, its record is not lost
+            # The record's sinks run once the caller has its answer, whatever happened to the
+            # reply (its record is not lost), and off the path of the next request (later.py).
+            later.keep(reply)
             self.drain.leave(ending)
             if isinstance(watch, asyncio.Task):
                 watch.cancel()
@@ -380,8 +393,7 @@ class SwitchyardApp:
         closing = b""
 
         def ended() -> None:
-            self._send_now(flush)
-            reply.released()  # the record's sinks run once the caller has every byte
+            self._send_now(flush)  # the record goes out after ``_http``'s (later.py)
 
         try:
             await relay(chunks, start, send, write, state, ended)

@@ -1,7 +1,9 @@
-"""Under ``switchyard serve`` an answer's decision record reaches the sinks once the reply's last
-byte is sent (``records_after_reply``); with it off — :class:`ServerThread`'s default — before
-the reply completes. The record is never lost and never written twice: not for a JSON answer,
-not for a stream, not when the caller leaves."""
+"""Under ``switchyard serve`` an answer's decision record reaches the sinks after the reply's last
+byte is sent (``records_after_reply``), when the server next waits (``server/later.py``): as the
+next proxied call waits for its upstream, before a view or the dashboard reads the sinks, at
+shutdown, or after ``IDLE_S`` when nothing comes. With it off — :class:`ServerThread`'s default —
+it is out before the reply completes. The record is never lost and never written twice: not for a
+JSON answer, not for a stream, not when the caller leaves."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ from typing import Any
 import orjson
 import pytest
 from _configs import skeleton_config
+from _waits import eventually
 
 from switchyard.api import Switchyard
 from switchyard.engine.records import DecisionRecord
@@ -35,9 +38,11 @@ def _router(port: int) -> tuple[Switchyard, list[DecisionRecord]]:
     return sy, records
 
 
-async def _post(app: SwitchyardApp, records: list[DecisionRecord], *, stream: bool) -> list[tuple[str, bool, int]]:
-    """POSTs a chat request through the ASGI app; returns each message sent to the caller as
-    (type, more_body, records emitted when it was sent)."""
+async def _post(
+    app: SwitchyardApp, records: list[DecisionRecord], *, stream: bool, method: str = "POST", path: str = ""
+) -> list[tuple[str, bool, int]]:
+    """POSTs a chat request through the ASGI app (or ``method``s ``path``); returns each message
+    sent to the caller as (type, more_body, records emitted when it was sent)."""
     body = {"model": "fast", "messages": [{"role": "user", "content": "hello"}], "stream": stream}
     seen: list[tuple[str, bool, int]] = []
     asked: list[bool] = []
@@ -52,23 +57,85 @@ async def _post(app: SwitchyardApp, records: list[DecisionRecord], *, stream: bo
         seen.append((message["type"], bool(message.get("more_body", False)), len(records)))
 
     headers = [(b"content-type", b"application/json"), (b"host", b"127.0.0.1")]
-    scope = {"type": "http", "method": "POST", "path": "/v1/chat/completions", "headers": headers}
+    scope = {"type": "http", "method": method, "path": path or "/v1/chat/completions", "headers": headers}
     await app(scope, receive, send)
     return seen
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["json", "stream"])
-async def test_the_record_follows_the_last_byte(upstream_port: int, stream: bool) -> None:
+async def test_the_record_follows_the_last_byte_when_nothing_else_comes(upstream_port: int, stream: bool) -> None:
     sy, records = _router(upstream_port)
     try:
-        seen = await _post(SwitchyardApp(sy), records, stream=stream)
+        app = SwitchyardApp(sy)
+        seen = await _post(app, records, stream=stream)
+        last = [m for m in seen if m[0] == "http.response.body" and not m[1]]
+        assert len(last) == 1
+        assert last[0][2] == 0  # not yet out when the caller got its last byte
+        assert len(app.later.pending) == 1  # kept for the next quiet moment
+        await eventually(lambda: records, what="the record handed out while the server is idle")
     finally:
         await sy.aclose()
-    last = [m for m in seen if m[0] == "http.response.body" and not m[1]]
-    assert len(last) == 1
-    assert last[0][2] == 0  # not yet out when the caller got its last byte
-    assert len(records) == 1 and records[0].status == 200  # out once the reply was sent
+    assert len(records) == 1 and records[0].status == 200
     assert records[0].stream is stream
+    assert not app.later.pending
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "stream"])
+async def test_the_next_call_hands_the_record_out_while_it_waits_for_its_upstream(
+    upstream_port: int, stream: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from switchyard.server import later
+
+    monkeypatch.setattr(later, "IDLE_S", 3600.0)  # only the next call can hand it out here
+    sy, records = _router(upstream_port)
+    try:
+        app = SwitchyardApp(sy)
+        await _post(app, records, stream=stream)
+        assert not records
+        seen = await _post(app, records, stream=stream)
+    finally:
+        await sy.aclose()
+    assert seen[0][2] == 1  # the first call's record was out before the second's answer began
+    assert len(records) == 1  # ... and the second's is kept in turn
+    assert len(app.later.pending) == 1
+    app.later.flush()
+    assert len(records) == 2 and records[0].request_id != records[1].request_id
+
+
+@pytest.mark.parametrize("path", ["/v1/stats", "/metrics", "/health"])
+async def test_a_view_sees_every_answered_call(upstream_port: int, path: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    from switchyard.server import later
+
+    monkeypatch.setattr(later, "IDLE_S", 3600.0)
+    sy, records = _router(upstream_port)
+    try:
+        app = SwitchyardApp(sy)
+        await _post(app, records, stream=False)
+        assert not records
+        seen = await _post(app, records, stream=False, method="GET", path=path)
+    finally:
+        await sy.aclose()
+    assert seen[0][0] == "http.response.start" and seen[0][2] == 1  # out before the view was read
+
+
+async def test_shutdown_hands_out_what_is_kept(upstream_port: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    from switchyard.server import later
+
+    monkeypatch.setattr(later, "IDLE_S", 3600.0)
+    sy, records = _router(upstream_port)
+    app = SwitchyardApp(sy)
+    await _post(app, records, stream=True)
+    assert not records
+    messages = [{"type": "lifespan.shutdown"}]
+
+    async def receive() -> dict[str, Any]:
+        return messages.pop()
+
+    async def send(message: dict[str, Any]) -> None:
+        pass
+
+    await app._lifespan(receive, send)
+    assert len(records) == 1
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["json", "stream"])

@@ -1,0 +1,83 @@
+"""Decision records handed to their sinks while the server waits, not while a caller does.
+
+Layer: ``server``.
+
+A proxied answer's record goes to the sinks (the decision log, the metrics, the USD ledger,
+``on_decision`` callbacks) after the answer's last byte is written. Run right there, those
+~30 µs sit on the next request's path whenever it arrives sooner: an agent, or a load test at
+c=1, sends its next call within microseconds of reading the answer. So the server keeps the
+released replies here, and hands their records out
+
+* when the next proxied request first waits (its upstream call, usually): :meth:`soon`;
+* before anything that reads what the sinks hold — ``/metrics``, ``/v1/stats``, the dashboard,
+  a budget check: :meth:`flush`;
+* at the latest :data:`IDLE_S` after the first was kept, when no request comes (a timer);
+* at shutdown.
+
+Records keep their order; none is dropped (a sink that raises is logged, as
+``Engine._emit`` logs it, and the rest still run).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from switchyard.engine.reply import Reply
+
+logger = logging.getLogger("switchyard.server")
+
+IDLE_S = 0.005
+"""The longest a kept record waits when no request comes to hand it out."""
+
+
+class LaterRecords:
+    """Released replies whose records go to the sinks at the next quiet moment (see the module)."""
+
+    __slots__ = ("_loop", "_soon", "_timer", "pending")
+
+    def __init__(self) -> None:
+        self.pending: list[Reply] = []
+        self._timer: asyncio.TimerHandle | None = None
+        self._soon = False
+        self._loop: Any = None
+
+    def keep(self, reply: Reply | None) -> None:
+        """Keeps ``reply`` for a later :meth:`flush` when its record is still held (a reply
+        without a held record has nothing to hand out)."""
+        if reply is None or reply.release is None:
+            return
+        self.pending.append(reply)
+        if self._timer is None:
+            loop = self._loop
+            if loop is None:
+                loop = self._loop = asyncio.get_running_loop()
+            self._timer = loop.call_later(IDLE_S, self._idle)
+
+    def soon(self) -> None:
+        """Hands the kept records out at the loop's next turn: called as a request starts, that
+        is when the request first waits (nothing it does before can read them)."""
+        if self.pending and not self._soon:
+            self._soon = True
+            loop = self._loop
+            if loop is None:
+                loop = self._loop = asyncio.get_running_loop()
+            loop.call_soon(self.flush)
+
+    def flush(self) -> None:
+        """Hands every kept record to the sinks now, in the order kept."""
+        self._soon = False
+        pending = self.pending
+        if not pending:
+            return
+        self.pending = []
+        for reply in pending:
+            try:
+                reply.released()
+            except Exception:  # one broken sink must not lose the other records
+                logger.exception("decision sink failed")
+
+    def _idle(self) -> None:
+        self._timer = None
+        self.flush()
