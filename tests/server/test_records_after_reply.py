@@ -39,7 +39,13 @@ def _router(port: int) -> tuple[Switchyard, list[DecisionRecord]]:
 
 
 async def _post(
-    app: SwitchyardApp, records: list[DecisionRecord], *, stream: bool, method: str = "POST", path: str = ""
+    app: SwitchyardApp,
+    records: list[DecisionRecord],
+    *,
+    stream: bool,
+    method: str = "POST",
+    path: str = "",
+    key: str = "",
 ) -> list[tuple[str, bool, int]]:
     """POSTs a chat request through the ASGI app (or ``method``s ``path``); returns each message
     sent to the caller as (type, more_body, records emitted when it was sent)."""
@@ -55,10 +61,16 @@ async def _post(
 
     async def send(message: dict[str, Any]) -> None:
         seen.append((message["type"], bool(message.get("more_body", False)), len(records)))
+        if message["type"] == "http.response.start":
+            statuses.append(message["status"])
 
+    statuses: list[int] = []
     headers = [(b"content-type", b"application/json"), (b"host", b"127.0.0.1")]
+    if key:
+        headers.append((b"authorization", f"Bearer {key}".encode()))
     scope = {"type": "http", "method": method, "path": path or "/v1/chat/completions", "headers": headers}
     await app(scope, receive, send)
+    seen.append(("status", False, statuses[0]))
     return seen
 
 
@@ -193,3 +205,29 @@ async def test_an_answer_that_cannot_be_encoded_still_has_its_record(
     assert ("http.response.start", False, 1) in seen  # the 500, sent after the record
     assert len(records) == 1
     assert records[0].status == 500 and "could not be encoded (RuntimeError)" in (records[0].error or "")
+
+
+async def test_a_budget_check_counts_the_call_just_answered(
+    upstream_port: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A key's daily budget is read from the records: the one kept for later goes out before the
+    next call of that key is admitted, so the budget stops that call, not the one after."""
+    from switchyard.server import later
+    from switchyard.server.auth import hash_key
+
+    monkeypatch.setattr(later, "IDLE_S", 3600.0)
+    config = skeleton_config(upstream_port)
+    config["server"] = {
+        "api_keys": [{"name": "thrifty", "hash": hash_key("sy-test-thrifty"), "budget_usd_per_day": 0.0000001}]
+    }
+    sy = Switchyard.from_config(config)
+    records: list[DecisionRecord] = []
+    sy.on_decision(records.append)
+    try:
+        app = SwitchyardApp(sy)
+        first = await _post(app, records, stream=False, key="sy-test-thrifty")
+        second = await _post(app, records, stream=False, key="sy-test-thrifty")
+    finally:
+        await sy.aclose()
+    assert first[-1] == ("status", False, 200)
+    assert second[-1] == ("status", False, 429)
