@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any
 
 from switchyard.engine.reply import Reply
 
@@ -35,13 +34,14 @@ IDLE_S = 0.005
 class LaterRecords:
     """Released replies whose records go to the sinks at the next quiet moment (see the module)."""
 
-    __slots__ = ("_loop", "_soon", "_timer", "pending")
+    __slots__ = ("_soon", "_timer", "pending")
 
     def __init__(self) -> None:
         self.pending: list[Reply] = []
-        self._timer: asyncio.TimerHandle | None = None
-        self._soon = False
-        self._loop: Any = None
+        # The loops a hand-out is due in: one that has closed since (an app served again under
+        # another loop, in tests) has none due, and a new one is set in the running loop.
+        self._timer: asyncio.AbstractEventLoop | None = None
+        self._soon: asyncio.AbstractEventLoop | None = None
 
     def keep(self, reply: Reply | None) -> None:
         """Keeps ``reply`` for a later :meth:`flush` when its record is still held (a reply
@@ -49,25 +49,23 @@ class LaterRecords:
         if reply is None or reply.release is None:
             return
         self.pending.append(reply)
-        if self._timer is None:
-            loop = self._loop
-            if loop is None:
-                loop = self._loop = asyncio.get_running_loop()
-            self._timer = loop.call_later(IDLE_S, self._idle)
+        loop = asyncio.get_running_loop()
+        if self._timer is not loop:
+            self._timer = loop
+            loop.call_later(IDLE_S, self._idle)
 
     def soon(self) -> None:
         """Hands the kept records out at the loop's next turn: called as a request starts, that
         is when the request first waits (nothing it does before can read them)."""
-        if self.pending and not self._soon:
-            self._soon = True
-            loop = self._loop
-            if loop is None:
-                loop = self._loop = asyncio.get_running_loop()
-            loop.call_soon(self.flush)
+        if self.pending:
+            loop = asyncio.get_running_loop()
+            if self._soon is not loop:
+                self._soon = loop
+                loop.call_soon(self.flush)
 
     def flush(self) -> None:
         """Hands every kept record to the sinks now, in the order kept."""
-        self._soon = False
+        self._soon = None
         pending = self.pending
         if not pending:
             return

@@ -231,3 +231,28 @@ async def test_a_budget_check_counts_the_call_just_answered(
         await sy.aclose()
     assert first[-1] == ("status", False, 200)
     assert second[-1] == ("status", False, 429)
+
+
+def test_a_new_loop_gets_its_own_hand_out(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A loop that closed with a hand-out due (its timer never fired) leaves none due in the next
+    one: the records kept there go out by a timer of the running loop, in order."""
+    from switchyard.engine.reply import Reply
+    from switchyard.server import later
+
+    kept = later.LaterRecords()
+    out: list[int] = []
+
+    async def keep(n: int) -> None:
+        kept.keep(Reply(200, release=lambda: out.append(n)))
+
+    monkeypatch.setattr(later, "IDLE_S", 3600.0)
+    asyncio.run(keep(1))  # its loop closes with the record kept
+    assert out == []
+    monkeypatch.setattr(later, "IDLE_S", 0.001)
+
+    async def again() -> None:
+        await keep(2)
+        await eventually(lambda: len(out) == 2, what="both records handed out under the new loop")
+
+    asyncio.run(again())
+    assert out == [1, 2]
