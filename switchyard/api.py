@@ -211,7 +211,13 @@ class Switchyard:
         return self._store
 
     def on_decision(self, callback: DecisionSink) -> None:
-        """Calls ``callback(record)`` for every finished request (keep it quick; never raise)."""
+        """Calls ``callback(record)`` for every finished request (keep it quick; never raise).
+
+        In-process calls hand the record over before they return. Under ``switchyard serve`` it
+        comes after the reply's last byte, when the server next waits: as the next proxied call
+        waits for its upstream, before ``/metrics``, ``/v1/stats`` or a budget check, or at most
+        ~5 ms later when nothing comes (``switchyard/server/later.py``).
+        """
         self._callbacks.append(callback)
 
     @property
