@@ -5,6 +5,7 @@ Layer: ``clients``.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -142,7 +143,7 @@ def masked(event: StreamError, redact: Redactor) -> StreamError:
     """An upstream's in-band stream error with the backend's secrets masked in its message."""
     if not redact or not event.error.message:
         return event
-    return StreamError(error=event.error.model_copy(update={"message": redact.text(event.error.message)}))
+    return StreamError(error=dataclasses.replace(event.error, message=redact.text(event.error.message)))
 
 
 def transport_error(

@@ -23,15 +23,15 @@ every codec encodes any of them into its own error envelope.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
 
-
-class ErrorInfo(BaseModel):
+# A plain record, not a pydantic model: nothing validates it (the codecs build it from
+# decoded bodies), and the server's import then does not load pydantic.
+@dataclass(slots=True, kw_only=True)
+class ErrorInfo:
     """A format-neutral description of an error, as carried in streams and records."""
-
-    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     status: int = 500
     type: str = "api_error"

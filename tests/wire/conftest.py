@@ -7,6 +7,7 @@ deliberate change, run ``SWITCHYARD_UPDATE_GOLDEN=1 pytest tests/wire`` and revi
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from pathlib import Path
@@ -28,6 +29,8 @@ def ir_dump(value: Any) -> Any:
     are left out, discriminators (``type``) and every other value are kept."""
     if hasattr(value, "model_dump"):
         value = value.model_dump(mode="json")
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        value = dataclasses.asdict(value)
     if isinstance(value, dict):
         return {k: ir_dump(v) for k, v in value.items() if v is not None and v is not False and v != [] and v != {}}
     if isinstance(value, list | tuple):
