@@ -24,9 +24,9 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
+from switchyard._dataclass import dataclass
 from switchyard.protocol.redact import redact_url, redact_urls
 
 if TYPE_CHECKING:

@@ -21,10 +21,10 @@ import random
 import re
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING, Literal
 
+from switchyard._dataclass import dataclass
 from switchyard.protocol.errors import (
     ContextWindowExceededError,
     UpstreamConnectionError,

@@ -13,13 +13,14 @@ import difflib
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 
 import yaml
 from pydantic import BaseModel, ValidationError
 
+from switchyard._dataclass import dataclass
 from switchyard.config import nested
 from switchyard.config.schema import SwitchyardConfig
 from switchyard.routers.base import RouterSpec

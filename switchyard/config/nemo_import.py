@@ -31,12 +31,13 @@ from __future__ import annotations
 import json
 import tomllib
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from switchyard._dataclass import dataclass
 from switchyard.config.load import load_config
 
 

@@ -21,9 +21,9 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
+from switchyard._dataclass import dataclass
 from switchyard.serving.vllm_profiles import SERVED_MODEL_NAME
 
 PathT = tuple[str | int, ...]

@@ -13,9 +13,10 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
+from switchyard._dataclass import dataclass
 from switchyard.demo.agent import STAGE_TASKS, TASKS, TOOLS, Repo, advisor_model, judge_model, models, parse_args
 from switchyard.engine.records import DecisionRecord
 from switchyard.protocol.response import Usage

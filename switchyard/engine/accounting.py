@@ -22,9 +22,10 @@ import math
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
+from switchyard._dataclass import dataclass
 from switchyard.engine.records import DecisionRecord
 from switchyard.protocol.response import Usage
 from switchyard.protocol.targets import Price

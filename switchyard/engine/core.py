@@ -14,11 +14,12 @@ import logging
 import os
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from functools import partial
 from types import MappingProxyType
 from typing import Any
 
+from switchyard._dataclass import dataclass
 from switchyard.engine import caller_view, own_answer, plain_chat, relay, served_model, threads
 from switchyard.engine.counting import count_tokens
 from switchyard.engine.event_stream import EventStream, aclose_events, first_content

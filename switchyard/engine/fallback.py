@@ -31,9 +31,9 @@ import math
 import random
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Generic, Protocol, TypeVar, runtime_checkable
 
+from switchyard._dataclass import dataclass
 from switchyard.clients.errors import overflow_limit
 from switchyard.clients.retry import ErrorClass, Rule, judge
 from switchyard.engine.health import Health

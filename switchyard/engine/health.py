@@ -27,8 +27,10 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any, Literal
+
+from switchyard._dataclass import dataclass
 
 if TYPE_CHECKING:
     from switchyard.clients.health import Probe

@@ -30,9 +30,10 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from switchyard._dataclass import dataclass
 from switchyard.clients.health import Probe
 from switchyard.engine.health import Health, HealthCheckPolicy
 

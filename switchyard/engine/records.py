@@ -9,12 +9,13 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, field
 from pathlib import Path
 from typing import Any
 
 import orjson
 
+from switchyard._dataclass import dataclass
 from switchyard.engine.reply import SHUTDOWN_CANCEL
 from switchyard.protocol.messages import TextPart, ToolResultPart
 from switchyard.protocol.request import ChatRequest

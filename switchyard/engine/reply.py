@@ -6,8 +6,9 @@ Layer: ``engine``.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 
+from switchyard._dataclass import dataclass
 from switchyard.protocol.errors import ErrorInfo
 
 SHUTDOWN_CANCEL = "server_shutting_down"

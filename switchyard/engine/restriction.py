@@ -21,9 +21,10 @@ one header lookup and one context-variable read.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
+from switchyard._dataclass import dataclass
 from switchyard.engine.records import DecisionRecord
 from switchyard.protocol.access import required_labels
 from switchyard.protocol.errors import UpstreamError

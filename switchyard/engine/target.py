@@ -7,9 +7,10 @@ monitor can name :class:`Target` without importing the engine (no import cycle).
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING
 
+from switchyard._dataclass import dataclass
 from switchyard.clients.retry import RetryPolicy
 from switchyard.engine.health import BreakerPolicy, HealthCheckPolicy
 from switchyard.engine.records import DecisionRecord

@@ -34,9 +34,9 @@ name ``{gen_ai.operation.name} {gen_ai.request.model}``; CLIENT kind for calls t
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from switchyard._dataclass import dataclass
 from switchyard.engine.records import Attempt, DecisionRecord
 
 if TYPE_CHECKING:

@@ -18,8 +18,8 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
 
+from switchyard._dataclass import dataclass
 from switchyard.protocol.errors import InvalidRequestError
 
 HEADER_TIMEOUT = "x-switchyard-timeout"

@@ -23,9 +23,10 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
+from switchyard._dataclass import dataclass
 from switchyard.engine.records import DecisionRecord
 from switchyard.engine.target import Target
 from switchyard.protocol.errors import UpstreamError

@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from pathlib import Path
 from typing import Any, Unpack
 
 import yaml
 
+from switchyard._dataclass import dataclass
 from switchyard.config.load import LoadedConfig, load_config
 from switchyard.config.nested import split
 from switchyard.eval.counterfactual import CASES, Report, Row, Scoring, TaskOutcome, simulate

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+
+from switchyard._dataclass import dataclass
 
 
 class CalibrationError(ValueError):

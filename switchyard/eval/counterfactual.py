@@ -33,9 +33,10 @@ import math
 import random
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, TypedDict
 
+from switchyard._dataclass import dataclass
 from switchyard.routers.learned.control import quantile
 
 CAPABLE = "capable"

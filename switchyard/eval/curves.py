@@ -25,8 +25,9 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
+
+from switchyard._dataclass import dataclass
 
 _EPS = 1e-12
 

@@ -22,11 +22,13 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 
 import orjson
+
+from switchyard._dataclass import dataclass
 
 OUTCOME_KEYS = ("correct", "resolved", "score")
 """Keys that carry a model's outcome, in the order they are looked for."""

@@ -20,12 +20,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import orjson
 
+from switchyard._dataclass import dataclass
 from switchyard.protocol.response import Usage
 
 

@@ -11,9 +11,10 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
+from switchyard._dataclass import dataclass
 from switchyard.config.load import LoadedConfig
 from switchyard.eval.dataset import Dataset, DatasetError, EvalItem, MissingOutcome, Outcome, outcome
 from switchyard.eval.groups import GROUP_KEY, GroupReport, group_of, normalise, outcome_type, per_group

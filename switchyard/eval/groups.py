@@ -21,9 +21,10 @@ MT-Bench rows graded 1-10 by a GPT-4 judge. Averaging those raw numbers is meani
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
+from switchyard._dataclass import dataclass
 from switchyard.eval.dataset import EvalItem, Outcome, walk
 from switchyard.eval.metrics import TwoTierReport, evaluate_decisions, evaluate_scores
 

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, field
 from typing import Any
 
+from switchyard._dataclass import dataclass
 from switchyard.eval.curves import (
     _EPS,
     Point,

@@ -15,9 +15,10 @@ from __future__ import annotations
 import asyncio
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, TypeVar
 
+from switchyard._dataclass import dataclass
 from switchyard.config.build import build_routes, build_store, http_backend, target_infos
 from switchyard.config.load import LoadedConfig
 from switchyard.engine.core import Engine, Target

@@ -19,12 +19,13 @@ import math
 import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 
 import orjson
 
+from switchyard._dataclass import dataclass
 from switchyard.config.load import LoadedConfig
 from switchyard.eval.counterfactual import CAPABLE, EFFICIENT, Report, Run, TaskOutcome
 from switchyard.eval.dataset import Dataset, DatasetError, MissingOutcome, json_lines, outcome

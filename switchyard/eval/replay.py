@@ -19,10 +19,11 @@ import math
 import statistics
 from collections import Counter
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 
+from switchyard._dataclass import dataclass
 from switchyard.config.load import LoadedConfig
 from switchyard.eval.dataset import DatasetError, json_lines
 from switchyard.eval.evaluate import TierChoice

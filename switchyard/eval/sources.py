@@ -6,8 +6,9 @@ Layer: ``eval``.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 
+from switchyard._dataclass import dataclass
 from switchyard.config.load import LoadedConfig
 from switchyard.eval.dataset import Dataset, DatasetError, EvalItem, MissingOutcome, outcome
 from switchyard.eval.decision_log import LogStats, read_decision_log

@@ -7,10 +7,11 @@ Layer: ``probe`` — reads datasets with :mod:`switchyard.eval.dataset` (same fo
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 
+from switchyard._dataclass import dataclass
 from switchyard.eval.dataset import Dataset, DatasetError, EvalItem, Filter, outcome
 from switchyard.protocol.errors import SwitchyardError
 from switchyard.routers.learned.views import TextView, view_text

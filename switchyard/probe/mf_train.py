@@ -18,9 +18,9 @@ P(capable does better than efficient).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
+from switchyard._dataclass import dataclass
 from switchyard.protocol.features import FeatureRecipe
 from switchyard.routers.learned.checkpoint import Checkpoint
 

@@ -14,9 +14,10 @@ default λ.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
+from switchyard._dataclass import dataclass
 from switchyard.eval.calibrate import calibrate_share
 
 SHARES = (0.2, 0.3, 0.4, 0.5)

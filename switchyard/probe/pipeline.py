@@ -8,10 +8,11 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, field
 from pathlib import Path
 from typing import Any
 
+from switchyard._dataclass import dataclass
 from switchyard.eval.dataset import Filter
 from switchyard.eval.progress import Progress
 from switchyard.features import build_extractor

@@ -11,9 +11,10 @@ The score evaluated is the one the router serves (``Decision.score`` =
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
+from switchyard._dataclass import dataclass
 from switchyard.eval.metrics import evaluate_scores, two_tier_baselines
 from switchyard.probe.data import Rows
 from switchyard.routers.learned.checkpoint import Checkpoint

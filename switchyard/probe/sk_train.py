@@ -23,9 +23,10 @@ has few knobs to over-tune. The regularisation strength is chosen per head by cr
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
+from switchyard._dataclass import dataclass
 from switchyard.protocol.features import FeatureRecipe
 from switchyard.routers.learned.checkpoint import Checkpoint, Member, Transform
 

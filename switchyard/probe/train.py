@@ -11,9 +11,10 @@ carved from the *training* rows by a seeded shuffle (test rows never enter train
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
+from switchyard._dataclass import dataclass
 from switchyard.protocol.features import FeatureRecipe
 from switchyard.routers.learned.checkpoint import Checkpoint, Member, Transform
 

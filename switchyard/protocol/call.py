@@ -11,9 +11,10 @@ Layer: ``protocol`` — imports nothing of ours.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Protocol
 
+from switchyard._dataclass import dataclass
 from switchyard.protocol.request import ChatRequest
 from switchyard.protocol.response import ChatResponse
 from switchyard.protocol.stream import StreamEvent

@@ -23,8 +23,9 @@ every codec encodes any of them into its own error envelope.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
+
+from switchyard._dataclass import dataclass
 
 
 # A plain record, not a pydantic model: nothing validates it (the codecs build it from

@@ -18,11 +18,12 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from typing import Annotated, Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeFloat, PositiveFloat, PositiveInt, field_validator
 
+from switchyard._dataclass import dataclass
 from switchyard.protocol.errors import SwitchyardError
 
 Pooling = Literal["mean", "last", "first", "text_mean"]

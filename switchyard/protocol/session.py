@@ -6,8 +6,9 @@ Layer: ``protocol`` — imports nothing of ours.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any, Protocol
+
+from switchyard._dataclass import dataclass
 
 
 @dataclass(slots=True, frozen=True)

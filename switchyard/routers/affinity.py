@@ -23,9 +23,9 @@ continuations keep it, but the next user turn asks the judge again, also under
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Literal
 
+from switchyard._dataclass import dataclass
 from switchyard.protocol.request import ChatRequest
 from switchyard.routers.base import Decision, RouteContext
 from switchyard.routers.transcript import is_real_user

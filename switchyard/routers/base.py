@@ -15,11 +15,12 @@ builds the :class:`Router` once at start-up.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, ClassVar, Literal, Protocol, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
+from switchyard._dataclass import dataclass
 from switchyard.protocol.call import ModelCall
 from switchyard.protocol.features import FeatureFactory
 from switchyard.protocol.request import ChatRequest

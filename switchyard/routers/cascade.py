@@ -18,11 +18,11 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
+from switchyard._dataclass import dataclass
 from switchyard.protocol.call import ModelCall
 from switchyard.protocol.request import ChatRequest
 from switchyard.protocol.session import NamespacedStore

@@ -20,9 +20,9 @@ turns) call ``await judge.classify(request, ctx, call)`` for a verdict or ``None
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
+from switchyard._dataclass import dataclass
 from switchyard.protocol.call import ModelCall
 from switchyard.protocol.request import ChatRequest
 from switchyard.routers.affinity import Affinity

@@ -34,9 +34,10 @@ never latch.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, fields
 from typing import Any
 
+from switchyard._dataclass import dataclass
 from switchyard.protocol.call import ModelCall
 from switchyard.protocol.errors import ContextWindowExceededError, UpstreamError
 from switchyard.protocol.messages import Message

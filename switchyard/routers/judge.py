@@ -26,11 +26,11 @@ import json
 import logging
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
+from switchyard._dataclass import dataclass
 from switchyard.protocol.call import ModelCall
 from switchyard.protocol.errors import (
     ContextWindowExceededError,

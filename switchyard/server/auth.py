@@ -22,8 +22,9 @@ import secrets
 import time
 from collections.abc import Mapping
 from contextvars import ContextVar
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+from switchyard._dataclass import dataclass
 
 if TYPE_CHECKING:
     from switchyard.config.server import ApiKeyConfig  # the schema loads with the config

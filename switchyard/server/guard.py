@@ -10,9 +10,10 @@ SDKs raise their usual typed errors. See ``docs/security.md`` for the threat eac
 from __future__ import annotations
 
 import ipaddress
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING
 
+from switchyard._dataclass import dataclass
 from switchyard.engine.reply import Reply
 from switchyard.protocol.access import allowed_routes, required_labels
 from switchyard.protocol.errors import ErrorInfo

@@ -19,8 +19,9 @@ from __future__ import annotations
 import os
 from bisect import bisect_left
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+from switchyard._dataclass import dataclass
 
 if TYPE_CHECKING:
     from prometheus_client.metrics_core import Metric

@@ -20,8 +20,10 @@ from __future__ import annotations
 import json
 import re
 import shlex
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
+
+from switchyard._dataclass import dataclass
 
 #: Switches that never take a value (``store_true`` or ``BooleanOptionalAction`` in vLLM).
 BOOLEAN_FLAGS = frozenset(

@@ -8,9 +8,10 @@ The rule table itself lives in :mod:`switchyard.serving.vllm_rules`.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Literal
 
+from switchyard._dataclass import dataclass
 from switchyard.serving.vllm_args import ServeCommand
 from switchyard.serving.vllm_profiles import Gpu
 

@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import json
 import shlex
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
+
+from switchyard._dataclass import dataclass
 
 SERVED_MODEL_NAME = "nemotron-3.5-lightning"
 """The model id every generated command serves under (``--served-model-name``) and the

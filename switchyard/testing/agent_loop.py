@@ -21,9 +21,9 @@ own (smolagents' ``final_answer``) get the answer as that tool call.
 from __future__ import annotations
 
 import shlex
-from dataclasses import dataclass
 from typing import Any
 
+from switchyard._dataclass import dataclass
 from switchyard.testing.fake_common import Brain, FakeModel, Turn, content_text
 
 WRITE_TOOLS = ("Write", "write_file", "create_file")

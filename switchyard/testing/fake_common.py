@@ -12,10 +12,12 @@ import hashlib
 import re
 import socket
 from collections.abc import Awaitable, Callable, MutableMapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 import orjson
+
+from switchyard._dataclass import dataclass
 
 Scope = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]

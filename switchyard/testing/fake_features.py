@@ -26,12 +26,13 @@ import threading
 import time
 import zlib
 from collections.abc import Awaitable, Callable, MutableMapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 
 import orjson
 
+from switchyard._dataclass import dataclass
 from switchyard.protocol import tensorfile
 from switchyard.testing.fake_upstream import last_user_text
 

@@ -13,8 +13,9 @@ second time 400 ``thread_already_continued``. The rules and their sources: ``doc
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
+
+from switchyard._dataclass import dataclass
 
 BETA = "message-threads-2026-08-12"
 CREATE_ONLY = ("system", "tools")

@@ -31,11 +31,12 @@ from __future__ import annotations
 import asyncio
 import itertools
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 import orjson
 
+from switchyard._dataclass import dataclass
 from switchyard.testing import fake_anthropic, fake_chat, fake_responses
 from switchyard.testing.fake_chat import tool_order_problem, vllm_problem
 from switchyard.testing.fake_common import (

@@ -15,8 +15,10 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Literal
+
+from switchyard._dataclass import dataclass
 
 Outcome = Literal["served", "fallback", "error", "stream_error"]
 Mode = Literal["json", "sse"]

@@ -21,11 +21,11 @@ asked to).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Any
 
 import orjson
 
+from switchyard._dataclass import dataclass
 from switchyard.routers.advisor.review import TURN_HEADER
 from switchyard.testing.fake_common import (
     FakeModel,

@@ -8,8 +8,9 @@ parser here is deliberately separate from ``switchyard.wire.sse`` and stricter t
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from typing import Any
+
+from switchyard._dataclass import dataclass
 
 
 @dataclass(slots=True, frozen=True)

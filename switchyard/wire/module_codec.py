@@ -10,9 +10,9 @@ a typed 400, malformed upstream output a typed 502).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
+from switchyard._dataclass import dataclass
 from switchyard.protocol.errors import ErrorInfo
 from switchyard.protocol.request import ChatRequest
 from switchyard.protocol.response import ChatResponse

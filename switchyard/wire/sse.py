@@ -10,8 +10,9 @@ strict subset every SDK parses: optional ``event:`` line, one ``data:`` line, bl
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
+
+from switchyard._dataclass import dataclass
 
 
 @dataclass(slots=True, frozen=True)

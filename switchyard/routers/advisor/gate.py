@@ -33,9 +33,10 @@ from __future__ import annotations
 
 import logging
 import re
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, fields
 from typing import Any, Literal
 
+from switchyard._dataclass import dataclass
 from switchyard.protocol.call import ModelCall
 from switchyard.protocol.errors import UpstreamError
 from switchyard.protocol.messages import Message

@@ -13,9 +13,9 @@ case. Everything after ``REDO`` is the plan handed back to the executor.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Literal
 
+from switchyard._dataclass import dataclass
 from switchyard.protocol.messages import Message
 from switchyard.protocol.response import ChatResponse
 from switchyard.routers.transcript import render

@@ -34,10 +34,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 
+from switchyard._dataclass import dataclass
 from switchyard.protocol import tensorfile
 from switchyard.protocol.features import FeatureRecipe
 from switchyard.routers.learned.novelty import Novelty

@@ -18,10 +18,11 @@ and the bound when the checkpoint has them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
+
+from switchyard._dataclass import dataclass
 
 NoveltyAction = Literal["abstain", "capable", "efficient"]
 

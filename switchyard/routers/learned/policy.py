@@ -24,7 +24,8 @@ import hashlib
 import os
 from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass
+
+from switchyard._dataclass import dataclass
 
 
 @dataclass(slots=True, frozen=True)

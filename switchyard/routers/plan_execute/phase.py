@@ -25,9 +25,9 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
+from switchyard._dataclass import dataclass
 from switchyard.protocol.messages import Message, TextPart, ToolCallPart, ToolResultPart
 from switchyard.protocol.request import ChatRequest
 from switchyard.routers.stage.signals import extract

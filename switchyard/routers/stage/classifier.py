@@ -11,9 +11,10 @@ default tier and the error goes into the decision record).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Protocol
 
+from switchyard._dataclass import dataclass
 from switchyard.protocol.call import ModelCall
 from switchyard.protocol.request import ChatRequest
 from switchyard.routers.base import RouteContext

@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Hashable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Literal
 
+from switchyard._dataclass import dataclass
 from switchyard.protocol.call import ModelCall
 from switchyard.protocol.messages import Message, TextPart
 from switchyard.protocol.request import ChatRequest

@@ -24,9 +24,9 @@ messages.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import NamedTuple
 
+from switchyard._dataclass import dataclass
 from switchyard.protocol.messages import Message, TextPart, ToolResultPart
 from switchyard.routers.stage.signals import DEFAULT_PROFILE, Profile, observation_of
 from switchyard.routers.stage.text import analyse_result

@@ -21,10 +21,10 @@ from __future__ import annotations
 
 import math
 import struct
-from dataclasses import dataclass
 from functools import lru_cache
 from typing import Literal
 
+from switchyard._dataclass import dataclass
 from switchyard.routers.stage import tables as t
 from switchyard.routers.stage.signals import Readings, Signals
 

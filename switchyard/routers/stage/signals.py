@@ -12,9 +12,9 @@ only the turn depth and the compaction marker need the whole conversation.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import NamedTuple
 
+from switchyard._dataclass import dataclass
 from switchyard.protocol.messages import Message, TextPart, ToolCallPart, ToolResultPart
 from switchyard.routers.stage import tables as t
 from switchyard.routers.stage.shell import classify_arguments

@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import math
 from collections import Counter, OrderedDict
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
+from switchyard._dataclass import dataclass
 from switchyard.engine.accounting import Share, Totals
 from switchyard.engine.records import DecisionRecord
 

@@ -14,9 +14,9 @@ import os
 import socket
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any, Protocol
 
+from switchyard._dataclass import dataclass
 from switchyard.engine.records import DecisionRecord
 from switchyard.server.dashboard.aggregate import BUCKET_S, MAX_WINDOW_S, Aggregator
 from switchyard.server.dashboard.ring import RecordRing

@@ -15,9 +15,9 @@ refuses, returns ``None`` and takes the full decode, so its reply and its errors
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
+from switchyard._dataclass import dataclass
 from switchyard.protocol.response import Usage
 from switchyard.wire.openai_chat.response import (
     STOP_TO_FINISH,

@@ -14,11 +14,12 @@ always ends with exactly one of ``response.completed``, ``response.incomplete`` 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Literal
 
 import orjson
 
+from switchyard._dataclass import dataclass
 from switchyard.protocol.errors import ErrorInfo, UpstreamProtocolError
 from switchyard.protocol.messages import ReasoningPart, ToolCallPart
 from switchyard.protocol.response import Usage
