@@ -81,9 +81,9 @@ def role_proxy(upstream_port: int, dashboard: bool) -> None:
 
     import uvicorn
 
+    from switchyard._listen import bind
     from switchyard.api import Switchyard
     from switchyard.server.app import create_app
-    from switchyard.server.runner import bind
 
     logging.basicConfig(level=logging.WARNING)
     config: dict[str, Any] = {

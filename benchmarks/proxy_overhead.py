@@ -169,9 +169,9 @@ def role_proxy(args: argparse.Namespace) -> None:
 
     import uvicorn
 
+    from switchyard._listen import bind
     from switchyard.api import Switchyard
     from switchyard.server.app import create_app
-    from switchyard.server.runner import bind
 
     logging.basicConfig(level=logging.WARNING)
     fmt = "anthropic_messages" if args.api == "anthropic" else "openai_chat"

@@ -8,12 +8,11 @@ import logging
 import sys
 from typing import TYPE_CHECKING
 
-from switchyard.cli.log_handler import FORMAT, Formatter, TurnBatchingHandler
-from switchyard.config.load import ConfigError, LoadedConfig, load_config
-from switchyard.engine.records import set_direct_writer
-
+# What follows loads lazily: ``switchyard serve`` binds its port before the config loader, the
+# engine and asyncio are imported (serve.py), and ``--help`` needs none of them.
 if TYPE_CHECKING:
     from switchyard.api import Switchyard
+    from switchyard.config.load import LoadedConfig
     from switchyard.routers.base import RouterSpec
 
 
@@ -46,6 +45,8 @@ def add_config_arg(parser: argparse.ArgumentParser, *, positional_ok: bool = Fal
 
 def load_or_exit(path: str) -> LoadedConfig | None:
     """Loads a config, printing every problem to stderr on failure (returns ``None``)."""
+    from switchyard.config.load import ConfigError, load_config
+
     try:
         loaded = load_config(path)
     except ConfigError as exc:
@@ -69,6 +70,7 @@ def build_or_fail(loaded: LoadedConfig, name: str | None, *, decision_log: str |
         decision_log: ``--decision-log``, if given.
     """
     from switchyard.api import Switchyard
+    from switchyard.config.load import ConfigError
 
     try:
         return Switchyard(loaded, decision_log=decision_log)
@@ -119,6 +121,9 @@ def setup_logging(level: str) -> None:
     ``debug`` shows Switchyard's own debug lines (each routing decision) and keeps third-party
     libraries at INFO; ``debug-all`` shows everything.
     """
+    from switchyard.cli.log_handler import FORMAT, Formatter, TurnBatchingHandler
+    from switchyard.engine.records import set_direct_writer
+
     everything = level == "debug-all"
     name = "DEBUG" if everything else level.upper()
     # Lines logged in the event loop leave together (≤ LINGER_S late), asctime is formatted once a second

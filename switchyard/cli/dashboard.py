@@ -50,8 +50,8 @@ def run(args: argparse.Namespace) -> int:
     if args.window_s is not None and args.window_s <= 0:
         return fail("--window-s must be positive")
     try:
+        from switchyard._listen import bind
         from switchyard.server.dashboard.offline import OfflineApp, offline_views, read_log
-        from switchyard.server.runner import bind
     except ImportError:
         return fail("the dashboard needs the server extra: pip install 'switchyard-router[server]'")
     try:

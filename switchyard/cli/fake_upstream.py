@@ -97,7 +97,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         import uvicorn
 
-        from switchyard.server.runner import bind
+        from switchyard._listen import bind
     except ImportError:
         return fail("the fake upstream needs the server extra: pip install 'switchyard-router[server]'")
     import logging

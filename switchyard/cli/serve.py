@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import argparse
 import os
+import socket
 from typing import TYPE_CHECKING
 
+from switchyard._listen import bind
 from switchyard.cli._common import (
     HelpFormatter,
     add_config_arg,
@@ -107,8 +109,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    setup_logging(args.log_level)
-    count = None
     if args.workers is not None:
         from switchyard.server.workers import worker_count
 
@@ -116,6 +116,23 @@ def run(args: argparse.Namespace) -> int:
             count = worker_count(args.workers)
         except ValueError as exc:
             return fail(str(exc))
+        return _start(args, count, None)
+    # One process: the port is bound before the config, the engine and the server load (some
+    # 0.3 s), so a busy port is reported at once, and a client (a readiness probe, an agent)
+    # that connects meanwhile waits in the backlog for its answer instead of being refused.
+    try:
+        sock = bind(args.host, args.port)
+    except OSError as exc:
+        return fail(f"cannot listen on {args.host}:{args.port}: {exc.strerror} (choose another with --port)")
+    try:
+        return _start(args, None, sock)
+    finally:
+        sock.close()
+
+
+def _start(args: argparse.Namespace, count: int | None, sock: socket.socket | None) -> int:
+    """``serve`` once the port is bound (one process, ``sock``) or the worker count known."""
+    setup_logging(args.log_level)
     if args.access_log:
         show_access_log()
     loaded = load_or_exit(args.config)
@@ -124,7 +141,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         from switchyard.server.auth import KeyRing
         from switchyard.server.guard import is_loopback_host
-        from switchyard.server.runner import serve
+        from switchyard.server.runner import serve_socket
     except ImportError:
         return fail("the proxy needs the server extra: pip install 'switchyard-router[server]'")
     try:
@@ -137,17 +154,19 @@ def run(args: argparse.Namespace) -> int:
             f"and server.allowed_hosts are answered (see docs/security.md)",
             flush=True,
         )
-    if count is not None:
+    if sock is None:
+        assert count is not None
         return _run_workers(args, loaded, count)
     sy = build_or_fail(loaded, args.config, decision_log=args.decision_log)
     if sy is None:
         return 1
+    port = sock.getsockname()[1]  # the one chosen when --port 0 asked for any
     print(
-        f"switchyard: serving {len(sy.routes)} route(s) ({', '.join(sy.routes)}) on http://{args.host}:{args.port}/v1",
+        f"switchyard: serving {len(sy.routes)} route(s) ({', '.join(sy.routes)}) on http://{args.host}:{port}/v1",
         flush=True,
     )
     freeze_startup()
-    serve(sy, args.host, args.port, log_level=uvicorn_level(args.log_level), access_log=args.access_log)
+    serve_socket(sy, sock, log_level=uvicorn_level(args.log_level), access_log=args.access_log)
     return 0
 
 

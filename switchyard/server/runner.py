@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable
 from typing import Any, cast
 
+from switchyard._listen import bind
 from switchyard.api import Switchyard
 from switchyard.config.server import ServerConfig
 from switchyard.server.app import create_app
@@ -21,28 +22,6 @@ from switchyard.server.drain import Drain
 
 DRAIN_GRACE_S = 5.0
 """After ``drain_s`` and the error events, how long uvicorn still waits before cancelling."""
-
-
-def bind(host: str, port: int, *, reuse_port: bool = False) -> socket.socket:
-    """A listening TCP socket with ``TCP_NODELAY`` (inherited by accepted connections on Linux),
-    so small SSE frames leave immediately instead of waiting for Nagle's algorithm.
-
-    With ``reuse_port`` (``SO_REUSEPORT``), several sockets may bind the same port and the
-    kernel spreads new connections across them (``serve --workers``, workers.py)."""
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    if reuse_port:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
-    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    try:
-        sock.bind((host, port))
-    except OSError:
-        sock.close()  # a busy port must not leak the socket
-        raise
-    sock.listen(2048)
-    sock.setblocking(False)
-    return sock
 
 
 def _uvicorn_config(app: Any, log_level: str) -> Any:

@@ -45,10 +45,12 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 
+from switchyard._dataclass import dataclass
+from switchyard._listen import bind
 from switchyard.config.load import ConfigError, LoadedConfig, load_config
-from switchyard.server.runner import DRAIN_GRACE_S, bind
+from switchyard.server.runner import DRAIN_GRACE_S
 
 logger = logging.getLogger("switchyard.workers")
 

@@ -11,8 +11,9 @@ from typing import Any
 import openai
 import pytest
 
+from switchyard._listen import bind
 from switchyard.api import Switchyard
-from switchyard.server.runner import ServerThread, bind
+from switchyard.server.runner import ServerThread
 from switchyard.testing import FakeModel, Turn
 
 # Long enough that a reader descheduled on a busy machine still sees each event in a read of its

@@ -174,7 +174,7 @@ def test_serve_freezes_what_start_up_built(
         return build(*a, **k)
 
     monkeypatch.setattr(serve_cmd, "build_or_fail", watched_build)
-    monkeypatch.setattr(runner, "serve", lambda *a, **k: seen.append((gc.get_freeze_count(), gc.isenabled())))
+    monkeypatch.setattr(runner, "serve_socket", lambda *a, **k: seen.append((gc.get_freeze_count(), gc.isenabled())))
     config = tmp_path / "c.yaml"
     config.write_text(yaml.safe_dump(skeleton_config(upstream.port)))
     gc.unfreeze()
