@@ -42,7 +42,8 @@ def _accepts(port: int) -> bool:
 
 
 def _serve(config: Path, port: int) -> subprocess.Popen[str]:
-    cmd = [sys.executable, "-m", "switchyard", "serve", "-c", str(config), "--port", str(port), "--log-level", "warning"]
+    cmd = [sys.executable, "-m", "switchyard", "serve", "-c", str(config), "--port", str(port)]
+    cmd += ["--log-level", "warning"]
     return subprocess.Popen(cmd, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
 
@@ -105,12 +106,14 @@ def test_a_busy_port_fails_before_the_config_loader_is_imported(tmp_path: Path) 
             "import sys\n"
             "from switchyard.cli import main\n"
             f"code = main(['serve', '-c', {str(tmp_path / 'absent.yaml')!r}, '--port', '{port}'])\n"
-            "print('LOADED', sorted(m for m in ('switchyard.config.load', 'pydantic', 'asyncio') if m in sys.modules))\n"
+            "heavy = ('switchyard.config.load', 'pydantic', 'asyncio')\n"
+            "print('LOADED', sorted(m for m in heavy if m in sys.modules))\n"
             "sys.exit(code)\n"
         )
         done = subprocess.run([sys.executable, "-c", script], env=ENV, capture_output=True, text=True, timeout=120)
     assert done.returncode == 1, done.stdout + done.stderr
-    assert f"error: cannot listen on 127.0.0.1:{port}: Address already in use (choose another with --port)" in done.stderr
+    error = f"error: cannot listen on 127.0.0.1:{port}: Address already in use (choose another with --port)"
+    assert error in done.stderr
     assert "LOADED []" in done.stdout, done.stdout  # the absent config was never read either
     assert "Traceback" not in done.stderr
 
