@@ -45,7 +45,8 @@ else:
         return wrap if cls is None else wrap(cls)
 
 
-def _make(cls: type, options: dict[str, Any]) -> type:
+def _make(cls: type, given: dict[str, Any]) -> type:
+    options = dict(given)  # one dataclass(...) may decorate several classes
     want_repr = options.pop("repr", True)
     want_eq = options.pop("eq", True)
     if options.get("order") or options.get("unsafe_hash"):
@@ -59,12 +60,10 @@ def _make(cls: type, options: dict[str, Any]) -> type:
     fields = dataclasses.fields(made)
     if want_repr and not has_repr:
         _attach(made, "__repr__", _repr_of(tuple(f.name for f in fields if f.repr)))
-    if want_eq:
-        if not has_eq:
-            _attach(made, "__eq__", _eq_of(_key([f.name for f in fields if f.compare])))
-        if explicit_hash:
-            pass
-        elif options.get("frozen"):
+    if want_eq and not has_eq:
+        _attach(made, "__eq__", _eq_of(_key([f.name for f in fields if f.compare])))
+    if want_eq and not explicit_hash:
+        if options.get("frozen"):
             hashed = [f.name for f in fields if f.hash or (f.hash is None and f.compare)]
             _attach(made, "__hash__", _hash_of(_key(hashed)))
         else:

@@ -157,6 +157,11 @@ def route_or_fail(loaded: LoadedConfig, name: str) -> RouterSpec | None:
         return None
 
 
+def cannot_listen(host: str, port: int, exc: OSError) -> int:
+    """Prints why ``host:port`` cannot be listened on (a busy port, a bad address); returns 1."""
+    return fail(f"cannot listen on {host}:{port}: {exc.strerror} (choose another with --port)")
+
+
 def fail(message: str, code: int = 1) -> int:
     """Prints ``error: message`` and returns ``code``."""
     print(f"error: {message}", file=sys.stderr)

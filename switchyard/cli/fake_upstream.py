@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from switchyard.cli._common import HelpFormatter, fail
+from switchyard.cli._common import HelpFormatter, cannot_listen, fail
 
 _EPILOG = """\
 What it serves (on every port given, the same app):
@@ -116,7 +116,7 @@ def run(args: argparse.Namespace) -> int:
         except OSError as exc:
             for sock in sockets:
                 sock.close()
-            return fail(f"cannot listen on {args.host}:{port}: {exc.strerror} (choose another with --port)")
+            return cannot_listen(args.host, port, exc)
     app = SimulatedUpstream(latency_scale=args.latency_scale, stall_s=args.stall_s)
     urls = " and ".join(f"http://{args.host}:{s.getsockname()[1]}/v1" for s in sockets)
     print(f"switchyard fake-upstream: simulated models on {urls} (Ctrl-C stops)", flush=True)

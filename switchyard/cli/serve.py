@@ -12,6 +12,7 @@ from switchyard.cli._common import (
     HelpFormatter,
     add_config_arg,
     build_or_fail,
+    cannot_listen,
     fail,
     freeze_startup,
     load_or_exit,
@@ -116,47 +117,56 @@ def run(args: argparse.Namespace) -> int:
             count = worker_count(args.workers)
         except ValueError as exc:
             return fail(str(exc))
-        return _start(args, count, None)
+        loaded = _load(args)
+        return 1 if loaded is None else _run_workers(args, loaded, count)
     # One process: the port is bound before the config, the engine and the server load (some
     # 0.3 s), so a busy port is reported at once, and a client (a readiness probe, an agent)
     # that connects meanwhile waits in the backlog for its answer instead of being refused.
     try:
         sock = bind(args.host, args.port)
     except OSError as exc:
-        return fail(f"cannot listen on {args.host}:{args.port}: {exc.strerror} (choose another with --port)")
+        return cannot_listen(args.host, args.port, exc)
     try:
-        return _start(args, None, sock)
+        loaded = _load(args)
+        return 1 if loaded is None else _run_one(args, loaded, sock)
     finally:
         sock.close()
 
 
-def _start(args: argparse.Namespace, count: int | None, sock: socket.socket | None) -> int:
-    """``serve`` once the port is bound (one process, ``sock``) or the worker count known."""
+def _load(args: argparse.Namespace) -> LoadedConfig | None:
+    """Logging set up, the config loaded and its keys checked (``None`` once the reason is printed)."""
     setup_logging(args.log_level)
     if args.access_log:
         show_access_log()
     loaded = load_or_exit(args.config)
     if loaded is None:
-        return 1
+        return None
     try:
         from switchyard.server.auth import KeyRing
         from switchyard.server.guard import is_loopback_host
-        from switchyard.server.runner import serve_socket
     except ImportError:
-        return fail("the proxy needs the server extra: pip install 'switchyard-router[server]'")
+        fail("the proxy needs the server extra: pip install 'switchyard-router[server]'")
+        return None
     try:
         keys = KeyRing(loaded.config.server.api_keys)
     except ValueError as exc:
-        return fail(str(exc))
+        fail(str(exc))
+        return None
     if not keys and not is_loopback_host(args.host):
         print(
             f"switchyard: warning: binding {args.host} without server.api_keys; only loopback Host names "
             f"and server.allowed_hosts are answered (see docs/security.md)",
             flush=True,
         )
-    if sock is None:
-        assert count is not None
-        return _run_workers(args, loaded, count)
+    return loaded
+
+
+def _run_one(args: argparse.Namespace, loaded: LoadedConfig, sock: socket.socket) -> int:
+    """One process serving on ``sock`` (bound by :func:`run`)."""
+    try:
+        from switchyard.server.runner import serve_socket
+    except ImportError:
+        return fail("the proxy needs the server extra: pip install 'switchyard-router[server]'")
     sy = build_or_fail(loaded, args.config, decision_log=args.decision_log)
     if sy is None:
         return 1
@@ -195,7 +205,7 @@ def _run_workers(args: argparse.Namespace, loaded: LoadedConfig, count: int) -> 
             say=lambda line: print(line, flush=True),
         )
     except OSError as exc:
-        return fail(f"cannot listen on {args.host}:{args.port}: {exc.strerror} (choose another with --port)")
+        return cannot_listen(args.host, args.port, exc)
     print(
         f"switchyard: serving {len(loaded.routes)} route(s) ({', '.join(loaded.routes)}) on "
         f"http://{args.host}:{supervisor.port}/v1 with {count} worker(s) (supervisor pid {os.getpid()})",

@@ -200,3 +200,19 @@ def test_methods_carry_their_class_in_the_qualname() -> None:
     assert Named.__repr__.__qualname__.endswith("Named.__repr__")
     assert Named.__eq__.__qualname__.endswith("Named.__eq__")
     assert Named.__hash__.__qualname__.endswith("Named.__hash__")
+
+
+def test_one_decorator_object_decorates_several_classes() -> None:
+    quiet = ours(slots=True, eq=False, repr=False)
+
+    @quiet
+    class First:
+        a: int
+
+    @quiet
+    class Second:
+        a: int
+
+    for cls in (First, Second):
+        assert cls(1) != cls(1)  # identity equality, as eq=False asks, for both classes
+        assert "object at 0x" in repr(cls(1))
