@@ -195,7 +195,17 @@ class SwitchyardApp:
                     await _write(send, reply, extra)
                 self._send_now(flush)
                 return
-            await self._stream(reply, reply.stream, watch, send, ending, extra, connection_aborter(scope, send), flush)
+            await self._stream(
+                reply,
+                reply.stream,
+                watch,
+                send,
+                ending,
+                extra,
+                connection_aborter(scope, send),
+                flush,
+                extensions.get(RESPOND_EXTENSION),
+            )
         finally:
             # The record's sinks run once the caller has its answer, whatever happened to the
             # reply (its record is not lost), and off the path of the next request (later.py).
@@ -379,6 +389,7 @@ class SwitchyardApp:
         extra: list[tuple[bytes, bytes]],
         abort: Callable[[], None] | None = None,
         flush: Callable[[], None] | None = None,
+        respond: Callable[..., bool] | None = None,
     ) -> None:
         start = {"type": "http.response.start", "status": reply.status, "headers": _headers(reply) + extra}
         loop = asyncio.get_running_loop()
@@ -395,8 +406,17 @@ class SwitchyardApp:
         def ended() -> None:
             self._send_now(flush)  # the record goes out after ``_http``'s (later.py)
 
+        opener: Callable[[bytes, bool], bool] | None = None
+        if respond is not None:  # the head and the first bytes in one write (whole_answer.py)
+            answer = respond
+
+            def head(body: bytes, more: bool) -> bool:
+                return answer(reply.status, reply.headers, extra, body, stream=True, more=more)
+
+            opener = head
+
         try:
-            await relay(chunks, start, send, write, state, ended)
+            await relay(chunks, start, send, write, state, ended, opener)
         except asyncio.CancelledError:
             if stop.why is None:
                 raise  # not this stream's own interruption

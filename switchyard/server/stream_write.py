@@ -28,6 +28,7 @@ async def relay(
     write: Callable[..., Awaitable[None]],
     state: WriterState,
     end: Callable[[], None],
+    opener: Callable[[bytes, bool], bool] | None = None,
 ) -> None:
     """Writes a stream's chunks to the caller from the task that reads them, then the body's end.
 
@@ -39,6 +40,8 @@ async def relay(
     ``chunks`` belongs to the task that leaves it. A caller that does not read makes ``write``
     wait, and the upstream is not read meanwhile (backpressure); ``write`` raises
     :class:`Stalled` past its deadline. ``end`` runs once the body's end is written.
+    ``opener(body, more)``, when given, writes the head with the body that is ready in one
+    step (``whole_answer.respond``); where it declines, ``start`` goes through ``send``.
     """
     task = asyncio.current_task()
     loop = asyncio.get_running_loop()
@@ -54,15 +57,25 @@ async def relay(
             ready.append(got.value)
             continue
         except StopAsyncIteration:
-            await _finish(b"".join(ready), start, send, write, state, end, task)
+            data = b"".join(ready)
+            if opener is not None and opener(data, False):  # the whole stream, head and end, at once
+                state.started = state.done = True
+                end()
+                return
+            await _finish(data, start, send, write, state, end, task)
             return
         break
     try:  # the stream waits for the upstream: the head and what was ready leave now
-        await send(start)
-        state.started = True
-        if ready:
-            await write({"type": "http.response.body", "body": b"".join(ready), "more_body": True}, task)
+        data = b"".join(ready)
+        if opener is not None and opener(data, True):
+            state.started = True
             state.last = loop.time()
+        else:
+            await send(start)
+            state.started = True
+            if data:
+                await write({"type": "http.response.body", "body": data, "more_body": True}, task)
+                state.last = loop.time()
     except BaseException:
         if waiting is not _NOT_STEPPED:
             await _unwind(step)  # the stream is inside a step: it is cancelled there first

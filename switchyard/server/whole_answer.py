@@ -1,4 +1,5 @@
-"""A whole JSON answer written to the connection in one step, past uvicorn's ASGI ``send``.
+"""A whole JSON answer (or a stream's head and first bytes) written to the connection in one
+step, past uvicorn's ASGI ``send``.
 
 Layer: ``server``. Needs uvicorn's httptools protocol (the ``server`` extra).
 
@@ -10,7 +11,10 @@ protocol (:mod:`switchyard.server.connections`) offers :func:`respond` bound to 
 cycle as the scope extension :data:`RESPOND_EXTENSION`; it writes the same bytes uvicorn would
 (its status line, its ``server``/``date`` headers, the answer's headers, ``content-length``,
 the body) and leaves the cycle in the state uvicorn's own ``send`` would, so keep-alive,
-pipelining and shutdown go on as before.
+pipelining and shutdown go on as before. A stream's head goes the same way (``stream=True``):
+framed in chunks, as uvicorn frames a response without a length, with the body bytes that are
+ready — and the last chunk too when the stream ended before its head left, as a fast
+upstream's short answer does; whatever follows goes through ``send``.
 
 It declines (returns ``False``, and the app sends through ASGI as usual) whenever the answer
 needs something uvicorn's ``send`` decides: a ``HEAD`` request, a paused transport, an answer
@@ -72,20 +76,30 @@ def respond(
     headers: dict[str, str],
     extra: list[tuple[bytes, bytes]] | None,
     body: bytes,
+    *,
+    stream: bool = False,
+    more: bool = False,
 ) -> bool:
-    """Writes a whole answer on ``cycle`` (uvicorn's ``RequestResponseCycle``) in one write.
+    """Writes a whole answer on ``cycle`` (uvicorn's ``RequestResponseCycle``) in one write, or
+    a stream's head with its first body bytes.
 
     Args:
         cycle: The request's cycle (bound by the protocol).
         status: HTTP status.
-        headers: The answer's headers (lower-case names; ``content-length`` is added).
+        headers: The answer's headers (lower-case names; ``content-length`` is added, or for a
+            ``stream`` ``transfer-encoding: chunked``).
         extra: More headers as bytes pairs (the admission's), or ``None``.
-        body: The whole body.
+        body: The whole body (a stream's: its first bytes, sent as one chunk).
+        stream: Frame the body in chunks, as uvicorn frames a response without a length.
+        more: (A ``stream``) more body follows, through uvicorn's ``send`` as usual; without
+            it the chunks end here and the answer is complete.
 
     Returns:
         ``True`` when the answer is written (or the caller is gone, where uvicorn's ``send``
         drops it too); ``False`` when the app must send it through ASGI instead.
     """
+    if stream and status in (204, 304):
+        return False  # uvicorn sends these without a body or its framing
     if cycle.response_started or cycle.flow.write_paused or cycle.access_log or cycle.scope["method"] == "HEAD":
         return False
     if cycle.disconnected:
@@ -109,17 +123,21 @@ def respond(
     cycle.response_started = True
     cycle.waiting_for_100_continue = False
     keep_alive = cycle.keep_alive
-    cycle.transport.write(
-        b"%s%s%scontent-length: %d\r\n%s\r\n%s"
-        % (
-            status_line,
-            _defaults.of(cycle.default_headers),
-            lines,
-            len(body),
-            b"" if keep_alive else b"connection: close\r\n",
-            body,
+    close = b"" if keep_alive else b"connection: close\r\n"
+    if stream:  # uvicorn's order: the headers, ``connection``, then the framing it chose
+        cycle.chunked_encoding = True
+        chunk = b"%x\r\n%s\r\n" % (len(body), body) if body else b""
+        cycle.transport.write(
+            b"%s%s%s%stransfer-encoding: chunked\r\n\r\n%s%s"
+            % (status_line, _defaults.of(cycle.default_headers), lines, close, chunk, b"" if more else b"0\r\n\r\n")
         )
-    )
+        if more:
+            return True
+    else:
+        cycle.transport.write(
+            b"%s%s%scontent-length: %d\r\n%s\r\n%s"
+            % (status_line, _defaults.of(cycle.default_headers), lines, len(body), close, body)
+        )
     cycle.response_complete = True
     cycle.message_event.set()
     if not keep_alive:
