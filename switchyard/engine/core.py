@@ -13,7 +13,7 @@ import asyncio
 import logging
 import os
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import field, replace
 from functools import partial
 from types import MappingProxyType
@@ -22,10 +22,10 @@ from typing import Any
 from switchyard._dataclass import dataclass
 from switchyard.engine import caller_view, own_answer, plain_chat, relay, served_model, threads
 from switchyard.engine.counting import count_tokens
-from switchyard.engine.event_stream import EventStream, aclose_events, first_content
+from switchyard.engine.event_stream import EventStream, open_first
 from switchyard.engine.fallback import Fallback, FirstAttempt
 from switchyard.engine.health import Health
-from switchyard.engine.markup import check_answer, first_marker, flag_leak
+from switchyard.engine.markup import check_answer
 from switchyard.engine.monitor import BackendMonitor
 from switchyard.engine.offload import decode_off_loop, release_off_loop
 from switchyard.engine.records import DecisionRecord, DecisionSink, mark_cancelled, prompt_preview
@@ -425,9 +425,10 @@ class Engine:
         if emit:
             self._emit(record)
 
-    async def _answer_stream(self, prep: _Prepared, *, runs: bool = False) -> EventStream:
+    async def _answer_stream(self, prep: _Prepared, *, runs: bool = False, relayed: bool = False) -> EventStream:
         """Opens the answer stream on the first candidate that accepts it; with ``runs`` (a Chat
-        or Anthropic caller's reply: ``handle``), through ``open_stream_runs`` where it exists."""
+        or Anthropic caller's reply: ``handle``), through ``open_stream_runs`` where it exists;
+        ``relayed`` (a plain Chat relay), through the relay lane when it can."""
         record = prep.record
         if prep.decision.response is not None:
             return own_answer.answered_stream(prep, self.targets, self.health, self._emit)
@@ -438,35 +439,22 @@ class Engine:
         if not prep.candidates:
             raise self._exhausted(record, None, prep.t0)
 
-        async def opened(target: Target, options: CallOptions) -> tuple[AsyncIterator[Any], list[Any]]:
-            open_stream = (getattr(target.backend, "open_stream_runs", None) if runs else None) or (
-                target.backend.open_stream
-            )
-            events = await open_stream(prep.request, target.info, options)
+        opened = partial(open_first, self.health, prep.request, record, runs)
+        found = await relay.opened(self, prep, opened) if relayed else None  # the walk when it must
+        if found is not None:
+            (target, (events, first)), tried = found, 1
+            prompt = PromptSize(prep.decode or prep.request, prep.body_bytes)  # what the walk's would be
+        else:
+            runner = self._fallback(prep, stream=True)
             try:
-                # Fallback stays possible until the first event is in hand: nothing has reached
-                # the caller yet.
-                first = await first_content(events)
-                if not first:
-                    raise UpstreamError(f"{target.info.name}: upstream stream was empty", target=target.info.name)
-                if target.reliability.markup_leak == "fallback":
-                    marker = first_marker(first)
-                    if marker is not None:
-                        flag_leak(self.health, target, marker, record, replaceable=True)
-            except BaseException:
-                await aclose_events(events)
+                target, (events, first) = await runner.run(prep.candidates, opened, prep.options)
+            except UpstreamError as exc:
+                raise self._exhausted(record, exc, prep.t0, runner) from None
+            except asyncio.CancelledError as exc:
+                self._cancelled(record, prep.t0, runner, exc)
                 raise
-            return events, first
-
-        runner = self._fallback(prep, stream=True)
-        try:
-            target, (events, first) = await runner.run(prep.candidates, opened, prep.options)
-        except UpstreamError as exc:
-            raise self._exhausted(record, exc, prep.t0, runner) from None
-        except asyncio.CancelledError as exc:
-            self._cancelled(record, prep.t0, runner, exc)
-            raise
-        record.fallbacks_tried = len(runner.tried) - 1
+            tried, prompt = len(runner.tried), runner.prompt or PromptSize(prep.request)
+        record.fallbacks_tried = tried - 1
         record.served_by(target.info)
         start = next((e for e in first if isinstance(e, MessageStart)), MessageStart(id="", model=""))
         await self._answered_by(prep, target, start.id, start.model)
@@ -483,7 +471,7 @@ class Engine:
             on_markup=hooks.leaked if target.reliability.markup_leak != "off" else None,
             on_end=hooks.ended,
             # Charged when no usage report came; the fallback's own size (counted at most once).
-            prompt_tokens=(runner.prompt or PromptSize(prep.request)).tokens,
+            prompt_tokens=prompt.tokens,
         )
 
     async def _buffered(self, prep: _Prepared) -> EventStream:
@@ -567,7 +555,7 @@ class Engine:
                 prep.body_bytes = len(body)
             if request.stream:
                 runs = fmt in TAKES_RUNS and prep.route.verify is None  # a verifier reads every event
-                events = await self._answer_stream(prep, runs=runs)
+                events = await self._answer_stream(prep, runs=runs, relayed=plain is not None)
                 encoder = codec.stream_encoder(
                     model=self._reply_model(prep, request.model, events.record), include_usage=request.include_usage
                 )

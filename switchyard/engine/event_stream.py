@@ -8,9 +8,10 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from switchyard.clients.retry import classify
-from switchyard.engine.markup import MarkupScanner
+from switchyard.engine.markup import MarkupScanner, first_marker, flag_leak
 from switchyard.engine.records import DecisionRecord
 from switchyard.engine.target import Target
 from switchyard.protocol.errors import ErrorInfo, UpstreamError, UpstreamTimeoutError
@@ -28,6 +29,11 @@ from switchyard.protocol.stream import (
 )
 from switchyard.wire.text_run import TextRun
 from switchyard.wire.tokens import CHARS_PER_TOKEN
+
+if TYPE_CHECKING:
+    from switchyard.engine.health import Health
+    from switchyard.protocol.call import CallOptions
+    from switchyard.protocol.request import ChatRequest
 
 logger = logging.getLogger("switchyard.engine")
 
@@ -250,6 +256,29 @@ class EventStream:
             else:
                 acc.add(event)
         return acc.response()
+
+
+async def open_first(
+    health: Health, request: ChatRequest, record: DecisionRecord, runs: bool, target: Target, options: CallOptions
+) -> tuple[AsyncIterator[Any], list[Any]]:
+    """Opens ``request``'s stream on ``target`` and reads its first content: a fallback stays
+    possible until then, nothing having reached the caller. With ``runs``, through the backend's
+    ``open_stream_runs`` where it has one; a leak of reasoning/tool-call markup in the first
+    events is flagged (and, under ``markup_leak: fallback``, fails the attempt)."""
+    open_stream = (getattr(target.backend, "open_stream_runs", None) if runs else None) or target.backend.open_stream
+    events = await open_stream(request, target.info, options)
+    try:
+        first = await first_content(events)
+        if not first:
+            raise UpstreamError(f"{target.info.name}: upstream stream was empty", target=target.info.name)
+        if target.reliability.markup_leak == "fallback":
+            marker = first_marker(first)
+            if marker is not None:
+                flag_leak(health, target, marker, record, replaceable=True)
+    except BaseException:
+        await aclose_events(events)
+        raise
+    return events, first
 
 
 async def first_content(events: AsyncIterator[StreamEvent | TextRun]) -> list[StreamEvent | TextRun]:

@@ -457,12 +457,14 @@ def tries_at_once(health: Health, target: Target, budget: Budget) -> bool:
     return remaining is None or remaining > 0
 
 
-def book_success(health: Health, attempts: list[Attempt], name: str, started: float) -> None:
+def book_success(health: Health, attempts: list[Attempt], name: str, started: float, *, tell: bool = True) -> None:
     """Books a first attempt on ``name`` (begun at ``started``) that answered, as
-    ``_try_target`` books one: counted, recorded, and its breaker told."""
+    ``_try_target`` books one: counted, recorded, and its breaker told (``tell``; a stream's
+    is told at its end, as with ``defer_success``)."""
     health.count("attempts")
     attempts.append(Attempt(name, True, _ms(started)))
-    health.succeeded(name)
+    if tell:
+        health.succeeded(name)
 
 
 def skip_reason(skip: Skipped) -> str:

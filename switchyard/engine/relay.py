@@ -18,17 +18,26 @@ books the success as the walk books it. Everything else goes the general way:
   takes it as its own first attempt (:class:`~switchyard.engine.fallback.FirstAttempt`): the
   same judgement, retries, fallbacks, breaker counts, error reply and decision record as if the
   walk had made it.
+
+A stream of such a request is opened the same way (:func:`opened`), its first content read as
+the walk reads it; its success reaches the target's breaker at the stream's end, as the walk
+defers it for a stream.
 """
 
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from switchyard.engine.fallback import FirstAttempt, book_success, limited, tries_at_once
 
 if TYPE_CHECKING:
     from switchyard.engine.core import Engine, _Prepared
+    from switchyard.engine.target import Target
+    from switchyard.protocol.call import CallOptions
+
+T = TypeVar("T")
 
 
 async def answer(engine: Engine, prep: _Prepared, *, emit: bool) -> Any:
@@ -56,6 +65,29 @@ async def answer(engine: Engine, prep: _Prepared, *, emit: bool) -> Any:
     book_success(engine.health, record.attempts, target.info.name, started)
     await engine._book(prep, target, found, 1, emit=emit)
     return found
+
+
+async def opened(
+    engine: Engine, prep: _Prepared, open_on: Callable[[Target, CallOptions], Awaitable[T]]
+) -> tuple[Target, T] | None:
+    """The stream of a plain Chat relay ``prep``, opened by ``open_on`` (the engine's: the
+    upstream stream and its first content) on the route's first candidate without the walk;
+    ``None`` when the walk is to open it — with the lane's attempt in ``prep.first`` when one
+    was made and did not succeed, for the walk to take as its own."""
+    name = prep.candidates[0] if prep.candidates else None
+    target = engine.targets.get(name) if name is not None else None
+    if target is None or not _ready(engine, prep, target):
+        return None
+    budget = prep.budget
+    options = limited(prep.options, budget.deadline, budget.overrides or prep.options.timeout)
+    started = time.perf_counter()
+    try:
+        found = await open_on(target, options)
+    except BaseException as exc:  # the walk's to judge, as if it had made this attempt
+        prep.first = FirstAttempt(target.info.name, exc, started)
+        return None
+    book_success(engine.health, prep.record.attempts, target.info.name, started, tell=False)
+    return target, found
 
 
 def _ready(engine: Engine, prep: _Prepared, target: Any) -> bool:

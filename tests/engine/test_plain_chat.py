@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import random
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -22,6 +23,7 @@ from switchyard.protocol.errors import (
 from switchyard.protocol.messages import ReasoningPart, TextPart
 from switchyard.protocol.request import ChatRequest
 from switchyard.protocol.response import ChatResponse, Usage
+from switchyard.protocol.stream import MessageStart, TextDelta
 from switchyard.wire.openai_chat.request import decode_request
 
 Rig = Any  # tests/engine/conftest.py's
@@ -212,6 +214,8 @@ def _strip(record: Any) -> dict[str, Any]:
         out.pop(key)
     for attempt in out["attempts"]:
         attempt.pop("elapsed_ms")
+    for skip in out["skipped"]:
+        skip.pop("retry_in_s")  # a time too: the breaker's cooldown left
     return out
 
 
@@ -375,14 +379,26 @@ _FIRST_ATTEMPTS: dict[str, tuple[dict[str, Any], list[Any]]] = {
     ),
     "a leak falls back": ({"markup_leak": "fallback"}, [_leaky()]),
     "a bug in the call": ({}, [RuntimeError("bug")]),
+    # Streamed, the answer breaks after its first words: twice in a row opens the breaker only
+    # when neither opening told it of a success (a stream's success is told at its end).
+    "cut short twice": (
+        {"circuit_breaker": {"failures": 2, "cooldown_s": 3600}},
+        [[MessageStart(id="r1", model="m-cheap"), TextDelta(text="par"), UpstreamConnectionError("cut")]],
+    ),
 }
 
 
 async def _relay_or_walk(
-    rig: Callable[..., Rig], monkeypatch: pytest.MonkeyPatch, lane: bool, client: dict[str, Any], cheap: list[Any]
+    rig: Callable[..., Rig],
+    monkeypatch: pytest.MonkeyPatch,
+    lane: bool,
+    client: dict[str, Any],
+    cheap: list[Any],
+    stream: bool = False,
 ) -> tuple[list[Any], list[Any], Any, list[str], int]:
-    """Two requests through one engine whose plain Chat lane is on, the relay lane on or (``lane``
-    off) always stepping aside for the walk: the replies (or errors), records, health and calls."""
+    """Two requests (streamed with ``stream``) through one engine whose plain Chat lane is on,
+    the relay lane on or (``lane`` off) always stepping aside for the walk: the replies (or
+    errors), records, health and calls."""
     from switchyard.engine import relay
 
     taken: list[bool] = []
@@ -399,46 +415,52 @@ async def _relay_or_walk(
     for target in made.engine.targets.values():
         target.backend = backend
     made.engine._plain = plain_chat.relay_routes(made.engine.routes.values(), made.engine.targets)
-    body = orjson.dumps({"model": "solo", "messages": [{"role": "user", "content": "hi"}]})
+    body = orjson.dumps({"model": "solo", "messages": [{"role": "user", "content": "hi"}], "stream": stream})
     replies: list[Any] = []
     for _ in range(2):
         try:
             reply = await made.engine.handle("openai_chat", body, {"content-type": "application/json"})
             varying = ("x-switchyard-request-id", "x-switchyard-overhead-ms")  # an id and a time
-            replies.append((reply.status, reply.body, {k: v for k, v in reply.headers.items() if k not in varying}))
+            got = reply.body if reply.stream is None else b"".join([c async for c in reply.stream])
+            got = re.sub(rb'"created":\d+', b"", got)  # a stream's chunks carry the time
+            replies.append((reply.status, got, {k: v for k, v in reply.headers.items() if k not in varying}))
         except Exception as exc:  # a bug in the call reaches the server, as from the walk
             replies.append(repr(exc))
     health = made.engine.health.stats()
     return replies, [_strip(r) for r in made.records], health, backend.targets_called(), sum(taken)
 
 
+@pytest.mark.parametrize("stream", [False, True])
 @pytest.mark.parametrize("case", list(_FIRST_ATTEMPTS))
 async def test_the_relay_lane_ends_as_the_walk_does(
-    rig: Callable[..., Rig], monkeypatch: pytest.MonkeyPatch, case: str
+    rig: Callable[..., Rig], monkeypatch: pytest.MonkeyPatch, case: str, stream: bool
 ) -> None:
     client, cheap = _FIRST_ATTEMPTS[case]
-    relayed = await _relay_or_walk(rig, monkeypatch, True, client, cheap)
-    walked = await _relay_or_walk(rig, monkeypatch, False, client, cheap)
+    relayed = await _relay_or_walk(rig, monkeypatch, True, client, cheap, stream)
+    walked = await _relay_or_walk(rig, monkeypatch, False, client, cheap, stream)
     assert relayed[4] == 2 and walked[4] == 0  # the lane made both first attempts, or none
     for mine, theirs in zip(relayed[:4], walked[:4], strict=True):  # replies, records, health, calls
         assert mine == theirs
 
 
+@pytest.mark.parametrize("stream", [False, True])
 async def test_the_relay_lane_steps_aside_for_a_breaker_that_is_not_closed(
-    rig: Callable[..., Rig], monkeypatch: pytest.MonkeyPatch
+    rig: Callable[..., Rig], monkeypatch: pytest.MonkeyPatch, stream: bool
 ) -> None:
     # The first request's failure opens cheap's breaker: the second is not the lane's to make.
     client = {"circuit_breaker": {"failures": 1, "cooldown_s": 3600}}
-    relayed = await _relay_or_walk(rig, monkeypatch, True, client, [UpstreamConnectionError("refused"), _answer()])
-    walked = await _relay_or_walk(rig, monkeypatch, False, client, [UpstreamConnectionError("refused"), _answer()])
+    failing = [UpstreamConnectionError("refused"), _answer()]
+    relayed = await _relay_or_walk(rig, monkeypatch, True, client, list(failing), stream)
+    walked = await _relay_or_walk(rig, monkeypatch, False, client, list(failing), stream)
     assert relayed[4] == 1  # the first request only
     assert relayed[1] == walked[1] and relayed[3] == walked[3] == ["cheap", "spare", "spare"]
     assert [a["target"] for a in relayed[1][1]["attempts"]] == ["spare"]
     assert relayed[1][1]["skipped"][0]["reason"] == "circuit_open"
 
 
+@pytest.mark.parametrize("stream", [False, True])
 async def test_a_cancelled_first_attempt_is_recorded_as_the_walk_records_it(
-    rig: Callable[..., Rig], monkeypatch: pytest.MonkeyPatch
+    rig: Callable[..., Rig], monkeypatch: pytest.MonkeyPatch, stream: bool
 ) -> None:
     import asyncio
 
@@ -455,11 +477,13 @@ async def test_a_cancelled_first_attempt_is_recorded_as_the_walk_records_it(
                 calling.set()
                 await asyncio.Event().wait()  # never answers: the caller goes away first
 
+            open_stream = complete
+
         backend = Stuck(made.backend.script)
         for target in made.engine.targets.values():
             target.backend = backend
         made.engine._plain = plain_chat.relay_routes(made.engine.routes.values(), made.engine.targets)
-        body = orjson.dumps({"model": "solo", "messages": [{"role": "user", "content": "hi"}]})
+        body = orjson.dumps({"model": "solo", "messages": [{"role": "user", "content": "hi"}], "stream": stream})
         task = asyncio.ensure_future(made.engine.handle("openai_chat", body, {}))
         await asyncio.wait_for(calling.wait(), 30)
         task.cancel()
