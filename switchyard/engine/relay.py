@@ -48,23 +48,13 @@ async def answer(engine: Engine, prep: _Prepared, *, emit: bool) -> Any:
     Raises:
         SwitchyardError: As :meth:`Engine._served`, which answers whenever the lane does not.
     """
-    name = prep.candidates[0] if prep.candidates else None
-    target = engine.targets.get(name) if name is not None else None
-    if target is None or not _ready(engine, prep, target):  # the walk's to make
-        return (await engine._served(prep, engine._complete_plain, emit=emit))[1]
-    record = prep.record
-    record.overhead_ms = (time.perf_counter() - prep.t0) * 1000
-    budget = prep.budget
-    options = limited(prep.options, budget.deadline, budget.overrides or prep.options.timeout)
-    started = time.perf_counter()
-    try:
-        found = await engine._complete_plain(target, prep, options)
-    except BaseException as exc:  # the walk's to judge, as if it had made this attempt
-        prep.first = FirstAttempt(target.info.name, exc, started)
-        return (await engine._served(prep, engine._complete_plain, emit=emit))[1]
-    book_success(engine.health, record.attempts, target.info.name, started)
-    await engine._book(prep, target, found, 1, emit=emit)
-    return found
+    call = engine._complete_plain
+    found = await _attempt(engine, prep, lambda t, o: call(t, prep, o), stream=False)
+    if found is None:  # the walk's to make, or to judge the lane's attempt
+        return (await engine._served(prep, call, emit=emit))[1]
+    target, answer_ = found
+    await engine._book(prep, target, answer_, 1, emit=emit)
+    return answer_
 
 
 async def opened(
@@ -74,19 +64,31 @@ async def opened(
     upstream stream and its first content) on the route's first candidate without the walk;
     ``None`` when the walk is to open it — with the lane's attempt in ``prep.first`` when one
     was made and did not succeed, for the walk to take as its own."""
+    return await _attempt(engine, prep, open_on, stream=True)
+
+
+async def _attempt(
+    engine: Engine, prep: _Prepared, call: Callable[[Target, CallOptions], Awaitable[T]], *, stream: bool
+) -> tuple[Target, T] | None:
+    """``call`` on the route's first candidate when the walk would try it at once, booked as
+    the walk books a success (a stream's told to the breaker at its end, so not here); ``None``
+    when the walk is to make the attempt, or (``prep.first`` set) to judge the one made here.
+    A JSON answer's overhead is stamped here (a stream's was, before)."""
     name = prep.candidates[0] if prep.candidates else None
     target = engine.targets.get(name) if name is not None else None
     if target is None or not _ready(engine, prep, target):
         return None
+    if not stream:
+        prep.record.overhead_ms = (time.perf_counter() - prep.t0) * 1000
     budget = prep.budget
     options = limited(prep.options, budget.deadline, budget.overrides or prep.options.timeout)
     started = time.perf_counter()
     try:
-        found = await open_on(target, options)
+        found = await call(target, options)
     except BaseException as exc:  # the walk's to judge, as if it had made this attempt
         prep.first = FirstAttempt(target.info.name, exc, started)
         return None
-    book_success(engine.health, prep.record.attempts, target.info.name, started, tell=False)
+    book_success(engine.health, prep.record.attempts, target.info.name, started, tell=not stream)
     return target, found
 
 
