@@ -117,6 +117,11 @@ class _Prepared:
     first: FirstAttempt | None = None  # an attempt the relay lane made (engine/relay.py)
 
 
+def _prompt(prep: _Prepared) -> PromptSize:
+    """The size of ``prep``'s prompt, computed when first asked (a plain stand-in is decoded then)."""
+    return PromptSize(prep.decode or prep.request, prep.body_bytes)
+
+
 class Engine:
     """Routes and serves requests.
 
@@ -361,7 +366,7 @@ class Engine:
             auth_fallback=prep.route.fallback_on_auth_error,
             attempts=prep.record.attempts,
             skipped=prep.record.skipped,
-            prompt=PromptSize(prep.decode or prep.request, prep.body_bytes),
+            prompt=_prompt(prep),
             defer_success=stream,
             allowed=prep.restriction.allowed if prep.restriction is not None else None,
             first=prep.first,
@@ -440,10 +445,9 @@ class Engine:
             raise self._exhausted(record, None, prep.t0)
 
         opened = partial(open_first, self.health, prep.request, record, runs)
-        found = await relay.opened(self, prep, opened) if relayed else None  # the walk when it must
+        found = await relay.first_attempt(self, prep, opened, stream=True) if relayed else None  # else the walk
         if found is not None:
-            (target, (events, first)), tried = found, 1
-            prompt = PromptSize(prep.decode or prep.request, prep.body_bytes)  # what the walk's would be
+            (target, (events, first)), tried, prompt = found, 1, _prompt(prep)
         else:
             runner = self._fallback(prep, stream=True)
             try:
@@ -453,7 +457,7 @@ class Engine:
             except asyncio.CancelledError as exc:
                 self._cancelled(record, prep.t0, runner, exc)
                 raise
-            tried, prompt = len(runner.tried), runner.prompt or PromptSize(prep.request)
+            tried, prompt = len(runner.tried), runner.prompt or _prompt(prep)
         record.fallbacks_tried = tried - 1
         record.served_by(target.info)
         start = next((e for e in first if isinstance(e, MessageStart)), MessageStart(id="", model=""))

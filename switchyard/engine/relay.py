@@ -19,7 +19,7 @@ books the success as the walk books it. Everything else goes the general way:
   same judgement, retries, fallbacks, breaker counts, error reply and decision record as if the
   walk had made it.
 
-A stream of such a request is opened the same way (:func:`opened`), its first content read as
+A stream of such a request is opened the same way (:func:`first_attempt`), its first content read as
 the walk reads it; its success reaches the target's breaker at the stream's end, as the walk
 defers it for a stream.
 """
@@ -49,7 +49,7 @@ async def answer(engine: Engine, prep: _Prepared, *, emit: bool) -> Any:
         SwitchyardError: As :meth:`Engine._served`, which answers whenever the lane does not.
     """
     call = engine._complete_plain
-    found = await _attempt(engine, prep, lambda t, o: call(t, prep, o), stream=False)
+    found = await first_attempt(engine, prep, lambda t, o: call(t, prep, o), stream=False)
     if found is None:  # the walk's to make, or to judge the lane's attempt
         return (await engine._served(prep, call, emit=emit))[1]
     target, answer_ = found
@@ -57,23 +57,15 @@ async def answer(engine: Engine, prep: _Prepared, *, emit: bool) -> Any:
     return answer_
 
 
-async def opened(
-    engine: Engine, prep: _Prepared, open_on: Callable[[Target, CallOptions], Awaitable[T]]
-) -> tuple[Target, T] | None:
-    """The stream of a plain Chat relay ``prep``, opened by ``open_on`` (the engine's: the
-    upstream stream and its first content) on the route's first candidate without the walk;
-    ``None`` when the walk is to open it — with the lane's attempt in ``prep.first`` when one
-    was made and did not succeed, for the walk to take as its own."""
-    return await _attempt(engine, prep, open_on, stream=True)
-
-
-async def _attempt(
+async def first_attempt(
     engine: Engine, prep: _Prepared, call: Callable[[Target, CallOptions], Awaitable[T]], *, stream: bool
 ) -> tuple[Target, T] | None:
-    """``call`` on the route's first candidate when the walk would try it at once, booked as
-    the walk books a success (a stream's told to the breaker at its end, so not here); ``None``
-    when the walk is to make the attempt, or (``prep.first`` set) to judge the one made here.
-    A JSON answer's overhead is stamped here (a stream's was, before)."""
+    """``call`` on the route's first candidate of a plain Chat relay ``prep`` when the walk
+    would try it at once — for a ``stream``, its opening and first content (the engine's
+    ``open_first``) — booked as the walk books a success (a stream's is told to the breaker at
+    its end, so not here); ``None`` when the walk is to make the attempt, or (``prep.first``
+    set) to judge the one made here. A JSON answer's overhead is stamped here (a stream's was,
+    before)."""
     name = prep.candidates[0] if prep.candidates else None
     target = engine.targets.get(name) if name is not None else None
     if target is None or not _ready(engine, prep, target):

@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from switchyard.api import Switchyard
@@ -406,15 +407,8 @@ class SwitchyardApp:
         def ended() -> None:
             self._send_now(flush)  # the record goes out after ``_http``'s (later.py)
 
-        opener: Callable[[bytes, bool], bool] | None = None
-        if respond is not None:  # the head and the first bytes in one write (whole_answer.py)
-            answer = respond
-
-            def head(body: bytes, more: bool) -> bool:
-                return answer(reply.status, reply.headers, extra, body, stream=True, more=more)
-
-            opener = head
-
+        # The head and the first bytes in one write (whole_answer.py), where the connection offers it.
+        opener = None if respond is None else partial(respond, reply.status, reply.headers, extra, stream=True)
         try:
             await relay(chunks, start, send, write, state, ended, opener)
         except asyncio.CancelledError:

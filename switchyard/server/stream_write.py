@@ -28,7 +28,7 @@ async def relay(
     write: Callable[..., Awaitable[None]],
     state: WriterState,
     end: Callable[[], None],
-    opener: Callable[[bytes, bool], bool] | None = None,
+    opener: Callable[..., bool] | None = None,
 ) -> None:
     """Writes a stream's chunks to the caller from the task that reads them, then the body's end.
 
@@ -40,7 +40,7 @@ async def relay(
     ``chunks`` belongs to the task that leaves it. A caller that does not read makes ``write``
     wait, and the upstream is not read meanwhile (backpressure); ``write`` raises
     :class:`Stalled` past its deadline. ``end`` runs once the body's end is written.
-    ``opener(body, more)``, when given, writes the head with the body that is ready in one
+    ``opener(body, more=...)``, when given, writes the head with the body that is ready in one
     step (``whole_answer.respond``); where it declines, ``start`` goes through ``send``.
     """
     task = asyncio.current_task()
@@ -58,7 +58,7 @@ async def relay(
             continue
         except StopAsyncIteration:
             data = b"".join(ready)
-            if opener is not None and opener(data, False):  # the whole stream, head and end, at once
+            if opener is not None and opener(data, more=False):  # the whole stream, head and end, at once
                 state.started = state.done = True
                 end()
                 return
@@ -67,7 +67,7 @@ async def relay(
         break
     try:  # the stream waits for the upstream: the head and what was ready leave now
         data = b"".join(ready)
-        if opener is not None and opener(data, True):
+        if opener is not None and opener(data, more=True):
             state.started = True
             state.last = loop.time()
         else:
