@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import field, replace
@@ -28,6 +27,7 @@ from switchyard.engine.health import Health
 from switchyard.engine.markup import check_answer
 from switchyard.engine.monitor import BackendMonitor
 from switchyard.engine.offload import decode_off_loop, release_off_loop
+from switchyard.engine.record_open import open_record
 from switchyard.engine.records import DecisionRecord, DecisionSink, mark_cancelled, prompt_preview
 from switchyard.engine.replies import (
     HEADER_OVERHEAD,
@@ -151,7 +151,8 @@ class Engine:
         self.health = health or Health()
         self.routes = dict(routes)
         self.targets = dict(targets)
-        self.store: StateStore = store or MemoryStore()
+        # Not ``store or …``: a configured store that is still empty is falsy (it has a length).
+        self.store: StateStore = store if store is not None else MemoryStore()
         self.sinks: list[DecisionSink] = list(sinks)
         self.default_route = default_route
         self.hash_session_fallback = hash_session_fallback
@@ -230,19 +231,8 @@ class Engine:
                 derive=self.derive_session,
             )
             session = await threads.resume(self.store, request, session)  # a thread's `continue` keeps its session
-        record = DecisionRecord(
-            request_id=headers.get(HEADER_REQUEST_ID) or os.urandom(8).hex(),  # 16 hex digits
-            route=route.name,
-            router=route.kind,
-            inbound_format=inbound._value_ if inbound else None,
-            stream=request.stream,
-            session_id=session.session_id,
-            session_source=session.source,
-            agent_id=session.agent_id,
-            turn_index=session.turn_index,
-        )
-        if traceparent := headers.get("traceparent"):  # W3C trace context: spans join the caller's trace
-            record.details["traceparent"] = traceparent
+        # Bound to its caller here, in the request's task: whoever hands the record out later.
+        record = open_record(headers, route.name, route.kind, inbound._value_ if inbound else None, request, session)
         if self.preview_chars:  # server.dashboard's session timeline (memory only)
             record._preview = prompt_preview(request, self.preview_chars)
         relevant = self._relevant[route.name]

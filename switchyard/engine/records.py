@@ -17,6 +17,7 @@ import orjson
 
 from switchyard._dataclass import dataclass
 from switchyard.engine.reply import SHUTDOWN_CANCEL
+from switchyard.protocol.access import Caller
 from switchyard.protocol.messages import TextPart, ToolResultPart
 from switchyard.protocol.request import ChatRequest
 from switchyard.protocol.response import Usage
@@ -142,6 +143,9 @@ class DecisionRecord:
     """The start of the request's latest message, for the dashboard's session timeline (only
     when ``server.dashboard`` asks for it). Kept in memory only: orjson leaves fields with a
     leading underscore out, so it never reaches a decision log or the decisions logger."""
+    _caller: Caller | None = None
+    """Who sent the request (bound when the record is opened; see :attr:`caller`). In memory
+    only, like ``_preview``: the logs carry the key's name as ``details.api_key``."""
 
     def set_usage(self, usage: Usage) -> None:
         """Copies token counts from ``usage``."""
@@ -168,6 +172,19 @@ class DecisionRecord:
         return self.cost_usd + self.router_cost.cost_usd + self.feature_cost_usd
 
     @property
+    def caller(self) -> Caller | None:
+        """The inbound key (and tenant) of the request this record belongs to, bound when the
+        request was admitted: what budgets, attribution and tenant scoping read, wherever and
+        whenever the record is handed out. ``None`` without inbound keys."""
+        return self._caller
+
+    def bind(self, caller: Caller | None) -> None:
+        """Binds the request's caller to this record and names its key as ``details.api_key``."""
+        self._caller = caller
+        if caller is not None:
+            self.details["api_key"] = caller.key
+
+    @property
     def preview(self) -> str | None:
         """The start of the request's latest message, when the dashboard keeps one (in memory only)."""
         return self._preview
@@ -176,6 +193,7 @@ class DecisionRecord:
         """A JSON-ready dict (without the in-memory prompt preview, like :meth:`to_json`)."""
         out = asdict(self)
         out.pop("_preview", None)
+        out.pop("_caller", None)
         return out
 
     def served_by(self, target: TargetInfo) -> None:

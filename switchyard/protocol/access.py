@@ -1,4 +1,4 @@
-"""Which routes the caller of the current request may use (inbound API keys).
+"""Who the caller of the current request is, and which routes it may use (inbound API keys).
 
 Layer: ``protocol`` — imports nothing above it.
 
@@ -7,12 +7,43 @@ known only once the engine has resolved its ``model`` (aliases and the default r
 included). The proxy therefore puts the key's allowlist in a context variable, and the engine
 checks the resolved route here — no second reading of the body. A route the key may not use is
 answered like a model that names no route (404 ``model_not_found``, :func:`no_such_model`).
+
+These context variables are read only by the request's own task, while it runs. What outlives
+the request — its decision record — carries its :class:`Caller` itself.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from contextvars import ContextVar
+
+from switchyard._dataclass import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class Caller:
+    """Who sent a request: the inbound API key that authenticated it, and its tenant.
+
+    The proxy's gate puts it in :data:`current_caller` as it admits the request; the engine
+    reads it once, when it opens the request's decision record, and binds it to that record
+    (:attr:`DecisionRecord.caller <switchyard.engine.records.DecisionRecord.caller>`,
+    ``details.api_key``). Everything that acts on the record later — booking its cost against the
+    key's daily budget, naming the key in the logs, metrics and dashboard — reads it from the
+    record, never from whatever request happens to be running when the record is handed out
+    (after the reply, in a stream's last chunk, at shutdown).
+
+    Attributes:
+        key: The key's name (``server.api_keys[].name``).
+        tenant: The tenant whose state the request belongs to: the key's own name unless the
+            operator declares several keys one tenant.
+    """
+
+    key: str
+    tenant: str
+
+
+current_caller: ContextVar[Caller | None] = ContextVar("switchyard_caller", default=None)
+"""The current request's caller (``None``: no inbound keys, a library call, an open path)."""
 
 allowed_routes: ContextVar[frozenset[str] | None] = ContextVar("switchyard_allowed_routes", default=None)
 """Routes the current request's API key may use; ``None``: any (no key, or ``routes: ["*"]``)."""

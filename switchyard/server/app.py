@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from switchyard.api import Switchyard
 from switchyard.clients.http_parts import Deadline, step_once
 from switchyard.engine.reply import SHUTDOWN_CANCEL, Reply
-from switchyard.server.auth import ApiKey, Budgets, KeyRing, name_key
+from switchyard.server.auth import ApiKey, Budgets, KeyRing
 from switchyard.server.connections import DISCONNECT_EXTENSION, FLUSH_EXTENSION
 from switchyard.server.dashboard.http import DashboardHttp, is_dashboard_path
 from switchyard.server.drain import Drain, shutdown_error
@@ -96,10 +96,11 @@ class SwitchyardApp:
         self.max_messages = self.settings.limits.max_messages
         keys = KeyRing(self.settings.api_keys)
         budgets = None
-        if any(k.budget_usd_per_day is not None for k in self.settings.api_keys):
-            budgets = Budgets(sy.state_store)
-        if keys:
-            sy.on_decision(budgets.record if budgets is not None else name_key)
+        if limits := keys.limits():
+            # Each record is booked to the key its request came with (DecisionRecord.caller),
+            # whichever request is running when it is handed out (later.py).
+            budgets = Budgets(sy.state_store, limits)
+            sy.on_decision(budgets.record)
         self.gate = Gate(self.settings, keys, budgets)
         self.later = LaterRecords()
         self._budgets = budgets is not None  # a budget check reads the records: they go out first
@@ -405,7 +406,11 @@ class SwitchyardApp:
         closing = b""
 
         def ended() -> None:
-            self._send_now(flush)  # the record goes out after ``_http``'s (later.py)
+            # Kept now, before the clean-up below may wait: a caller that reads the end and sends
+            # its next request on this connection is admitted after this record is kept, so a
+            # budget check books it first (later.py). Sent out after ``_http``'s.
+            self.later.keep(reply)
+            self._send_now(flush)
 
         # The head and the first bytes in one write (whole_answer.py), where the connection offers it.
         opener = None if respond is None else partial(respond, reply.status, reply.headers, extra, stream=True)

@@ -8,7 +8,10 @@ and would cost milliseconds per request. A presented key is hashed once and look
 the secret itself is never logged or written to a decision record (only the key's ``name``).
 
 Budgets are summed from the decision records' ``cost_usd`` per key and UTC day, kept in the
-router's state store (``state:``), so replicas sharing a Redis store share the spend.
+router's state store (``state:``), so replicas sharing a Redis store share the spend. A record
+is booked to the key bound to it when its request was admitted (``DecisionRecord.caller``),
+never to the key of whatever request is running when the record reaches the sinks: under
+``switchyard serve`` that is after the reply, often during the next request (``later.py``).
 """
 
 from __future__ import annotations
@@ -21,10 +24,10 @@ import os
 import secrets
 import time
 from collections.abc import Mapping
-from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
 from switchyard._dataclass import dataclass
+from switchyard.protocol.access import Caller
 
 if TYPE_CHECKING:
     from switchyard.config.server import ApiKeyConfig  # the schema loads with the config
@@ -35,9 +38,6 @@ logger = logging.getLogger("switchyard.server")
 
 KEY_PREFIX = "sy-"
 _DAY_S = 86_400.0
-
-current_key: ContextVar[ApiKey | None] = ContextVar("switchyard_api_key", default=None)
-"""The key that authenticated the current request (read by the decision-record callback)."""
 
 
 def new_key() -> str:
@@ -67,6 +67,11 @@ class ApiKey:
     budget_usd_per_day: float | None
     admin: bool = False
     require_labels: frozenset[str] = frozenset()
+
+    @property
+    def caller(self) -> Caller:
+        """What a request this key authenticated carries to its decision record."""
+        return Caller(self.name, self.name)
 
 
 def presented_key(headers: Mapping[str, str]) -> str | None:
@@ -113,12 +118,9 @@ class KeyRing:
         """The entry for a presented key, or ``None``."""
         return self._by_hash.get(hash_key(key))
 
-
-def name_key(record: DecisionRecord) -> None:
-    """Decision-record callback: names the request's inbound key, if any, in the record."""
-    api_key = current_key.get()
-    if api_key is not None:
-        record.details["api_key"] = api_key.name
+    def limits(self) -> dict[str, float]:
+        """Each budgeted key's USD per UTC day, by key name (what :class:`Budgets` books against)."""
+        return {k.name: k.budget_usd_per_day for k in self._by_hash.values() if k.budget_usd_per_day is not None}
 
 
 def _day(now: float | None = None) -> str:
@@ -134,13 +136,19 @@ def seconds_to_midnight(now: float | None = None) -> int:
 class Budgets:
     """Per-key daily spend, fed by decision records and kept in the state store.
 
+    Args:
+        store: Where the spend is kept (the router's state store).
+        limits: Each budgeted key's USD per UTC day, by key name.
+        refresh_s: How long a read of the store is reused.
+
     Reads are cached for ``refresh_s`` so a key with a budget costs at most one store read per
     second (other replicas' spend is seen within that time); this process's own spend is added
     at once.
     """
 
-    def __init__(self, store: StateStore, *, refresh_s: float = 1.0) -> None:
+    def __init__(self, store: StateStore, limits: Mapping[str, float], *, refresh_s: float = 1.0) -> None:
         self.store = store
+        self.limits = dict(limits)  # key name -> USD per UTC day
         self.refresh_s = refresh_s
         self._cache: dict[str, tuple[float, float]] = {}  # store key -> (spent, read at)
         self._writes: set[asyncio.Task[None]] = set()
@@ -164,15 +172,14 @@ class Budgets:
         return spent
 
     def record(self, record: DecisionRecord) -> None:
-        """Decision-record callback: marks the record with the key and books its cost."""
-        name_key(record)
-        api_key = current_key.get()
-        if api_key is None:
+        """Decision-record callback: books the record's cost to the key its request came with."""
+        caller = record.caller
+        if caller is None or caller.key not in self.limits:
             return
         cost = record.total_cost_usd
-        if api_key.budget_usd_per_day is None or cost <= 0:
+        if cost <= 0:
             return
-        key = self._key(api_key.name)
+        key = self._key(caller.key)
         spent, at = self._cache.get(key, (0.0, 0.0))
         self._cache[key] = (spent + cost, at)
         with contextlib.suppress(RuntimeError):  # no running loop: nothing to persist from

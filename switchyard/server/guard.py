@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING
 
 from switchyard._dataclass import dataclass
 from switchyard.engine.reply import Reply
-from switchyard.protocol.access import allowed_routes, required_labels
+from switchyard.protocol.access import allowed_routes, current_caller, required_labels
 from switchyard.protocol.errors import ErrorInfo
-from switchyard.server.auth import ApiKey, Budgets, KeyRing, current_key, presented_key, seconds_to_midnight
+from switchyard.server.auth import ApiKey, Budgets, KeyRing, presented_key, seconds_to_midnight
 from switchyard.wire import codec as get_codec
 from switchyard.wire.base import WireFormat
 from switchyard.wire.json import dumps
@@ -162,7 +162,8 @@ class Gate:
         ]
 
     async def admit(self, method: str, path: str, headers: dict[str, str]) -> Admission:
-        """Checks one request's headers; sets the key's context for the engine and records.
+        """Checks one request's headers; sets the key's context for the engine (which binds it to
+        the request's decision record).
 
         Order: ``Host``, browser ``Origin`` (and CORS preflight), content type of bodies, API
         key, daily budget.
@@ -238,7 +239,9 @@ class Gate:
             )
             return admission
         admission.key = key
-        current_key.set(key)
+        # Read by the engine as it opens this request's decision record, which then carries it
+        # (booking and attribution read the record, not this request's context).
+        current_caller.set(key.caller)
         allowed_routes.set(key.routes)
         required_labels.set((key.name, key.require_labels) if key.require_labels else None)
         if key.budget_usd_per_day is not None and self.budgets is not None:

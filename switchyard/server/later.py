@@ -14,6 +14,12 @@ released replies here, and hands their records out
 * at the latest :data:`IDLE_S` after the first was kept, when no request comes (a timer);
 * at shutdown.
 
+A reply is kept before its caller can send anything after it: a JSON answer right after its
+last write, a stream as its body's end is written (before the stream's own clean-up, which may
+wait). So the next request on the same connection is admitted only after the record of the one
+before is here, and a budget check flushes it first: a keep-alive client cannot outrun its
+daily budget.
+
 Records keep their order; none is dropped (a sink that raises is logged, as
 ``Engine._emit`` logs it, and the rest still run).
 """
@@ -48,6 +54,8 @@ class LaterRecords:
         without a held record has nothing to hand out)."""
         if reply is None or reply.release is None:
             return
+        if reply.stream is not None and any(kept is reply for kept in self.pending):
+            return  # a stream is kept as its last byte is written, and again when its request ends
         self.pending.append(reply)
         loop = asyncio.get_running_loop()
         if self._timer is not loop:

@@ -254,16 +254,14 @@ def test_daily_budget_enforced_from_decision_records(keyed_proxy: Any) -> None:
 
 def test_budgets_are_shared_through_the_state_store() -> None:
     store = MemoryStore()
-    one, two = Budgets(store, refresh_s=0), Budgets(store, refresh_s=0)
     ring = KeyRing([ApiKeyConfig(name="k", hash=hash_key("s"), budget_usd_per_day=1.0)])
+    one, two = Budgets(store, ring.limits(), refresh_s=0), Budgets(store, ring.limits(), refresh_s=0)
     key = ring.find("s")
     assert key is not None
 
     async def run() -> float:
-        from switchyard.server.auth import current_key
-
-        current_key.set(key)
         record = DecisionRecord(request_id="x", route="r", router="passthrough")
+        record.bind(key.caller)
         record.cost_usd = 0.25
         one.record(record)
         await asyncio.sleep(0.01)  # the write to the store

@@ -253,19 +253,20 @@ async def test_daily_budgets_of_two_replicas_add_up_exactly(server: RedisServer)
     # update, so 40 requests booked at once on two replicas all count.
     from switchyard.config.server import ApiKeyConfig
     from switchyard.engine.records import DecisionRecord
-    from switchyard.server.auth import Budgets, KeyRing, current_key, hash_key
+    from switchyard.server.auth import Budgets, KeyRing, hash_key
 
+    ring = KeyRing([ApiKeyConfig(name="k", hash=hash_key("s"), budget_usd_per_day=100.0)])
     a, b = RedisStore(server.url, timeout_s=5), RedisStore(server.url, timeout_s=5)
-    one, two = Budgets(a, refresh_s=0), Budgets(b, refresh_s=0)
-    key = KeyRing([ApiKeyConfig(name="k", hash=hash_key("s"), budget_usd_per_day=100.0)]).find("s")
+    one, two = Budgets(a, ring.limits(), refresh_s=0), Budgets(b, ring.limits(), refresh_s=0)
+    key = ring.find("s")
     assert key is not None
-    current_key.set(key)
     for i in range(40):
         record = DecisionRecord(request_id=f"r{i}", route="r", router="passthrough")
+        record.bind(key.caller)
         record.cost_usd = 0.25
         (one if i % 2 else two).record(record)
     await asyncio.gather(*one._writes, *two._writes)
     third = RedisStore(server.url)
-    assert await Budgets(third, refresh_s=0).spent("k") == pytest.approx(10.0)
+    assert await Budgets(third, ring.limits(), refresh_s=0).spent("k") == pytest.approx(10.0)
     for store in (a, b, third):
         await store.aclose()
