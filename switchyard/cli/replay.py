@@ -11,6 +11,7 @@ from typing import IO, Any
 from switchyard.cli._common import HelpFormatter, add_config_arg, fail, load_or_exit, route_or_fail
 from switchyard.cli.eval import add_run_args, log_level
 from switchyard.cli.replay_outcomes import add_outcome_args, run_outcomes
+from switchyard.cli.replay_suite import add_suite_args, run_suite_cmd
 
 _EPILOG = """\
 Examples:
@@ -28,6 +29,9 @@ Examples:
   # task-level routing: the tasks file itself as runs of one message
   switchyard replay -c router.yaml --route agent --task-level \
       --trajectories tasks.jsonl --outcomes tasks.jsonl
+  # every pair of a suite (datasets x model pairs), one table; score the held-out half only
+  switchyard replay -c examples/coding-agent.yaml --route agent \
+      --suite examples/eval/agent-suite.yaml --split test
   # a proxy's own decisions (one run per session id) scored the same way
   switchyard replay -c router.yaml --route agent --decision-log decisions.jsonl \
       --outcomes tasks.jsonl --sessions sessions.jsonl
@@ -46,6 +50,14 @@ cost saved and points lost against always-capable, shares sent to capable and th
 switch, beside always-efficient, always-capable, a random latch with the route's share and
 timing (the null model) and the per-task oracle, with task-bootstrap 95% intervals. See
 docs/evaluation.md, "Counterfactual agent replay".
+
+With --suite (a YAML file of datasets x efficient->capable model pairs) the efficient model's
+own runs of each pair drive the route, the capable model's run of the task takes over after
+the first switch, and cost is priced turn by turn with prompt caching (a switch pays the new
+model's cache write for the whole context). One table: every pair, pooled rows, the null,
+always-efficient, always-capable and the oracle. --split NAME scores one named task subset
+of the suite file (tune on the others); --list-split prints its task ids. See
+docs/evaluation.md, "The agent suite".
 """
 
 
@@ -80,6 +92,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--concurrency", type=int, default=1, help="trajectories replayed at once")
     add_run_args(p)
     add_outcome_args(p)
+    add_suite_args(p)
     p.set_defaults(func=run)
 
 
@@ -91,6 +104,11 @@ def run(args: argparse.Namespace) -> int:
         return 1
     if args.limit is not None and args.limit < 1:
         return fail("--limit must be >= 1")
+    if args.suite:
+        return run_suite_cmd(args, loaded)
+    suite_only = [f for f in ("split", "pair", "pricing", "data_dir", "list_split") if getattr(args, f)]
+    if suite_only:
+        return fail(f"--{suite_only[0].replace('_', '-')} goes with --suite SUITE.yaml")
     if args.outcomes:
         return run_outcomes(args, loaded)
     if args.trajectories is None:

@@ -18,7 +18,7 @@ import itertools
 import math
 import statistics
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import field
 from pathlib import Path
 from typing import Any
@@ -206,7 +206,7 @@ def _score_stats(scores: list[float]) -> dict[str, float] | None:
 async def replay(
     loaded: LoadedConfig,
     route: str,
-    path: str | Path,
+    path: str | Path | Sequence[Trajectory],
     *,
     tiers: TierChoice | None = None,
     limit: int | None = None,
@@ -220,7 +220,7 @@ async def replay(
     Args:
         loaded: A validated config.
         route: Route name.
-        path: Trajectories JSONL.
+        path: Trajectories JSONL, or the trajectories themselves (``limit`` applies to both).
         tiers: The capable/efficient tiers, for the capable-share summary.
         limit: Only the first ``limit`` trajectories.
         concurrency: Trajectories replayed at once (turns of one trajectory stay in order).
@@ -238,7 +238,12 @@ async def replay(
     spec = route_spec(loaded, route)
     summary = ReplaySummary(route, spec.type, tiers=tiers)
     show = progress is not False
-    total = sum(1 for _ in read_trajectories(path, limit=limit)) if show else None
+    if isinstance(path, str | Path):
+        source: Path | list[Trajectory] = Path(path)
+        total = sum(1 for _ in read_trajectories(path, limit=limit)) if show else None
+    else:
+        source = list(path if limit is None else path[: max(limit, 0)])
+        total = len(source)
     bar = Progress(total, f"replay {route}", enabled=None if show else False)
     offline = build_offline_engine(loaded)
 
@@ -266,7 +271,8 @@ async def replay(
         bar.update()
 
     try:
-        await run_pool(read_trajectories(path, limit=limit), work, concurrency=concurrency, on_done=done)
+        trajectories = read_trajectories(source, limit=limit) if isinstance(source, Path) else iter(source)
+        await run_pool(trajectories, work, concurrency=concurrency, on_done=done)
     finally:
         bar.close()
         await offline.aclose()

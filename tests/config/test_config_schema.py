@@ -18,8 +18,10 @@ from switchyard.config.load import ConfigError, load_config
 from switchyard.routers.registry import router_types
 
 ROOT = Path(__file__).resolve().parents[2]
-# `*-features.yaml` files hold a features block (train-probe --features), not a config.
-EXAMPLES = sorted(p for p in (ROOT / "examples").rglob("*.yaml") if not p.name.endswith("-features.yaml"))
+# `*-features.yaml` files hold a features block (train-probe --features) and `*-suite.yaml` files a
+# replay suite (replay --suite, checked in tests/eval/test_suite_replay.py), not a config.
+NOT_CONFIGS = ("-features.yaml", "-suite.yaml")
+EXAMPLES = sorted(p for p in (ROOT / "examples").rglob("*.yaml") if not p.name.endswith(NOT_CONFIGS))
 
 
 @pytest.fixture(scope="module")
