@@ -75,6 +75,10 @@ def run_suite_cmd(args: argparse.Namespace, loaded: LoadedConfig) -> int:
         return fail(str(exc))
     data = result.to_dict()
     data["files"] = {}
+    if args.runs_out:
+        from switchyard.eval.suite_plot import write_suite_runs
+
+        data["files"]["runs"] = str(write_suite_runs(result, args.runs_out))
     if swept:
         from switchyard.eval.suite_plot import plot_suite_sweep, write_suite_sweep_csv
 

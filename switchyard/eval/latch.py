@@ -54,6 +54,9 @@ class PairScore:
         skipped: Why runs were left out.
         oracle_tasks: Tasks the oracle sends to the capable model.
         note: The suite's note on the pair.
+        per_run: One flat row per run (``run``, ``task``, ``n_turns``, ``first_switch_turn``, the
+            decision source and reason at the switch, ``resolve``/``cost_usd`` as routed and
+            ``never_resolve``/``never_cost_usd``), for ``--runs-out``.
     """
 
     name: str
@@ -69,6 +72,7 @@ class PairScore:
     skipped: dict[str, int] = field(default_factory=dict)
     oracle_tasks: list[str] = field(default_factory=list)
     note: str | None = None
+    per_run: list[dict[str, Any]] = field(default_factory=list)
 
     def row(self, name: str) -> Row:
         """The row whose name starts with ``name``."""
@@ -78,7 +82,7 @@ class PairScore:
         raise KeyError(name)
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready."""
+        """JSON-ready (without the per-run rows)."""
         return {
             "name": self.name,
             "dataset": self.dataset,
@@ -173,6 +177,29 @@ def _prepare(data: PairData, runs: Sequence[Run]) -> _Pair:
         ks.append(k)
         ns.append(r.n)
     return _Pair(data, ordered, tasks, [index[r.task] for r in ordered], route, never, ks, ns)
+
+
+def _per_run(p: _Pair) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for r, k, value, never in zip(p.runs, p.k, p.route, p.never, strict=True):
+        out.append(
+            {
+                "pair": p.data.name,
+                "run": r.id,
+                "task": r.task,
+                "n_turns": r.n,
+                "first_switch_turn": k,
+                "switch_source": None if k is None or not r.sources else r.sources[k - 1],
+                "switch_reason": None if k is None or not r.reasons else r.reasons[k - 1],
+                "capable_calls": r.capable_calls,
+                "resolve": value[0],
+                "cost_usd": value[1],
+                "never_resolve": never[0],
+                "never_cost_usd": never[1],
+                "router_cost_usd": r.router_cost_usd,
+            }
+        )
+    return out
 
 
 def _k_at(f: float, n: int) -> int:
@@ -402,6 +429,7 @@ def score_suite(
                 skipped=dict(data.skipped),
                 oracle_tasks=oracle_tasks,
                 note=data.pair.note,
+                per_run=_per_run(p),
             )
         )
         arrays.append(_arrays(p, np))

@@ -1,4 +1,5 @@
-"""The sweep of ``switchyard replay --suite --sweep``: CSV and one cost-vs-resolve panel per pair.
+"""Files of ``switchyard replay --suite``: the per-run table, and the sweep's CSV and one
+cost-vs-resolve panel per pair.
 
 Layer: ``eval``. matplotlib (the ``eval`` extra) is imported only when the plot is drawn.
 """
@@ -6,6 +7,7 @@ Layer: ``eval``. matplotlib (the ``eval`` extra) is imported only when the plot 
 from __future__ import annotations
 
 import csv
+import json
 import math
 from collections.abc import Sequence
 from pathlib import Path
@@ -33,6 +35,39 @@ SUITE_SWEEP_COLUMNS = (
     "vs_null_low",
     "vs_null_high",
 )
+
+
+SUITE_RUN_COLUMNS = (
+    "pair",
+    "run",
+    "task",
+    "n_turns",
+    "first_switch_turn",
+    "switch_source",
+    "switch_reason",
+    "capable_calls",
+    "resolve",
+    "cost_usd",
+    "never_resolve",
+    "never_cost_usd",
+    "router_cost_usd",
+)
+
+
+def write_suite_runs(result: SuiteResult, path: str | Path) -> Path:
+    """Every pair's runs, one line each: CSV, or JSONL when the name ends in ``.jsonl``."""
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    rows = [r for p in result.score.pairs for r in p.per_run]
+    if out.suffix == ".jsonl":
+        out.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+        return out
+    with out.open("w", newline="", encoding="utf-8") as fh:
+        writer = csv.DictWriter(fh, fieldnames=SUITE_RUN_COLUMNS)
+        writer.writeheader()
+        for r in rows:
+            writer.writerow({k: "" if v is None else v for k, v in r.items()})
+    return out
 
 
 def _f(v: float | None, digits: int = 6) -> str:
@@ -140,4 +175,4 @@ def plot_suite_sweep(points: Sequence[SuiteResult], key: str, path: str | Path) 
         plt.close(fig)
 
 
-__all__ = ["SUITE_SWEEP_COLUMNS", "plot_suite_sweep", "write_suite_sweep_csv"]
+__all__ = ["SUITE_RUN_COLUMNS", "SUITE_SWEEP_COLUMNS", "plot_suite_sweep", "write_suite_runs", "write_suite_sweep_csv"]
