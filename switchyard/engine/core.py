@@ -223,33 +223,36 @@ class Engine:
         route = self.route(request.model)
         limits = budget(headers, time.perf_counter() - t0)
         plain = session is not None  # read off a plain Chat body (plain_chat.view): no thread, no restriction
+        inherited: list[str] | None = []  # the labels a continued thread required (None: unknown thread)
         if session is None:
             session = identify(
                 headers,
                 request,
                 hash_fallback=self.hash_session_fallback or route.hash_session_fallback,
                 derive=self.derive_session,
-            )
-            session = await threads.resume(self.store, request, session)  # a thread's `continue` keeps its session
+            )  # a thread's `continue` keeps its session and its restriction:
+            session, inherited = await threads.resume(self.store, request, session)
         # Bound to its caller here, in the request's task: whoever hands the record out later.
         record = open_record(headers, route.name, route.kind, inbound._value_ if inbound else None, request, session)
-        if self.preview_chars:  # server.dashboard's session timeline (memory only)
-            record._preview = prompt_preview(request, self.preview_chars)
-        relevant = self._relevant[route.name]
-        restriction = None if plain else restriction_for(request, headers, route.restrict, self._infos, relevant)
+        relevant, carried = self._relevant[route.name], threads.carried(request, inherited)
+        restriction = (
+            None if plain else restriction_for(request, headers, route.restrict, self._infos, relevant, raw, carried)
+        )
         if restriction is not None:
             record.details["restriction"] = restriction.to_dict()
+        if self.preview_chars:  # server.dashboard's session timeline (memory only), without what a rule matched
+            record._preview = prompt_preview(request, self.preview_chars, restriction.redact if restriction else None)
         fwd = forwarded(headers)
         try:
             if not plain:  # before routing
                 answerers = self._answerers.get(route.name) or (*route.targets, *route.fallbacks)
-                threads.check_route(request, answerers, self.targets)
+                threads.check_route(request, answerers, self.targets, known=inherited is not None or not route.restrict)
             decision = await self._decide(route, request, session, headers, record, limits, restriction, fwd)
             candidates = route.order(decision.candidates)
             if restriction is not None:
                 candidates = restriction.narrow(route.name, decision, candidates, record)
             if decision.response is not None:  # a router's own answer can be continued as well
-                await threads.remember_answer(self.store, request, decision, self.targets, session)
+                await threads.remember_answer(self.store, request, decision, self.targets, session, restriction)
             elif not plain:  # a stand-in continues no thread
                 candidates = threads.servable(decision.request or request, candidates, self.targets)
         except (ThreadNotFoundError, RestrictedError) as exc:
@@ -479,7 +482,8 @@ class Engine:
         """What the answer says of itself: the model that served it, the reply a thread continues."""
         record = prep.record
         served_model.note(record, model)
-        await threads.remember(self.store, prep.request, target, message_id, record.session_id, record.turn_index)
+        turn, restriction = record.turn_index, prep.restriction
+        await threads.remember(self.store, prep.request, target, message_id, record.session_id, turn, restriction)
 
     def _exhausted(
         self, record: DecisionRecord, error: SwitchyardError | None, t0: float, runner: Fallback | None = None

@@ -52,7 +52,7 @@ async def count_tokens(
         route = route_for(request.model)
         names = [n for n in route.order(()) if n in targets]
         infos = {n: t.info for n, t in targets.items()}
-        restriction = restriction_for(request, hdrs, route.restrict, infos, names)
+        restriction = restriction_for(request, hdrs, route.restrict, infos, names, raw)
         if restriction is not None:
             # A count sends the prompt upstream too: only to a target the request may reach.
             kept = restriction.keep(names)

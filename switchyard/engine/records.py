@@ -208,11 +208,13 @@ class DecisionRecord:
         return orjson.dumps(self, option=orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS)
 
 
-def prompt_preview(request: ChatRequest, limit: int) -> str | None:
+def prompt_preview(request: ChatRequest, limit: int, redact: Callable[[str], str] | None = None) -> str | None:
     """The first ``limit`` characters of the latest message that carries text, prefixed with its
     role (``user: …``, ``tool: …``); ``None`` when the last few messages carry none.
 
     Looks at no more than the last four messages, so its cost does not grow with the history.
+    ``redact`` (a restriction's: what its rules matched) is applied to the whole text before it
+    is cut, so that a secret cut in two cannot escape it.
     """
     for message in reversed(request.messages[-4:]):
         for part in message.content:
@@ -224,7 +226,7 @@ def prompt_preview(request: ChatRequest, limit: int) -> str | None:
             else:
                 continue
             if text:
-                return f"{message.role}: {text[:limit]}"
+                return f"{message.role}: {(redact(text) if redact else text)[:limit]}"
     return None
 
 

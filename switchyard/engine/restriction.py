@@ -2,12 +2,17 @@
 
 Layer: ``engine`` — imports ``protocol`` and ``routers.restrict`` (the rule models).
 
-A request's required labels are the union of three sources:
+A request's required labels are the union of four sources:
 
-* the header ``x-switchyard-require`` (comma-separated labels, all required);
+* the header ``x-switchyard-require`` (comma-separated labels, all required; repeated header
+  lines add up);
 * the inbound API key's ``require_labels`` (``server.api_keys[i]``, put in a context variable by
   the proxy's guard: :data:`switchyard.protocol.access.required_labels`);
-* the route's ``restrict:`` rules that match the request's text.
+* the route's ``restrict:`` rules that match the request's text — everything a target would
+  receive (:mod:`switchyard.routers.restrict_text`);
+* for an Anthropic thread's ``continue``, the labels the thread required so far
+  (:mod:`switchyard.engine.threads` keeps them with the thread): a continued conversation keeps
+  the strictest restriction it ever had.
 
 A target is *eligible* when it carries every required label. The engine computes the
 restriction once per request (:func:`restriction_for`) and enforces it at the two places every
@@ -20,7 +25,7 @@ one header lookup and one context-variable read.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import field
 from typing import Any
 
@@ -28,6 +33,7 @@ from switchyard._dataclass import dataclass
 from switchyard.engine.records import DecisionRecord
 from switchyard.protocol.access import required_labels
 from switchyard.protocol.errors import UpstreamError
+from switchyard.protocol.redact import MASK
 from switchyard.protocol.request import ChatRequest
 from switchyard.protocol.targets import TargetInfo
 from switchyard.routers.base import Decision
@@ -56,8 +62,9 @@ class Requirement:
     """One source of required labels.
 
     Attributes:
-        source: ``header``, ``api_key`` or ``route``.
-        name: The header's name, the key's name or the rule's name.
+        source: ``header``, ``api_key``, ``route`` or ``thread``.
+        name: The header's name, the key's name, the rule's name or the id of the thread's
+            message a ``continue`` continues.
         labels: What it requires.
         matches: For route rules: how many matches the rule found (never what it matched).
     """
@@ -69,7 +76,7 @@ class Requirement:
 
     def describe(self) -> str:
         """One phrase for an error message."""
-        what = {"header": "header", "api_key": "API key", "route": "route rule"}[self.source]
+        what = {"header": "header", "api_key": "API key", "route": "route rule", "thread": "thread"}[self.source]
         return f"{what} {self.name!r} requires {', '.join(self.labels)}"
 
     def to_dict(self) -> dict[str, Any]:
@@ -91,6 +98,8 @@ class Restriction:
         removed: Targets the route could have used (own targets, fallbacks, judges) that the
             restriction removed, in config order.
         refused: Router model calls refused because none of their targets was eligible.
+        redact: Replaces what the matching route rules matched in a text (``None``: no rule
+            matched): previews of the request go through it.
     """
 
     requirements: list[Requirement]
@@ -98,6 +107,7 @@ class Restriction:
     allowed: frozenset[str]
     removed: list[str] = field(default_factory=list)
     refused: list[list[str]] = field(default_factory=list)
+    redact: Callable[[str], str] | None = None
 
     def permits(self, name: str) -> bool:
         """Whether target ``name`` may serve or see this request."""
@@ -156,10 +166,22 @@ class Restriction:
 
 
 def requirements_for(
-    request: ChatRequest, headers: Mapping[str, str], policy: RestrictPolicy | None
+    request: ChatRequest,
+    headers: Mapping[str, str],
+    policy: RestrictPolicy | None,
+    body: dict[str, Any] | None = None,
+    carried: Sequence[Requirement] = (),
 ) -> list[Requirement]:
-    """Every requirement that applies to ``request`` (empty: unrestricted)."""
-    found: list[Requirement] = []
+    """Every requirement that applies to ``request`` (empty: unrestricted).
+
+    Args:
+        request: The caller's request.
+        headers: Caller headers, lower-cased.
+        policy: The route's compiled ``restrict:`` rules.
+        body: The caller's JSON body ``request`` was decoded from, if any (rules read it too).
+        carried: Requirements the request brings from elsewhere (a continued thread's).
+    """
+    found: list[Requirement] = list(carried)
     header = headers.get(HEADER_REQUIRE)
     if header:
         labels = parse_labels(header)
@@ -170,7 +192,7 @@ def requirements_for(
         name, labels_of_key = key
         found.append(Requirement("api_key", name, tuple(sorted(labels_of_key))))
     if policy is not None:
-        for rule, count in policy.matches(request):
+        for rule, count in policy.matches(request, body):
             found.append(Requirement("route", rule.label, tuple(rule.require), count))
     return found
 
@@ -181,6 +203,8 @@ def restriction_for(
     policy: RestrictPolicy | None,
     targets: Mapping[str, TargetInfo],
     relevant: Iterable[str],
+    body: dict[str, Any] | None = None,
+    carried: Sequence[Requirement] = (),
 ) -> Restriction | None:
     """The request's restriction, or ``None`` when nothing restricts it.
 
@@ -190,11 +214,21 @@ def restriction_for(
         policy: The route's compiled ``restrict:`` rules.
         targets: Every configured target.
         relevant: The targets the route could use, for the record's ``removed`` list.
+        body: The caller's JSON body, when the request came as one: an upstream of the
+            caller's format receives it verbatim, so the rules read it as well.
+        carried: Requirements from elsewhere (a continued thread's, :mod:`.threads`).
     """
-    requirements = requirements_for(request, headers, policy)
+    requirements = requirements_for(request, headers, policy, body, carried)
     if not requirements:
         return None
     labels = frozenset(label for r in requirements for label in r.labels)
     allowed = frozenset(name for name, info in targets.items() if labels <= info.labels)
     removed = [n for n in dict.fromkeys(relevant) if n not in allowed]
-    return Restriction(requirements, labels, allowed, removed)
+    restriction = Restriction(requirements, labels, allowed, removed)
+    if policy is not None:
+        matched = [
+            rule for rule in policy.rules if any(r.source == "route" and r.name == rule.label for r in requirements)
+        ]
+        if matched:
+            restriction.redact = policy.redactor(matched, MASK)
+    return restriction

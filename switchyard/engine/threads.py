@@ -17,14 +17,22 @@ Anthropic SDKs' tool runners thread by default. Two consequences for a router:
   store under its message id (the session id and the turn count), and a
   ``continue`` takes its session and turn index from the id it continues: one session per
   run, on every replica that shares the store. An explicit session header still wins.
+* A ``continue`` carries only the new messages, yet the upstream answers with the whole
+  conversation. The record of each threaded reply therefore keeps the labels its request's
+  restriction required (``require``), and a ``continue`` requires them again on top of its own
+  (:func:`carried`): a thread keeps the strictest restriction it ever had. A ``continue`` of a
+  thread the store does not know (evicted, or created elsewhere) on a route with ``restrict:``
+  rules is answered ``thread_not_found``: the SDK then sends the whole conversation, which the
+  rules read.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
+from switchyard.engine.restriction import Requirement, Restriction
 from switchyard.engine.target import Target
 from switchyard.protocol.errors import ThreadNotFoundError
 from switchyard.protocol.request import ChatRequest
@@ -62,25 +70,37 @@ def store_of(store: StateStore) -> StateStore:
     return NamespacedStore(store, NAMESPACE)
 
 
-async def resume(store: StateStore, request: ChatRequest, session: SessionInfo) -> SessionInfo:
-    """``session`` as the thread a ``continue`` request resumes knows it.
+async def resume(store: StateStore, request: ChatRequest, session: SessionInfo) -> tuple[SessionInfo, list[str] | None]:
+    """``session`` as the thread a ``continue`` request resumes knows it, and the labels the
+    thread's requests required so far (``[]``: none, or not a ``continue``; ``None``: a
+    ``continue`` of an id the store does not know).
 
-    Unchanged for any other request and for an id the store does not know (the upstream may
-    still hold it). The turn index counts the thread's assistant turns before this request.
+    The session is unchanged for any other request and for an id the store does not know (the
+    upstream may still hold it). The turn index counts the thread's assistant turns before this
+    request.
     """
     previous = continued_from(request)
     if previous is None:
-        return session
+        return session, []
     known = await store_of(store).get(previous)
     if not known:
-        return session
+        return session, None
+    require = known.get("require")
+    labels = [label for label in require if isinstance(label, str)] if isinstance(require, list) else []
     turns = known.get("turn_index")
     delta = sum(1 for m in request.messages if m.role == "assistant")
     turn_index = (turns if isinstance(turns, int) else 0) + delta
     session_id = known.get("session_id")
     if session.source in _WEAK_SOURCES and isinstance(session_id, str) and session_id:
-        return replace(session, session_id=session_id, source="thread", turn_index=turn_index)
-    return replace(session, turn_index=turn_index)
+        return replace(session, session_id=session_id, source="thread", turn_index=turn_index), labels
+    return replace(session, turn_index=turn_index), labels
+
+
+def carried(request: ChatRequest, labels: Iterable[str] | None) -> list[Requirement]:
+    """The requirement a ``continue`` brings from its thread (``labels``: :func:`resume`'s)."""
+    previous = continued_from(request)
+    found = tuple(labels or ())
+    return [Requirement("thread", previous, found)] if previous is not None and found else []
 
 
 async def remember(
@@ -90,38 +110,61 @@ async def remember(
     message_id: str,
     session_id: str | None,
     turn_index: int,
+    restriction: Restriction | None = None,
 ) -> None:
     """Records a threaded reply under its ``message_id`` for the ``continue`` that follows it.
 
     Only replies of an Anthropic target to a request with ``thread`` are recorded: nothing
     else can be continued. A conversation without any session identity is keyed on the
-    message id that opened its thread (``thread:<id>``).
+    message id that opened its thread (``thread:<id>``). The labels ``restriction`` required
+    (those of the thread so far included) are kept for the next ``continue``.
     """
     if thread_field(request) is None or target.info.format != THREAD_FORMAT or not message_id:
         return
-    value = {"session_id": session_id or f"thread:{message_id}", "turn_index": turn_index + 1}
+    value: dict[str, Any] = {"session_id": session_id or f"thread:{message_id}", "turn_index": turn_index + 1}
+    if restriction is not None and restriction.labels:
+        value["require"] = sorted(restriction.labels)
     await store_of(store).set(message_id, value)
 
 
 async def remember_answer(
-    store: StateStore, request: ChatRequest, decision: Decision, targets: Mapping[str, Target], session: SessionInfo
+    store: StateStore,
+    request: ChatRequest,
+    decision: Decision,
+    targets: Mapping[str, Target],
+    session: SessionInfo,
+    restriction: Restriction | None = None,
 ) -> None:
     """:func:`remember` for an answer a router produced itself (escalation, advisor)."""
     name = decision.answered_by or (decision.candidates[0] if decision.candidates else None)
     if decision.response is not None and name is not None and name in targets:
-        await remember(store, request, targets[name], decision.response.id, session.session_id, session.turn_index)
+        turn = session.turn_index
+        await remember(store, request, targets[name], decision.response.id, session.session_id, turn, restriction)
 
 
-def check_route(request: ChatRequest, names: Sequence[str], targets: Mapping[str, Target]) -> None:
-    """Refuses a ``continue`` before routing when none of the route's targets is Anthropic's:
-    the router would decide on a lone tool result, and the answer would be refused anyway.
+def check_route(
+    request: ChatRequest, names: Sequence[str], targets: Mapping[str, Target], *, known: bool = True
+) -> None:
+    """Refuses a ``continue`` before routing when none of the route's targets is Anthropic's
+    (the router would decide on a lone tool result, and the answer would be refused anyway),
+    or when its thread's restriction is not ``known`` on a route with ``restrict:`` rules.
 
     Raises:
-        ThreadNotFoundError: As :func:`servable`.
+        ThreadNotFoundError: As :func:`servable`; or the thread's restriction is unknown (the
+            SDK then sends the whole conversation, which the rules read).
     """
     previous = continued_from(request)
-    if previous is not None and not any(n in targets and targets[n].info.format == THREAD_FORMAT for n in names):
+    if previous is None:
+        return
+    if not any(n in targets and targets[n].info.format == THREAD_FORMAT for n in names):
         raise _not_found(previous, "none of this route's targets")
+    if not known:
+        raise ThreadNotFoundError(
+            f"thread {previous!r} cannot be continued on this route: the proxy holds no record of it, so "
+            "not which restriction its conversation requires; send the whole conversation (the Anthropic "
+            'SDKs do this on their own), with thread: {"type": "create"} or without thread',
+            param="thread.previous_message_id",
+        )
 
 
 def _not_found(previous: str, which: str) -> ThreadNotFoundError:

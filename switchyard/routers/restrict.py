@@ -3,10 +3,12 @@
 Layer: ``routers`` — imports ``protocol`` only; pure (no I/O).
 
 A route's ``restrict:`` list holds :class:`RestrictRule` entries. Each rule looks at the
-request's text — every message (system prompt, user and assistant text, reasoning, tool-call
-arguments and tool results) — with either a regular expression (``pattern``) or a built-in
-detector (``detector``), and when it matches, requires that the serving target carry all of
-the rule's ``require`` labels. The engine (:mod:`switchyard.engine.restriction`) combines the
+request's text — everything a target would receive: system prompt and messages, tool
+definitions and their schemas, documents and search results, predictions, response formats,
+metadata and every other forwarded field (:mod:`switchyard.routers.restrict_text` says exactly
+what is read) — with either a regular expression (``pattern``) or a built-in detector
+(``detector``), and when it matches, requires that the serving target carry all of the rule's
+``require`` labels. The engine (:mod:`switchyard.engine.restriction`) combines the
 matched rules with the ``x-switchyard-require`` header and the inbound key's ``require_labels``
 and removes every target that lacks a required label from every path of the request.
 
@@ -17,14 +19,14 @@ detector that recorded the secret it found would copy it into the decision log).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Sequence
-from typing import Literal
+from collections.abc import Callable, Sequence
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from switchyard.protocol.messages import ReasoningPart, TextPart, ToolCallPart, ToolResultPart
 from switchyard.protocol.request import ChatRequest
 from switchyard.routers.patterns import checked_pattern
+from switchyard.routers.restrict_text import texts
 
 Detector = Literal["secrets", "api_keys", "emails"]
 
@@ -79,8 +81,13 @@ class Matcher:
     def __init__(self, shapes: list[tuple[tuple[str, ...], re.Pattern[str], bool]]) -> None:
         self.shapes = shapes
 
-    def count(self, text: str) -> int:
-        """How many distinct matches ``text`` holds."""
+    def spans(self, text: str) -> list[tuple[int, int]]:
+        """Where ``text`` matches, overlapping matches merged, in order.
+
+        The spans of shapes searched in the lower-cased text are positions in ``text`` as long
+        as lower-casing kept its length; where it did not (a few non-ASCII letters lower-case to
+        two characters), such a shape's match covers the whole text.
+        """
         lowered: str | None = None
         spans: list[tuple[int, int]] = []
         for triggers, expr, fold in self.shapes:
@@ -90,16 +97,37 @@ class Matcher:
                 hay = lowered
             if triggers and not any(t in hay for t in triggers):
                 continue
-            spans += [m.span() for m in expr.finditer(hay)]
+            found = [m.span() for m in expr.finditer(hay)]
+            if found and fold and len(hay) != len(text):
+                found = [(0, len(text))]
+            spans += found
         if len(spans) < 2:
-            return len(spans)
+            return spans
         spans.sort()
-        found, end = 0, -1
+        merged = [spans[0]]
+        for start, stop in spans[1:]:
+            last_start, last_stop = merged[-1]
+            if start < last_stop:
+                merged[-1] = (last_start, max(last_stop, stop))
+            else:
+                merged.append((start, stop))
+        return merged
+
+    def count(self, text: str) -> int:
+        """How many distinct matches ``text`` holds."""
+        return len(self.spans(text))
+
+    def redact(self, text: str, mask: str) -> str:
+        """``text`` with every match replaced by ``mask``."""
+        spans = self.spans(text)
+        if not spans:
+            return text
+        pieces, at = [], 0
         for start, stop in spans:
-            if start >= end:
-                found += 1
-            end = max(end, stop)
-        return found
+            pieces += [text[at:start], mask]
+            at = stop
+        pieces.append(text[at:])
+        return "".join(pieces)
 
 
 def clean_labels(value: list[str]) -> list[str]:
@@ -164,21 +192,6 @@ class RestrictRule(BaseModel):
         return Matcher([((), re.compile(self.pattern), False)])
 
 
-def request_texts(request: ChatRequest) -> Iterator[str]:
-    """Every piece of text the request would send upstream, message by message."""
-    for message in request.messages:
-        for part in message.content:
-            if isinstance(part, TextPart | ReasoningPart):
-                if part.text:
-                    yield part.text
-            elif isinstance(part, ToolCallPart):
-                yield part.arguments
-            elif isinstance(part, ToolResultPart):
-                text = part.text
-                if text:
-                    yield text
-
-
 class RestrictPolicy:
     """A route's compiled ``restrict:`` rules.
 
@@ -190,17 +203,38 @@ class RestrictPolicy:
         self.rules = list(rules)
         self._compiled = [(rule, rule.compiled()) for rule in self.rules]
 
-    def matches(self, request: ChatRequest) -> list[tuple[RestrictRule, int]]:
-        """The rules that match ``request``, each with its number of matches."""
+    def matches(self, request: ChatRequest, body: dict[str, Any] | None = None) -> list[tuple[RestrictRule, int]]:
+        """The rules that match ``request``, each with its number of matches.
+
+        Args:
+            request: The IR request.
+            body: The caller's JSON body it was decoded from, if any: an upstream of the
+                caller's format receives it verbatim, so it is read as well.
+
+        The texts read (:func:`switchyard.routers.restrict_text.texts`) are searched as one,
+        joined by newlines: a rule scans once however many pieces a request has.
+        """
         if not self._compiled:
             return []
-        texts = list(request_texts(request))
+        joined = "\n".join(texts(request, body))
         found: list[tuple[RestrictRule, int]] = []
         for rule, expr in self._compiled:
-            count = sum(expr.count(text) for text in texts)
+            count = expr.count(joined)
             if count:
                 found.append((rule, count))
         return found
+
+    def redactor(self, rules: Sequence[RestrictRule], mask: str) -> Callable[[str], str]:
+        """A function that replaces in a text whatever any of ``rules`` (of this policy) matches
+        with ``mask``: what previews of the request show."""
+        chosen = [expr for rule, expr in self._compiled if any(rule is r for r in rules)]
+
+        def redact(text: str) -> str:
+            for expr in chosen:
+                text = expr.redact(text, mask)
+            return text
+
+        return redact
 
 
 def parse_labels(value: str) -> list[str]:

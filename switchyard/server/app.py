@@ -22,7 +22,7 @@ from switchyard.server.connections import DISCONNECT_EXTENSION, FLUSH_EXTENSION
 from switchyard.server.dashboard.http import DashboardHttp, is_dashboard_path
 from switchyard.server.drain import Drain, shutdown_error
 from switchyard.server.escape import printable
-from switchyard.server.guard import Gate, error_reply, host_problem
+from switchyard.server.guard import Gate, error_reply, header_fields, host_problem
 from switchyard.server.later import LaterRecords
 from switchyard.server.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from switchyard.server.metrics import DeferredMetrics
@@ -145,7 +145,7 @@ class SwitchyardApp:
             else:
                 later.flush()
         raw = scope["headers"]
-        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in raw}
+        headers = header_fields(raw)
         path: str = scope["path"]
         bad_host = host_problem(raw, headers, scope.get("http_version", ""))
         if bad_host is not None:

@@ -76,6 +76,29 @@ _host_ok: dict[str, bool] = {}
 """Whether a ``Host`` value is ``host[:port]``: a client sends the same one every time. Bounded."""
 
 
+_SINGLE = frozenset({"content-length"})
+"""Header names whose repeated lines are not joined: the HTTP parser has already checked that
+repeated ``Content-Length`` lines agree."""
+
+
+def header_fields(raw: list[tuple[bytes, bytes]]) -> dict[str, str]:
+    """A request's header lines by lower-cased name; the values of a name that comes on several
+    lines joined by ``", "`` (RFC 9110 §5.3: a list-valued field may be split over lines).
+
+    So two ``x-switchyard-require`` lines both apply (their labels add up), and two credentials
+    make one value that matches no key, instead of the last line silently winning. Costs one
+    comparison unless some name repeats.
+    """
+    headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in raw}
+    if len(headers) == len(raw):
+        return headers
+    joined: dict[str, str] = {}
+    for name, value in raw:
+        key, text = name.decode("latin-1").lower(), value.decode("latin-1")
+        joined[key] = f"{joined[key]}, {text}" if key in joined and key not in _SINGLE else text
+    return joined
+
+
 def host_problem(raw: list[tuple[bytes, bytes]], headers: dict[str, str], http_version: str) -> str | None:
     """Why a request's ``Host`` fields break RFC 9112 §3.2, or ``None``.
 
