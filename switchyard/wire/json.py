@@ -6,6 +6,7 @@ Layer: ``wire`` — imports ``protocol`` only.
 from __future__ import annotations
 
 import secrets
+import threading
 from typing import Any
 
 import orjson
@@ -23,14 +24,59 @@ def loads(data: bytes | str) -> Any:
     return orjson.loads(data)
 
 
+MAX_DEPTH = 128
+"""The deepest a caller's JSON may nest (objects and arrays within each other).
+
+orjson parses up to 1,024 levels but writes at most 254: a body nested 255 to 1,024 deep would be
+accepted here and then fail when it is encoded for the upstream. Checked once, at decode
+(:func:`load_object`), with room below orjson's limit for the levels a translation adds."""
+
+_ENCODER_DEPTH = 254  # the deepest orjson.dumps writes
+
+
+class _DepthProbe(threading.local):
+    """Arrays nested ``_ENCODER_DEPTH - MAX_DEPTH`` deep around one slot: a value put in the slot
+    encodes only when it nests at most :data:`MAX_DEPTH` deep. Per thread, as large bodies are
+    decoded on worker threads."""
+
+    def __init__(self) -> None:
+        self.slot: list[Any] = [None]
+        top: list[Any] = self.slot
+        for _ in range(_ENCODER_DEPTH - MAX_DEPTH - 1):
+            top = [top]
+        self.top = top
+
+
+_probe = _DepthProbe()
+
+
+def too_deep(value: Any) -> bool:
+    """Whether ``value`` nests deeper than :data:`MAX_DEPTH` (one pass of orjson's encoder)."""
+    probe = _probe
+    probe.slot[0] = value
+    try:
+        orjson.dumps(probe.top)
+    except orjson.JSONEncodeError as exc:
+        return "Recursion" in str(exc)
+    finally:
+        probe.slot[0] = None
+    return False
+
+
 def load_object(body: bytes, what: str = "request body") -> dict[str, Any]:
-    """Parses a JSON object sent by a caller, raising a 400-class error when it is not one."""
+    """Parses a JSON object sent by a caller, raising a 400-class error when it is not one (or
+    nests deeper than :data:`MAX_DEPTH`)."""
     try:
         value = orjson.loads(body)
     except orjson.JSONDecodeError as exc:
         raise InvalidRequestError(f"malformed JSON in {what}: {exc}", code="invalid_json") from exc
     if not isinstance(value, dict):
         raise InvalidRequestError(f"{what} must be a JSON object", code="invalid_json")
+    if too_deep(value):
+        raise InvalidRequestError(
+            f"{what} nests JSON objects and arrays more than {MAX_DEPTH} levels deep (the limit)",
+            code="json_too_deep",
+        )
     return value
 
 

@@ -34,6 +34,15 @@ _RATIO = 1.1
 _LOG_RATIO = math.log(_RATIO)
 _FLOOR_MS = 0.01
 
+MAX_MS = 1e9
+"""The longest duration the views count (about eleven and a half days): a longer one — a
+decision log edited by hand, or written under a broken clock — counts as this."""
+
+
+def clamp_ms(ms: float) -> float:
+    """``ms`` within ``[0, MAX_MS]`` (anything that is not a number: 0)."""
+    return ms if 0.0 <= ms <= MAX_MS else (MAX_MS if ms > MAX_MS else 0.0)
+
 
 class Histogram:
     """Counts of milliseconds in log-spaced bins (each bin 10 % wider than the one below)."""
@@ -47,7 +56,7 @@ class Histogram:
 
     def add(self, ms: float) -> None:
         """Counts one value."""
-        ms = max(ms, _FLOOR_MS)
+        ms = min(max(clamp_ms(ms), _FLOOR_MS), MAX_MS)  # one record out of range must not break a view
         self.bins[int(math.log(ms / _FLOOR_MS) / _LOG_RATIO)] += 1
         self.count += 1
         self.max = max(self.max, ms)

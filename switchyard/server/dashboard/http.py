@@ -23,6 +23,7 @@ browser on another origin can neither read the data nor embed the page. A reques
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs
@@ -172,8 +173,8 @@ def _number(query: dict[str, list[str]], name: str) -> float | None:
         value = float(values[0])
     except ValueError:
         raise ValueError(f"{name} must be a number, got {values[0]!r}") from None
-    if not value > 0:
-        raise ValueError(f"{name} must be positive, got {values[0]!r}")
+    if not 0 < value < math.inf:  # ``inf``, ``1e400`` and ``nan`` parse as floats
+        raise ValueError(f"{name} must be a positive finite number, got {values[0]!r}")
     return value
 
 

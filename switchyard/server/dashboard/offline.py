@@ -19,7 +19,7 @@ import orjson
 from switchyard.engine.accounting import UsdLedger, record_from_log
 from switchyard.engine.records import Attempt, DecisionRecord
 from switchyard.server.auth import KeyRing
-from switchyard.server.dashboard.aggregate import BUCKET_S, Reliability
+from switchyard.server.dashboard.aggregate import BUCKET_S, Reliability, clamp_ms
 from switchyard.server.dashboard.http import DashboardHttp, is_dashboard_path
 from switchyard.server.dashboard.ring import RecordRing
 from switchyard.server.dashboard.views import Replica, Views
@@ -34,9 +34,15 @@ def _get(obj: Mapping[str, Any], name: str, kind: type | tuple[type, ...], defau
     return value if isinstance(value, kind) else default
 
 
+def _ms(obj: Mapping[str, Any], name: str) -> float:
+    """A duration field, within the range the views count (``aggregate.MAX_MS``)."""
+    return clamp_ms(float(_get(obj, name, (int, float), 0.0)))
+
+
 def record_from_json(obj: Mapping[str, Any]) -> DecisionRecord:
-    """A full record from one decision-log line (fields missing or mistyped keep their defaults;
-    the accounting fields are checked by :func:`~switchyard.engine.accounting.record_from_log`).
+    """A full record from one decision-log line (fields missing or mistyped keep their defaults,
+    durations are clamped to what the views count; the accounting fields are checked by
+    :func:`~switchyard.engine.accounting.record_from_log`).
 
     Raises:
         ValueError: An accounting field has the wrong type, or ``route`` is missing.
@@ -56,32 +62,31 @@ def record_from_json(obj: Mapping[str, Any]) -> DecisionRecord:
     record.path = _get(obj, "path", str, None)
     record.error = _get(obj, "error", str, None)
     record.fallbacks_tried = int(_get(obj, "fallbacks_tried", int, 0))
-    record.overhead_ms = float(_get(obj, "overhead_ms", number, 0.0))
-    record.duration_ms = float(_get(obj, "duration_ms", number, 0.0))
+    record.overhead_ms = _ms(obj, "overhead_ms")
+    record.duration_ms = _ms(obj, "duration_ms")
     record.reasoning_tokens = int(_get(obj, "reasoning_tokens", int, 0))
     record.candidates = [c for c in _get(obj, "candidates", list, []) if isinstance(c, str)]
     router_cost = _get(obj, "router_cost", dict, {})
     record.router_cost.failures = int(_get(router_cost, "failures", int, 0))
     record.router_cost.input_tokens = int(_get(router_cost, "input_tokens", int, 0))
     record.router_cost.output_tokens = int(_get(router_cost, "output_tokens", int, 0))
-    record.router_cost.elapsed_ms = float(_get(router_cost, "elapsed_ms", number, 0.0))
+    record.router_cost.elapsed_ms = _ms(router_cost, "elapsed_ms")
     record.attempts = _attempts(_get(obj, "attempts", list, []))
     record.router_attempts = _attempts(_get(obj, "router_attempts", list, []))
     return record
 
 
 def _attempts(items: list[Any]) -> list[Attempt]:
-    number = (int, float)
     return [
         Attempt(
             target=item["target"],
             ok=bool(_get(item, "ok", bool, False)),
-            elapsed_ms=float(_get(item, "elapsed_ms", number, 0.0)),
+            elapsed_ms=_ms(item, "elapsed_ms"),
             error=_get(item, "error", str, None),
             status=_get(item, "status", int, None),
             error_class=_get(item, "error_class", str, None),
             retry=int(_get(item, "retry", int, 0)),
-            waited_ms=float(_get(item, "waited_ms", number, 0.0)),
+            waited_ms=_ms(item, "waited_ms"),
         )
         for item in items
         if isinstance(item, dict) and isinstance(item.get("target"), str)
