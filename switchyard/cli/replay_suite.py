@@ -5,7 +5,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-from typing import Any
+from collections.abc import Callable
+from pathlib import Path
+from typing import IO, Any
 
 from switchyard.cli._common import fail
 from switchyard.cli.eval import log_level
@@ -59,6 +61,7 @@ def run_suite_cmd(args: argparse.Namespace, loaded: LoadedConfig) -> int:
         "oracle_points": args.oracle_points,
         "concurrency": args.concurrency,
     }
+    fh: IO[bytes] | None = None
     try:
         suite = load_suite(args.suite, data_dir=args.data_dir)
         if args.list_split:
@@ -67,14 +70,19 @@ def run_suite_cmd(args: argparse.Namespace, loaded: LoadedConfig) -> int:
         kw["tier_flags"] = _tier_flags(args.tier)
         swept = parse_sweep(args.sweep) if args.sweep else None
         with log_level(args.log_level):
-            result = asyncio.run(run_suite(loaded, args.route, suite, **kw))
+            if args.out:
+                fh = _open(args.out)
+            result = asyncio.run(run_suite(loaded, args.route, suite, on_turn=_writer(fh), **kw))
             points = asyncio.run(sweep_suite(loaded, args.route, suite, swept[0], swept[1], **kw)) if swept else []
     except KeyError as exc:
         return fail(str(exc).strip("'\""))
     except (SuiteError, PairedError, EvalError, DatasetError, ConfigError, CostError, ValueError) as exc:
         return fail(str(exc))
+    finally:
+        if fh is not None:
+            fh.close()
     data = result.to_dict()
-    data["files"] = {}
+    data["files"] = {"turns": args.out} if args.out else {}
     if args.runs_out:
         from switchyard.eval.suite_plot import write_suite_runs
 
@@ -94,6 +102,26 @@ def run_suite_cmd(args: argparse.Namespace, loaded: LoadedConfig) -> int:
     else:
         print_suite(data)
     return 0
+
+
+def _open(path: str) -> IO[bytes]:
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    return out.open("wb")
+
+
+def _writer(fh: IO[bytes] | None) -> Callable[[str, Any], None] | None:
+    """Writes each decided turn as one JSON line, with its pair (``--out``)."""
+    if fh is None:
+        return None
+    import orjson
+
+    sink = fh
+
+    def write(pair: str, turn: Any) -> None:
+        sink.write(orjson.dumps({"pair": pair, **turn.to_dict()}) + b"\n")
+
+    return write
 
 
 def _tier_flags(values: list[str]) -> dict[str, str]:

@@ -55,7 +55,8 @@ class PairScore:
         oracle_tasks: Tasks the oracle sends to the capable model.
         note: The suite's note on the pair.
         per_run: One flat row per run (``run``, ``task``, ``n_turns``, ``first_switch_turn``, the
-            decision source and reason at the switch, ``resolve``/``cost_usd`` as routed and
+            decision source, reason and score at the switch, the run's highest score,
+            ``resolve``/``cost_usd`` as routed and
             ``never_resolve``/``never_cost_usd``), for ``--runs-out``.
     """
 
@@ -182,6 +183,8 @@ def _prepare(data: PairData, runs: Sequence[Run]) -> _Pair:
 def _per_run(p: _Pair) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for r, k, value, never in zip(p.runs, p.k, p.route, p.never, strict=True):
+        scores = [x for x in p.data.scores.get(r.id, []) if x is not None]
+        at = p.data.scores.get(r.id, [])
         out.append(
             {
                 "pair": p.data.name,
@@ -191,6 +194,8 @@ def _per_run(p: _Pair) -> list[dict[str, Any]]:
                 "first_switch_turn": k,
                 "switch_source": None if k is None or not r.sources else r.sources[k - 1],
                 "switch_reason": None if k is None or not r.reasons else r.reasons[k - 1],
+                "switch_score": None if k is None or len(at) < k else at[k - 1],
+                "max_score": max(scores) if scores else None,
                 "capable_calls": r.capable_calls,
                 "resolve": value[0],
                 "cost_usd": value[1],

@@ -45,6 +45,8 @@ SUITE_RUN_COLUMNS = (
     "first_switch_turn",
     "switch_source",
     "switch_reason",
+    "switch_score",
+    "max_score",
     "capable_calls",
     "resolve",
     "cost_usd",

@@ -12,7 +12,7 @@ with one route setting changed.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import field
 from typing import Any
 
@@ -24,7 +24,7 @@ from switchyard.eval.evaluate import TierChoice, resolve_tiers
 from switchyard.eval.latch import SuiteScore, score_suite
 from switchyard.eval.offline import route_spec
 from switchyard.eval.paired import PairedError, TierMap, runs_from_turns
-from switchyard.eval.replay import replay
+from switchyard.eval.replay import TurnDecision, replay
 from switchyard.eval.suite import Suite, SuiteError, pair_name
 from switchyard.eval.suite_runs import LineCache, PairData, build_pair, task_fields
 
@@ -98,6 +98,7 @@ async def run_suite(
     oracle_points: float = 6.0,
     concurrency: int = 1,
     lines: LineCache | None = None,
+    on_turn: Callable[[str, TurnDecision], None] | None = None,
 ) -> SuiteResult:
     """Replays every pair of ``suite`` (or those named in ``pairs``) through ``route`` and scores them.
 
@@ -116,6 +117,7 @@ async def run_suite(
         oracle_points: The oracle's points-lost budget.
         concurrency: Runs replayed at once.
         lines: Trajectory files already read (a sweep reads them once).
+        on_turn: Called with the pair's name and every turn's decision, in turn order within a run.
 
     Raises:
         SuiteError: Bad split, pair, price or an empty pair.
@@ -138,8 +140,18 @@ async def run_suite(
                 notes.append(f"{pair_name(pair)}: no task of split {split!r}; left out")
                 continue
             raise
-        summary = await replay(loaded, route, data.runs, tiers=tiers, concurrency=concurrency, progress=False)
+        name = data.name
+
+        def seen(turn: TurnDecision, name: str = name) -> None:
+            if on_turn is not None:
+                on_turn(name, turn)
+
+        summary = await replay(
+            loaded, route, data.runs, tiers=tiers, concurrency=concurrency, progress=False, on_turn=seen
+        )
         decisions += len(summary.turns)
+        for t in summary.turns:
+            data.scores.setdefault(t.trajectory, []).append(t.decided.score)
         tier_map = TierMap.build(loaded, tiers, dict(tier_flags or {}), (pair.efficient, pair.capable))
         runs = runs_from_turns(summary.turns, tier_map, data.outcomes)
         data.skipped.update(runs.skipped)

@@ -113,6 +113,8 @@ class PairData:
         skipped: Why runs were left out (reason → count).
         stand_in: Whether the runs are another model's (their decisions stand in for the
             efficient model's).
+        scores: Run id → the route's ``Decision.score`` at each turn (``None`` where it gave
+            none), filled in by the replay.
     """
 
     pair: PairSpec
@@ -123,6 +125,7 @@ class PairData:
     outcomes: dict[str, TaskOutcome] = field(default_factory=dict)
     skipped: Counter[str] = field(default_factory=Counter)
     stand_in: bool = False
+    scores: dict[str, list[float | None]] = field(default_factory=dict)
 
 
 def model_prices(suite: Suite, loaded: LoadedConfig, models: tuple[str, ...]) -> dict[str, CachePrice]:

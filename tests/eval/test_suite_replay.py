@@ -137,13 +137,22 @@ def test_the_text_table_and_the_sweep(tmp_path: Path, capsys: pytest.CaptureFixt
     cfg, suite = files(tmp_path)
     argv = ["-c", str(cfg), "--route", "scored", "--suite", str(suite), "--bootstrap", "50"]
     sweep = ["--sweep", "threshold=0.5,0.99", "--sweep-out", str(tmp_path / "sw")]
-    assert main(["replay", *argv, *sweep, "--runs-out", str(tmp_path / "runs.csv")]) == 0
+    outs = ["--runs-out", str(tmp_path / "runs.csv"), "--out", str(tmp_path / "turns.jsonl")]
+    assert main(["replay", *argv, *sweep, *outs]) == 0
     out = capsys.readouterr().out
     assert "weak-strong" in out and "always-efficient" in out and "sweep of threshold" in out
     with (tmp_path / "runs.csv").open() as fh:
         per_run = {r["run"]: r for r in csv.DictReader(fh)}
     assert per_run["weak-m/A"]["first_switch_turn"] == "2" and per_run["weak-m/B"]["first_switch_turn"] == ""
     assert float(per_run["weak-m/A"]["cost_usd"]) == pytest.approx(switched("A", 2)[1])
+    assert float(per_run["weak-m/A"]["switch_score"]) == 0.6 and float(per_run["weak-m/A"]["max_score"]) == 0.95
+    turns = [json.loads(x) for x in (tmp_path / "turns.jsonl").read_text().splitlines()]
+    assert [(t["pair"], t["session_id"], t["score"]) for t in turns[:3]] == [
+        ("weak-strong", "weak-m/A", 0.2),
+        ("weak-strong", "weak-m/A", 0.6),
+        ("weak-strong", "weak-m/A", 0.95),
+    ]
+    assert len(turns) == 6  # the sweep's replays are not written
     lines = (tmp_path / "sw.csv").read_text().splitlines()
     assert lines[0].startswith("key,value,pair") and len(lines) == 3
     assert lines[2].split(",")[1] == "0.99" and lines[2].split(",")[8] == "0.000000"  # no run escalated
