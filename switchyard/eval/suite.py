@@ -42,6 +42,10 @@ class SuiteError(ValueError):
     """The suite file is missing or malformed (the message names the file and the YAML path)."""
 
 
+class NoRuns(SuiteError):
+    """A pair has no run to score (none in its split, or every one left out; the message says why)."""
+
+
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -270,6 +274,7 @@ __all__ = [
     "DATA_DIR_ENV",
     "DatasetSpec",
     "HashSplit",
+    "NoRuns",
     "PairSpec",
     "PriceSpec",
     "SplitSpec",

@@ -25,7 +25,7 @@ from switchyard.eval.latch import SuiteScore, score_suite
 from switchyard.eval.offline import route_spec
 from switchyard.eval.paired import PairedError, TierMap, runs_from_turns
 from switchyard.eval.replay import TurnDecision, replay
-from switchyard.eval.suite import Suite, SuiteError, pair_name
+from switchyard.eval.suite import NoRuns, Suite, SuiteError, pair_name
 from switchyard.eval.suite_runs import LineCache, PairData, build_pair, task_fields
 
 
@@ -135,11 +135,11 @@ async def run_suite(
     for pair in chosen:
         try:
             data = build_pair(suite, loaded, pair, split=split_spec, lines=cache, pricing=pricing)
-        except SuiteError as exc:
-            if split is not None and "no run to score" in str(exc):
-                notes.append(f"{pair_name(pair)}: no task of split {split!r}; left out")
-                continue
-            raise
+        except NoRuns:
+            if split is None:
+                raise
+            notes.append(f"{pair_name(pair)}: no task of split {split!r}; left out")
+            continue
         name = data.name
 
         def seen(turn: TurnDecision, name: str = name) -> None:

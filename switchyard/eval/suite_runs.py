@@ -28,7 +28,7 @@ from switchyard.eval.counterfactual import TaskOutcome
 from switchyard.eval.dataset import DatasetError, json_lines
 from switchyard.eval.paired import read_outcomes, task_of
 from switchyard.eval.replay import OUTCOME_FIELDS, Trajectory, succeeded
-from switchyard.eval.suite import DatasetSpec, PairSpec, SplitSpec, Suite, SuiteError, pair_name
+from switchyard.eval.suite import DatasetSpec, NoRuns, PairSpec, SplitSpec, Suite, SuiteError, pair_name
 
 Value = tuple[float, float]
 """``(resolve, USD)``."""
@@ -182,7 +182,8 @@ def build_pair(
     ``pricing`` (``cache`` or ``list``) overrides a dataset of own runs' pricing.
 
     Raises:
-        SuiteError: A model without a price; the efficient model has no runs.
+        SuiteError: A model without a price; the efficient model has no runs in the file.
+        NoRuns: No run of the efficient model is left to score (e.g. none in ``split``).
         DatasetError, PairedError: A malformed trajectories or outcomes file.
     """
     ds = suite.spec.datasets[pair.dataset]
@@ -195,7 +196,7 @@ def build_pair(
         _paired(suite, ds, pair, split, all_lines, data)
     if not data.runs:
         why = "; ".join(f"{n} x {r}" for r, n in data.skipped.items()) or "no runs in the file"
-        raise SuiteError(f"pair {data.name!r}: no run to score ({why})")
+        raise NoRuns(f"pair {data.name!r}: no run to score ({why})")
     return data
 
 

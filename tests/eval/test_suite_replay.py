@@ -51,6 +51,7 @@ pairs:
 splits:
   s1: {where: {suite: [s1]}}
   half: {hash: {buckets: 2, keep: [0], salt: t}}
+  empty: {where: {suite: [s9]}}
 """
 
 
@@ -130,7 +131,9 @@ def test_a_split_scores_only_its_tasks_and_lists_them(tmp_path: Path, capsys: py
     assert spec is not None and spec.hash is not None
     assert [spec.hash.bucket(t) for t in "ABC"] == [spec.hash.bucket(t) for t in "ABC"]  # deterministic
     assert main(["replay", *base, "--split", "nope"]) == 1
-    assert "defines no such split; splits: s1, half" in capsys.readouterr().err
+    assert "defines no such split; splits: s1, half, empty" in capsys.readouterr().err
+    assert main(["replay", *base, "--split", "empty"]) == 1
+    assert "no pair has tasks in split 'empty'" in capsys.readouterr().err
 
 
 def test_the_text_table_and_the_sweep(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
