@@ -178,7 +178,7 @@ def print_suite(data: dict[str, Any]) -> None:
         rows = _rows_of(entry)
         r, n = rows["route"], rows["random latch"]
         iv = entry["intervals"]
-        k = "-" if r["first_switch_turn"] is None else f"{r['first_switch_turn']:.0f}"
+        k = "-" if r["first_switch_turn"] is None else f"{r['first_switch_turn']:g}"
         mark = "" if entry.get("pooled", True) else " *"
         print(
             f"  {(name + mark)[:40]:<40} {tasks:>5} {r['points_lost']:>+8.1f} {_iv(iv, 'points_lost', False):>14} "

@@ -206,4 +206,5 @@ __all__ = [
     "price_turns",
     "switched_cost",
     "total_tokens",
+    "turn_tokens",
 ]
