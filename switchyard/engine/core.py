@@ -239,7 +239,7 @@ class Engine:
             None if plain else restriction_for(request, headers, route.restrict, self._infos, relevant, raw, carried)
         )
         if restriction is not None:
-            record.details["restriction"] = restriction.to_dict()
+            record.details["restriction"], record._redact = restriction.to_dict(), restriction.redact
         if self.preview_chars:  # server.dashboard's session timeline (memory only), without what a rule matched
             record._preview = prompt_preview(request, self.preview_chars, restriction.redact if restriction else None)
         fwd = forwarded(headers)
@@ -503,6 +503,7 @@ class Engine:
         self._emit(record)
 
     def _emit(self, record: DecisionRecord) -> None:
+        record.mask()  # what a restrict: rule matched reaches no sink (an upstream error may quote it)
         for sink in self.sinks:
             try:
                 sink(record)

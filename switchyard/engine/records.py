@@ -146,6 +146,9 @@ class DecisionRecord:
     _caller: Caller | None = None
     """Who sent the request (bound when the record is opened; see :attr:`caller`). In memory
     only, like ``_preview``: the logs carry the key's name as ``details.api_key``."""
+    _redact: Callable[[str], str] | None = None
+    """Masks what the request's ``restrict:`` rules matched (set when a rule matched): applied
+    to the record's error texts before any sink sees them (:meth:`mask`). In memory only."""
 
     def set_usage(self, usage: Usage) -> None:
         """Copies token counts from ``usage``."""
@@ -184,6 +187,18 @@ class DecisionRecord:
         if caller is not None:
             self.details["api_key"] = caller.key
 
+    def mask(self) -> None:
+        """Masks what the request's ``restrict:`` rules matched in the record's error texts: an
+        upstream's error may quote the request (a schema, a value it refused)."""
+        redact = self._redact
+        if redact is None:
+            return
+        if self.error:
+            self.error = redact(self.error)
+        for attempt in (*self.attempts, *self.router_attempts):
+            if attempt.error:
+                attempt.error = redact(attempt.error)
+
     @property
     def preview(self) -> str | None:
         """The start of the request's latest message, when the dashboard keeps one (in memory only)."""
@@ -194,6 +209,7 @@ class DecisionRecord:
         out = asdict(self)
         out.pop("_preview", None)
         out.pop("_caller", None)
+        out.pop("_redact", None)
         return out
 
     def served_by(self, target: TargetInfo) -> None:

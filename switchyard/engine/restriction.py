@@ -181,7 +181,7 @@ def requirements_for(
         body: The caller's JSON body ``request`` was decoded from, if any (rules read it too).
         carried: Requirements the request brings from elsewhere (a continued thread's).
     """
-    found: list[Requirement] = list(carried)
+    found: list[Requirement] = [*carried] if carried else []
     header = headers.get(HEADER_REQUIRE)
     if header:
         labels = parse_labels(header)

@@ -98,9 +98,10 @@ async def resume(store: StateStore, request: ChatRequest, session: SessionInfo) 
 
 def carried(request: ChatRequest, labels: Iterable[str] | None) -> list[Requirement]:
     """The requirement a ``continue`` brings from its thread (``labels``: :func:`resume`'s)."""
+    if not labels:
+        return []
     previous = continued_from(request)
-    found = tuple(labels or ())
-    return [Requirement("thread", previous, found)] if previous is not None and found else []
+    return [Requirement("thread", previous, tuple(labels))] if previous is not None else []
 
 
 async def remember(

@@ -278,3 +278,20 @@ def test_previews_never_show_what_a_rule_matched(proxy: Any) -> None:
     timeline = httpx.get(server.root_url + "/dashboard/api/session", params={"key": "chat-guarded:leaky"}, timeout=30)
     assert timeline.status_code == 200, timeline.text
     assert SECRET[:24] not in timeline.text and "[redacted]" in timeline.text
+
+
+def test_an_upstream_error_that_quotes_the_secret_is_masked_in_the_record(proxy: Any) -> None:
+    """The allowed target refuses the request and quotes what it refused (here the Anthropic
+    fake names an unknown ``tool_use_id``): the record every sink gets — decision log,
+    dashboard, callbacks — carries the error without what the rule matched."""
+    server, records = proxy
+    result = {"type": "tool_result", "tool_use_id": SECRET, "content": "done"}
+    body = {"model": "anth-guarded", "max_tokens": 64, "messages": [{"role": "user", "content": [result]}]}
+    reply = _post(server, PATHS["anth"], body)
+    assert reply.status_code == 400 and SECRET in reply.text  # the caller's own text, as the upstream said it
+    record = records[-1]
+    assert record.selected == "anth-local" or [a.target for a in record.attempts] == ["anth-local"]
+    texts = [record.error or "", *(a.error or "" for a in record.attempts)]
+    assert any("[redacted]" in t for t in texts), texts
+    assert SECRET not in "".join(texts)
+    assert SECRET not in record.to_json().decode() and "_redact" not in record.to_dict()
