@@ -21,10 +21,10 @@ Examples:
   switchyard replay -c router.yaml --route agent --trajectories runs.jsonl --limit 5 --json
 
   # the counterfactual: what the route would have saved and lost, from paired outcomes
-  switchyard replay -c examples/stage-router.yaml --route agent \
-      --trajectories ../shared/data/terminal-bench-trajectories/terminal_bench_trajectories_dev.jsonl \
-      --outcomes ../shared/data/terminal-bench-paired/terminal_bench_paired_tasks.jsonl \
-      --efficient-model qwen-3-coder-480B --capable-model claude-4-sonnet \
+  switchyard replay -c examples/stage-router.yaml --route agent \\
+      --trajectories ../shared/data/terminal-bench-trajectories/terminal_bench_trajectories_dev.jsonl \\
+      --outcomes ../shared/data/terminal-bench-paired/terminal_bench_paired_tasks.jsonl \\
+      --efficient-model qwen-3-coder-480B --capable-model claude-4-sonnet \\
       --sweep confidence_threshold=0.3,0.5,0.7
   # task-level routing: the tasks file itself as runs of one message
   switchyard replay -c router.yaml --route agent --task-level \
