@@ -111,10 +111,12 @@ def json_texts(value: Any, add: Callable[[str], None]) -> None:
             if not _binary_uri(item):
                 add(item)
         elif kind is dict:
-            binary = item.get("type") in _BINARY_TYPES
+            tag = item.get("type")
+            binary = type(tag) is str and tag in _BINARY_TYPES  # a caller's "type" may be any JSON
             pending: list[Any] = []
             for key, sub in item.items():
-                add(key)
+                if type(key) is str:
+                    add(key)
                 if key in _OPAQUE_KEYS or (key == "data" and binary):
                     continue
                 if type(sub) is str:
@@ -126,7 +128,7 @@ def json_texts(value: Any, add: Callable[[str], None]) -> None:
                 elif sub is not None and type(sub) is not bool and type(sub) is not int and type(sub) is not float:
                     pending.append(sub)
             stack.extend(reversed(pending))
-        elif kind is list:
+        elif kind is list or kind is tuple:
             stack.extend(reversed(item))
 
 

@@ -177,3 +177,9 @@ def test_redaction_replaces_every_match_and_only_the_matches() -> None:
     key = "sk-ant-api03-" + "a" * 30
     assert redact(f"a {key} b password = 'abcdefghijklmnopqrstu' c") == "a [redacted] b [redacted]' c"
     assert redact("nothing here") == "nothing here"
+
+
+def test_any_json_shape_is_walked() -> None:
+    """A caller's body is any JSON: a list or an object where a ``type`` string is expected, numbers, nulls."""
+    body = {"messages": [{"type": ["base64"], "data": MARK}, {"type": {"x": 1}, "n": 1.5, "z": None}], "k": [True, 3]}
+    assert [n for _, n in POLICY.matches(ChatRequest(), body)] == [1]

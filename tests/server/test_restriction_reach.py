@@ -295,3 +295,13 @@ def test_an_upstream_error_that_quotes_the_secret_is_masked_in_the_record(proxy:
     assert any("[redacted]" in t for t in texts), texts
     assert SECRET not in "".join(texts)
     assert SECRET not in record.to_json().decode() and "_redact" not in record.to_dict()
+
+
+def test_a_body_of_any_json_shape_is_read_without_failing(proxy: Any) -> None:
+    """Blocks the decoder drops may hold any JSON (a list where a ``type`` string belongs): the
+    rules read them all the same, and the request is served (not a 500)."""
+    server, _ = proxy
+    odd = {"type": ["base64"], "data": {"nested": [1, None, True]}, "note": f"key {SECRET}"}
+    reply = _post(server, PATHS["anth"], _anth(odd))
+    assert reply.status_code == 200, reply.text
+    assert reply.headers["x-switchyard-selected-model"] == "anth-local"
