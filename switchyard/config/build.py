@@ -36,7 +36,8 @@ BackendFactory = Callable[[str, LlmClientConfig, "str | None"], ModelBackend]
 
 def http_backend(name: str, cfg: LlmClientConfig, api_key: str | None) -> ModelBackend:
     """The default backend factory: an :class:`~switchyard.clients.HttpBackend`, or a
-    :class:`~switchyard.clients.litellm_backend.LiteLLMBackend` for ``format: litellm``."""
+    :class:`~switchyard.clients.litellm_backend.LiteLLMBackend` for ``format: litellm``, or a
+    :class:`~switchyard.clients.system_one.SystemOneBackend` for ``format: system_one``."""
     from switchyard.clients.backend import HttpBackend, Timeouts
 
     if cfg.format == "litellm":
@@ -51,6 +52,18 @@ def http_backend(name: str, cfg: LlmClientConfig, api_key: str | None) -> ModelB
             params=cfg.litellm_params,
         )
     assert cfg.base_url is not None  # the schema requires it for every HTTP format
+    if cfg.format == "system_one":
+        from switchyard.clients.system_one import SystemOneBackend
+
+        return SystemOneBackend(
+            name,
+            cfg.base_url,
+            api_key=api_key,
+            headers=cfg.headers,
+            timeouts=Timeouts(cfg.timeout.connect, cfg.timeout.read, cfg.timeout.total),
+            max_connections=cfg.max_connections,
+            max_response_bytes=cfg.max_response_bytes,
+        )
     return HttpBackend(
         name,
         cfg.base_url,
@@ -278,7 +291,7 @@ def build_engine(
                 )
             )
             continue
-        if client.format != "litellm" and client.format not in available_formats():
+        if client.format not in ("litellm", "system_one") and client.format not in available_formats():
             issues.append(
                 ConfigIssue(
                     f"llm_clients.{name}.format",

@@ -402,11 +402,14 @@ def _cross_check(
             *spec.auxiliary_refs(),
             *((f"fallbacks[{i}]", t) for i, t in enumerate(spec.fallbacks)),
         ]
+        called_only = _auxiliary_paths(spec)
         refs += _verify_refs(rname, spec, issues, lines)
         for sub, tname in refs:
+            parts = ("routes", rname, *nested.split(sub))
             if tname not in targets:
-                parts = ("routes", rname, *nested.split(sub))
                 issues.append(ConfigIssue(format_path(parts), _unknown("target", tname, targets), lines.line(parts)))
+            elif sub not in called_only and _client_format(clients, targets[tname]) == "system_one":
+                issues.append(ConfigIssue(format_path(parts), _decision_only(tname), lines.line(parts)))
     # Names are checked on the raw sections, so a typo is reported in the same run as a schema
     # error elsewhere (say in `server:`) instead of only after that one is fixed.
     _check_route_names(data, issues, lines)
@@ -432,6 +435,29 @@ def _cross_check(
     if not config.routes:
         warnings.append(ConfigIssue("routes", "no routes are configured; every request will get 404", None, "warning"))
     _check_labels(config, routes, warnings, lines)
+
+
+def _auxiliary_paths(spec: RouterSpec) -> set[str]:
+    """Sub-paths of the targets a route only calls (judges, decision models), its sub-agent
+    policy's included: the rest are targets it may serve an answer from."""
+    paths = {sub for sub, _ in spec.auxiliary_refs()}
+    policy = spec.subagent_spec()
+    if policy is not None:
+        paths |= {f"subagents.{sub}" for sub in _auxiliary_paths(policy)}
+    return paths
+
+
+def _client_format(clients: dict[str, Any], target: Any) -> Any:
+    client = clients.get(target.get("client")) if isinstance(target, dict) else None
+    return client.get("format") if isinstance(client, dict) else None
+
+
+def _decision_only(target: str) -> str:
+    return (
+        f"target {target!r} is a decision model (its client has format 'system_one'): it answers typed "
+        "choices, not chat turns, so no route can serve from it; name it as a decision_model route's "
+        "decision_target"
+    )
 
 
 def _verify_refs(rname: str, spec: RouterSpec, issues: list[ConfigIssue], lines: _Lines) -> list[tuple[str, str]]:

@@ -27,7 +27,7 @@ from switchyard.config.server import ServerConfig
 from switchyard.protocol.targets import Price
 from switchyard.routers.restrict import clean_labels
 
-ClientFormat = Literal["openai_chat", "anthropic_messages", "openai_responses", "litellm"]
+ClientFormat = Literal["openai_chat", "anthropic_messages", "openai_responses", "litellm", "system_one"]
 
 
 class _Strict(BaseModel):
@@ -133,7 +133,9 @@ class LlmClientConfig(_Strict):
     """An upstream API endpoint (``llm_clients.<name>``).
 
     Attributes:
-        format: Wire format the upstream speaks, or ``litellm`` (any provider LiteLLM knows).
+        format: Wire format the upstream speaks, ``litellm`` (any provider LiteLLM knows), or
+            ``system_one`` (a decision model's typed-choice API, asked only by
+            ``decision_model`` routes; see docs/decision-model.md).
         base_url: Root URL (e.g. ``http://localhost:8000/v1``); optional for ``litellm``.
         api_key_env: Name of the environment variable holding the API key.
         headers: Extra headers on every request (no auth headers: use ``api_key_env``).

@@ -14,6 +14,7 @@ from switchyard._lazy import lazy_attributes
 
 if TYPE_CHECKING:
     from switchyard.protocol.call import CallOptions, ModelBackend, ModelCall
+    from switchyard.protocol.decision import ChoiceAnswer, ChoiceQuestion
     from switchyard.protocol.errors import (
         ContextWindowExceededError,
         ErrorInfo,
@@ -59,6 +60,8 @@ _LAZY = {
     "CallOptions": "switchyard.protocol.call",
     "ModelBackend": "switchyard.protocol.call",
     "ModelCall": "switchyard.protocol.call",
+    "ChoiceAnswer": "switchyard.protocol.decision",
+    "ChoiceQuestion": "switchyard.protocol.decision",
     "ContextWindowExceededError": "switchyard.protocol.errors",
     "ErrorInfo": "switchyard.protocol.errors",
     "InvalidRequestError": "switchyard.protocol.errors",
@@ -104,6 +107,8 @@ __all__ = [
     "CallOptions",
     "ChatRequest",
     "ChatResponse",
+    "ChoiceAnswer",
+    "ChoiceQuestion",
     "ContentPart",
     "ContextWindowExceededError",
     "ErrorInfo",

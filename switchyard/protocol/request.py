@@ -9,6 +9,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from switchyard.protocol.decision import ChoiceQuestion
 from switchyard.protocol.messages import Message, TextPart, ToolResultPart
 from switchyard.protocol.tools import ToolChoice, ToolDefinition
 
@@ -61,6 +62,9 @@ class ChatRequest(BaseModel):
         origin: Wire format the request was decoded from (``None`` when built in code). An
             upstream of the same format receives ``extra`` whole; another format receives only
             the fields it understands (see ``switchyard.wire.extras``).
+        choice: A typed-choice question for a decision model (built in code by a
+            ``decision_model`` route, never decoded from a caller): only a ``system_one``
+            client answers it, with :attr:`ChatResponse.choice`.
     """
 
     model_config = ConfigDict(extra="forbid", defer_build=True)
@@ -83,6 +87,7 @@ class ChatRequest(BaseModel):
     metadata: dict[str, Any] | None = None
     extra: dict[str, Any] = Field(default_factory=dict)
     origin: str | None = None
+    choice: ChoiceQuestion | None = None
 
     def first_user_text(self) -> str:
         """Text of the first user message, the task statement of most agent sessions."""

@@ -9,6 +9,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from switchyard.protocol.decision import ChoiceAnswer
 from switchyard.protocol.messages import ContentPart, ReasoningPart, TextPart, ToolCallPart
 
 StopReason = Literal["end_turn", "max_tokens", "stop_sequence", "tool_use", "content_filter", "pause_turn", "error"]
@@ -69,6 +70,8 @@ class ChatResponse(BaseModel):
         stop_sequence: The stop string that matched, when ``stop_reason == "stop_sequence"``.
         usage: Token usage.
         created: Unix time of creation.
+        choice: A decision model's answer to the request's typed-choice question (``None``
+            for every other answer).
     """
 
     model_config = ConfigDict(extra="forbid", defer_build=True)
@@ -80,6 +83,7 @@ class ChatResponse(BaseModel):
     stop_sequence: str | None = None
     usage: Usage = Field(default_factory=Usage)
     created: int = 0
+    choice: ChoiceAnswer | None = None
 
     @property
     def text(self) -> str:

@@ -23,7 +23,9 @@ continuations keep it, but the next user turn asks the judge again, also under
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, Self
+
+from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, model_validator
 
 from switchyard._dataclass import dataclass
 from switchyard.protocol.request import ChatRequest
@@ -91,3 +93,47 @@ class Affinity:
         if decision.score is not None:
             state["score"] = decision.score
         await ctx.store.set(STATE_KEY, state, ttl_s=self.ttl_s)
+
+
+class AffinityKeys(BaseModel):
+    """The config keys of a route that consults a model before the work (an ``llm_classifier``
+    in capability or custom mode, a ``decision_model`` route): when it asks, and what of the
+    conversation the model is shown.
+
+    Attributes:
+        classify_trigger: ``every_request``, ``user_turn`` or ``new_session``.
+        message_hash_fallback: Key sessions without an id by a hash of their first user message.
+        recent_turn_window: ``None`` shows the opening task and the latest user message; ``N``
+            adds the newest ``N`` messages.
+        message_chars: Cap on each message shown.
+        state_ttl_s: Idle lifetime of the session's assignment (default: ``state.ttl_s``).
+    """
+
+    model_config = ConfigDict(extra="forbid", defer_build=True)
+
+    classify_trigger: Trigger = "every_request"
+    message_hash_fallback: bool = False
+    recent_turn_window: int | None = Field(default=None, ge=0)
+    message_chars: int = Field(default=4000, ge=200)
+    state_ttl_s: PositiveFloat | None = None
+
+    @model_validator(mode="after")
+    def _hash_needs_affinity(self) -> Self:
+        if self.message_hash_fallback and self.classify_trigger == "every_request":
+            raise ValueError(
+                "message_hash_fallback keys session affinity, which classify_trigger 'every_request' does not "
+                "keep; use 'user_turn' or 'new_session'"
+            )
+        return self
+
+    def keeps_state(self) -> bool:
+        """Whether assignments are kept per session."""
+        return self.classify_trigger != "every_request"
+
+    def hashes_first_message(self) -> bool:
+        """Whether sessions without an id are keyed by their first user message."""
+        return self.message_hash_fallback
+
+    def affinity(self) -> Affinity:
+        """The route's trigger and affinity handling."""
+        return Affinity(self.classify_trigger, self.state_ttl_s)

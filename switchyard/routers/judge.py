@@ -61,8 +61,15 @@ FailureReason = Literal[
     "parse_error",
     "invalid_verdict",
     "inconsistent",
+    "missing_labels",
+    "unknown_labels",
+    "duplicate_labels",
+    "bad_probability",
+    "probability_sum",
 ]
-"""Why a judge gave no usable verdict (recorded in ``details["judge_failure"]``)."""
+"""Why a judge gave no usable verdict (recorded in ``details["judge_failure"]``). The
+``*_labels``, ``bad_probability`` and ``probability_sum`` reasons are a decision model's
+(docs/decision-model.md)."""
 
 Check = Callable[[dict[str, Any]], "str | None"]
 """A semantic check beyond the schema: returns a problem, or ``None`` when the verdict holds."""
@@ -173,23 +180,32 @@ class JsonJudge:
         Raises:
             JudgeFailure: Timeout, upstream error, or an answer that is not a valid verdict.
         """
-        request = self.build_request(view)
-        try:
-            if self.settings.timeout_s is None:
-                response = await call(self.target, request)
-            else:
-                response = await asyncio.wait_for(call(self.target, request), self.settings.timeout_s)
-        except TimeoutError:
-            raise self._failed("timeout", f"no verdict within {self.settings.timeout_s:g}s") from None
-        except SwitchyardError as exc:
-            raise self._failed(*_classify_error(exc)) from None
-        return self.parse(response)
+        return self.parse(await call_judge(call, self.settings, self.build_request(view)))
 
     def parse(self, response: ChatResponse) -> dict[str, Any]:
         """Extracts and validates the verdict of a judge answer.
 
         Raises:
             JudgeFailure: ``empty``, ``parse_error``, ``invalid_verdict`` or ``inconsistent``.
+        """
+        value = self.extract(response)
+        if not isinstance(value, dict):
+            raise self._failed("invalid_verdict", f"expected a JSON object, got {type(value).__name__}")
+        problems = validate(value, self.schema)
+        if problems:
+            raise self._failed("invalid_verdict", "; ".join(problems[:3]))
+        if self._check is not None:
+            problem = self._check(value)
+            if problem:
+                raise self._failed("inconsistent", problem)
+        return value
+
+    def extract(self, response: ChatResponse) -> Any:
+        """The JSON document of a judge answer, not yet validated (from the reasoning text when
+        ``content`` is empty and ``verdict_from_reasoning`` is on).
+
+        Raises:
+            JudgeFailure: ``empty`` or ``parse_error``.
         """
         text = response.text.strip()
         lenient = False
@@ -202,20 +218,32 @@ class JsonJudge:
         value = extract_json(text, lenient=lenient)
         if value is None:
             raise self._failed("parse_error", f"answer of {len(text)} chars holds no JSON object")
-        if not isinstance(value, dict):
-            raise self._failed("invalid_verdict", f"expected a JSON object, got {type(value).__name__}")
-        problems = validate(value, self.schema)
-        if problems:
-            raise self._failed("invalid_verdict", "; ".join(problems[:3]))
-        if self._check is not None:
-            problem = self._check(value)
-            if problem:
-                raise self._failed("inconsistent", problem)
         return value
 
     def _failed(self, reason: FailureReason, detail: str) -> JudgeFailure:
-        logger.warning("judge %r gave no verdict (%s): %s", self.target, reason, detail)
-        return JudgeFailure(reason, detail)
+        return judge_failed(self.target, reason, detail)
+
+
+def judge_failed(target: str, reason: FailureReason, detail: str) -> JudgeFailure:
+    """A :class:`JudgeFailure` of judge ``target``, logged once as a warning."""
+    logger.warning("judge %r gave no verdict (%s): %s", target, reason, detail)
+    return JudgeFailure(reason, detail)
+
+
+async def call_judge(call: ModelCall, settings: JudgeSettings, request: ChatRequest) -> ChatResponse:
+    """One judge call on ``settings.target`` within ``settings.timeout_s``.
+
+    Raises:
+        JudgeFailure: ``timeout``, or the class of the upstream error (``upstream_5xx`` …).
+    """
+    try:
+        if settings.timeout_s is None:
+            return await call(settings.target, request)
+        return await asyncio.wait_for(call(settings.target, request), settings.timeout_s)
+    except TimeoutError:
+        raise judge_failed(settings.target, "timeout", f"no verdict within {settings.timeout_s:g}s") from None
+    except SwitchyardError as exc:
+        raise judge_failed(settings.target, *_classify_error(exc)) from None
 
 
 def _classify_error(exc: SwitchyardError) -> tuple[FailureReason, str]:

@@ -24,7 +24,7 @@ from pydantic import (
     model_validator,
 )
 
-from switchyard.routers.affinity import Affinity, Trigger
+from switchyard.routers.affinity import AffinityKeys
 from switchyard.routers.base import BuildContext, Router, RouterSpec, SpecClass, Tiers
 from switchyard.routers.classifier import CapabilityJudge, CapabilityRouter, CustomRouter, Thresholds
 from switchyard.routers.escalation import EscalationRouter
@@ -132,32 +132,9 @@ class LlmClassifierSpec(RouterSpec):
         return read_prompt(self.prompt, self.prompt_file, ctx.config_dir)
 
 
-class _TriggeredSpec(LlmClassifierSpec):
-    """Keys of the modes that classify before the work (capability, custom)."""
-
-    classify_trigger: Trigger = "every_request"
-    message_hash_fallback: bool = False
-    recent_turn_window: int | None = Field(default=None, ge=0)
-    message_chars: int = Field(default=4000, ge=200)
-
-    @model_validator(mode="after")
-    def _hash_needs_affinity(self) -> Self:
-        if self.message_hash_fallback and self.classify_trigger == "every_request":
-            raise ValueError(
-                "message_hash_fallback keys session affinity, which classify_trigger 'every_request' does not "
-                "keep; use 'user_turn' or 'new_session'"
-            )
-        return self
-
-    def keeps_state(self) -> bool:
-        return self.classify_trigger != "every_request"
-
-    def hashes_first_message(self) -> bool:
-        return self.message_hash_fallback
-
-    def affinity(self) -> Affinity:
-        """The route's trigger and affinity handling."""
-        return Affinity(self.classify_trigger, self.state_ttl_s)
+class _TriggeredSpec(AffinityKeys, LlmClassifierSpec):
+    """Keys of the modes that classify before the work (capability, custom): the judge's keys
+    and the trigger and view keys of :class:`~switchyard.routers.affinity.AffinityKeys`."""
 
 
 class CapabilitySpec(_TriggeredSpec):

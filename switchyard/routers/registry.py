@@ -17,6 +17,7 @@ _BUILTIN: dict[str, str] = {
     "passthrough": "switchyard.routers.static:PassthroughSpec",
     "random": "switchyard.routers.static:RandomSpec",
     "llm_classifier": "switchyard.routers.llm_classifier:LlmClassifierSpec",
+    "decision_model": "switchyard.routers.decision.spec:DecisionModelSpec",
     "stage_router": "switchyard.routers.stage.spec:StageRouterSpec",
     "prefill_probe": "switchyard.routers.learned.probe:PrefillProbeSpec",
     "knn": "switchyard.routers.learned.knn:KnnSpec",

@@ -13,6 +13,8 @@ latencies and injected faults, and request validation modelled on the real provi
   :mod:`switchyard.testing.fake_anthropic` and :mod:`switchyard.testing.fake_threads`.
 * ``POST /v1/responses`` and ``/v1/responses/input_tokens`` — OpenAI Responses (JSON and SSE,
   function and custom tool calls, reasoning items); see :mod:`switchyard.testing.fake_responses`.
+* ``POST /v1/systemone`` — a System One-style decision model (typed choices with
+  probabilities, TypeSafe's shape); see :mod:`switchyard.testing.fake_decision`.
 * ``POST /tokenize`` — vLLM's token counter; ``GET /v1/models`` (each model's ``max_model_len``
   is its :attr:`FakeModel.context_window`); ``GET /health`` at the server root, answering
   :attr:`FakeUpstream.health_status` after :attr:`FakeUpstream.health_delay_s` (a vLLM whose
@@ -37,7 +39,7 @@ from typing import Any
 import orjson
 
 from switchyard._dataclass import dataclass
-from switchyard.testing import fake_anthropic, fake_chat, fake_responses
+from switchyard.testing import fake_anthropic, fake_chat, fake_decision, fake_responses
 from switchyard.testing.fake_chat import tool_order_problem, vllm_problem
 from switchyard.testing.fake_common import (
     FAULTS,
@@ -222,6 +224,9 @@ class FakeUpstream:
         model = self.model(name)
         if model.first_byte_s:
             await asyncio.sleep(model.first_byte_s)
+        if kind == "systemone":
+            await _system_one(request, headers, send)
+            return
         answer = _Answer(send, receive, model, fault, lambda: self._hold(receive, stall, name), headers)
         if kind == "messages":
             await self._anthropic(answer, request)
@@ -437,6 +442,18 @@ class FakeUpstream:
             await self._reply_json(answer, fake_chat.completion(request, model, turn, self._ids), turn)
 
 
+async def _system_one(request: dict[str, Any], headers: dict[str, str], send: Send) -> None:
+    """A System One-style decision answer (see :mod:`switchyard.testing.fake_decision`)."""
+    if not headers.get("authorization", "").startswith("Bearer "):
+        await send_json(send, 401, {"detail": "Missing or invalid API key"})
+        return
+    problems = fake_decision.request_problems(request)
+    if problems:
+        await send_json(send, 422, {"detail": problems})
+        return
+    await send_json(send, 200, fake_decision.system_one_answer(request))
+
+
 def _endpoint(path: str) -> str | None:
     for suffix, kind in (
         ("/chat/completions", "chat"),
@@ -445,6 +462,7 @@ def _endpoint(path: str) -> str | None:
         ("/responses/input_tokens", "input_tokens"),
         ("/responses", "responses"),
         ("/tokenize", "tokenize"),
+        ("/systemone", "systemone"),
     ):
         if path.endswith(suffix):
             return kind

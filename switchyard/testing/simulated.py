@@ -35,6 +35,7 @@ from switchyard.testing.fake_common import (
     is_fault,
     last_user_text,
 )
+from switchyard.testing.fake_decision import is_rlcd_request, rlcd_turn
 from switchyard.testing.fake_upstream import FakeUpstream
 from switchyard.testing.judges import under_review, verdict_kind
 
@@ -123,6 +124,8 @@ def judge_turn(body: dict[str, Any]) -> Turn:
     * escalation review: escalate when the turn under review shows a failure (a traceback,
       ``FAILED``, ``error:``, a non-zero exit code);
     * hand-back check: never hands back;
+    * decision-model request (RLCD): a probability per offered label
+      (:func:`~switchyard.testing.fake_decision.rlcd_turn`);
     * anything else with a JSON Schema: an object that satisfies it (an ``enum`` takes its last
       value when the request looks hard, else its first).
     """
@@ -133,6 +136,8 @@ def judge_turn(body: dict[str, Any]) -> Turn:
     kind = verdict_kind(body)
     hard = bool(_HARD.search(view))
     verdict: Any
+    if is_rlcd_request(body):
+        return rlcd_turn(body, view)
     if kind == "capability":
         p = 0.3 if hard else 0.85
         rule, boundary = ("UNC-1", "uncertain") if hard else ("SUP-1", "supported")
