@@ -107,6 +107,15 @@ def status_error(
     else:
         info = codec.decode_error(parsed, status)
         message, code = info.message or f"upstream answered HTTP {status}", info.code
+    return typed_status_error(status, body, headers, message, code, target=target)
+
+
+def typed_status_error(
+    status: int, body: bytes, headers: Mapping[str, str], message: str, code: str | None, *, target: str | None
+) -> UpstreamStatusError:
+    """The typed error for an error answer whose message and code are already read: a context
+    overflow (``400``, ``context_length_exceeded``) or a plain status error, keeping only the
+    retry headers to pass on."""
     keep = {k: v for k, v in headers.items() if k.lower() in ("retry-after", "retry-after-ms")}
     body_text = body[:4000].decode("utf-8", errors="replace")
     if is_context_overflow(status, body_text, code):

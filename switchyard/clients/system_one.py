@@ -32,12 +32,11 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from switchyard.clients.errors import is_context_overflow, timed_out, transport_error
+from switchyard.clients.errors import timed_out, transport_error, typed_status_error
 from switchyard.clients.http_parts import MAX_RESPONSE_BYTES, Timeouts, left
 from switchyard.protocol.call import CallOptions
 from switchyard.protocol.decision import ChoiceAnswer
 from switchyard.protocol.errors import (
-    ContextWindowExceededError,
     RouterError,
     UpstreamProtocolError,
     UpstreamStatusError,
@@ -248,21 +247,7 @@ class SystemOneBackend:
     def _status_error(self, status: int, body: bytes, headers: Mapping[str, str], target: str) -> UpstreamStatusError:
         body = self._redact.data(body)
         message = self._redact.text(_error_message(body, status))
-        keep = {k: v for k, v in headers.items() if k.lower() in ("retry-after", "retry-after-ms")}
-        if is_context_overflow(status, body[:4000].decode("utf-8", errors="replace"), None):
-            return ContextWindowExceededError(
-                message,
-                upstream_status=status,
-                body=body,
-                upstream_headers=headers,
-                target=target,
-                status=400,
-                code="context_length_exceeded",
-                headers=keep,
-            )
-        return UpstreamStatusError(
-            message, upstream_status=status, body=body, upstream_headers=headers, target=target, headers=keep
-        )
+        return typed_status_error(status, body, headers, message, None, target=target)
 
     async def open_stream(
         self, request: ChatRequest, target: TargetInfo, options: CallOptions

@@ -52,28 +52,18 @@ def http_backend(name: str, cfg: LlmClientConfig, api_key: str | None) -> ModelB
             params=cfg.litellm_params,
         )
     assert cfg.base_url is not None  # the schema requires it for every HTTP format
+    common: dict[str, Any] = {
+        "api_key": api_key,
+        "headers": cfg.headers,
+        "timeouts": Timeouts(cfg.timeout.connect, cfg.timeout.read, cfg.timeout.total),
+        "max_connections": cfg.max_connections,
+        "max_response_bytes": cfg.max_response_bytes,
+    }
     if cfg.format == "system_one":
         from switchyard.clients.system_one import SystemOneBackend
 
-        return SystemOneBackend(
-            name,
-            cfg.base_url,
-            api_key=api_key,
-            headers=cfg.headers,
-            timeouts=Timeouts(cfg.timeout.connect, cfg.timeout.read, cfg.timeout.total),
-            max_connections=cfg.max_connections,
-            max_response_bytes=cfg.max_response_bytes,
-        )
-    return HttpBackend(
-        name,
-        cfg.base_url,
-        cfg.format,
-        api_key=api_key,
-        headers=cfg.headers,
-        timeouts=Timeouts(cfg.timeout.connect, cfg.timeout.read, cfg.timeout.total),
-        max_connections=cfg.max_connections,
-        max_response_bytes=cfg.max_response_bytes,
-    )
+        return SystemOneBackend(name, cfg.base_url, **common)
+    return HttpBackend(name, cfg.base_url, cfg.format, **common)
 
 
 def reliability(cfg: LlmClientConfig) -> Reliability:

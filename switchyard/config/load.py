@@ -448,7 +448,8 @@ def _auxiliary_paths(spec: RouterSpec) -> set[str]:
 
 
 def _client_format(clients: dict[str, Any], target: Any) -> Any:
-    client = clients.get(target.get("client")) if isinstance(target, dict) else None
+    name = target.get("client") if isinstance(target, dict) else None
+    client = clients.get(name) if isinstance(name, str) else None
     return client.get("format") if isinstance(client, dict) else None
 
 

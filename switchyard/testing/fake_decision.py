@@ -101,14 +101,19 @@ def _question_problems(qid: str, question: Any) -> list[dict[str, Any]]:
     if kind == "score":
         return [*problems, _problem([*loc, "type"], "the fake decision model does not model score questions")]
     if kind != "choice":
-        return [*problems, _problem([*loc, "type"], "Input tag should be 'choice', 'noul' or 'score'", "union_tag_invalid")]
+        return [
+            *problems,
+            _problem([*loc, "type"], "Input tag should be 'choice', 'noul' or 'score'", "union_tag_invalid"),
+        ]
     criteria = question.get("criteria")
     if not isinstance(criteria, dict) or not 2 <= len(criteria) <= _MAX_OPTIONS:
         problems.append(_problem([*loc, "criteria"], f"a choice needs 2 to {_MAX_OPTIONS} options"))
         return problems
     for label, meaning in criteria.items():
         if not _KEY.match(str(label)):
-            problems.append(_problem([*loc, "criteria", label], "option keys are 1 to 64 ASCII letters, digits, '_' or '-'"))
+            problems.append(
+                _problem([*loc, "criteria", label], "option keys are 1 to 64 ASCII letters, digits, '_' or '-'")
+            )
         elif not isinstance(meaning, str):
             problems.append(_problem([*loc, "criteria", label], "Input should be a valid string", "string_type"))
     return problems

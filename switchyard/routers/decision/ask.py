@@ -12,7 +12,9 @@ Layer: ``routers`` — imports ``protocol`` only. No I/O: both askers await the 
 * :class:`SystemOneAsker` — a System One-style API (``format: system_one``): the request carries
   a :class:`~switchyard.protocol.decision.ChoiceQuestion` and the answer comes back typed.
 
-Both return an :class:`Asked`: the raw pairs and the named pick, checked afterwards by
+Each asks in two steps, so a malformed answer still reports its model and tokens:
+:meth:`Asker.ask` makes the call, :meth:`Asker.read` turns its response into an :class:`Asked`
+(the raw pairs and the named pick), checked afterwards by
 :func:`~switchyard.routers.decision.verdict.check`.
 """
 
@@ -37,13 +39,11 @@ class Asked:
     """A decision model's answer before it is checked.
 
     Attributes:
-        response: The call's response (model, usage).
         pairs: ``(label, probability)`` as answered, in the answer's order.
         named: The label the model named as its pick.
         confidence: The model's own confidence in its pick, when it reports one.
     """
 
-    response: ChatResponse
     pairs: list[tuple[Any, Any]]
     named: Any
     confidence: float | None = None
@@ -53,13 +53,25 @@ class Asker(Protocol):
     """One decision protocol."""
 
     protocol: str
-    target: str
 
-    async def ask(self, call: ModelCall, view: str) -> Asked:
+    @property
+    def target(self) -> str:
+        """The decision target."""
+        ...
+
+    async def ask(self, call: ModelCall, view: str) -> ChatResponse:
         """Asks which label fits the conversation ``view``.
 
         Raises:
-            JudgeFailure: No answer (timeout, upstream error) or one of the wrong shape.
+            JudgeFailure: No answer (timeout, upstream error).
+        """
+        ...
+
+    def read(self, response: ChatResponse) -> Asked:
+        """The answer's pairs and pick.
+
+        Raises:
+            JudgeFailure: An answer of the wrong shape.
         """
         ...
 
@@ -124,8 +136,10 @@ class RlcdAsker:
         """The decision target."""
         return self.settings.target
 
-    async def ask(self, call: ModelCall, view: str) -> Asked:
-        response = await call_judge(call, self.settings, self.judge.build_request(view))
+    async def ask(self, call: ModelCall, view: str) -> ChatResponse:
+        return await call_judge(call, self.settings, self.judge.build_request(view))
+
+    def read(self, response: ChatResponse) -> Asked:
         value = self.judge.extract(response)
         entries = value.get("probabilities") if isinstance(value, dict) else None
         if not isinstance(entries, list) or not all(isinstance(e, dict) and "option" in e for e in entries):
@@ -135,7 +149,7 @@ class RlcdAsker:
         assert isinstance(value, dict)
         if "target" not in value:
             raise judge_failed(self.target, "invalid_verdict", "the verdict names no 'target'")
-        return Asked(response, [(e["option"], e.get("probability")) for e in entries], value["target"])
+        return Asked([(e["option"], e.get("probability")) for e in entries], value["target"])
 
 
 class SystemOneAsker:
@@ -158,10 +172,12 @@ class SystemOneAsker:
         """The decision target."""
         return self.settings.target
 
-    async def ask(self, call: ModelCall, view: str) -> Asked:
+    async def ask(self, call: ModelCall, view: str) -> ChatResponse:
         request = ChatRequest(messages=[Message.of("user", view)], choice=self.question)
-        response = await call_judge(call, self.settings, request)
+        return await call_judge(call, self.settings, request)
+
+    def read(self, response: ChatResponse) -> Asked:
         answer = response.choice
         if answer is None:
             raise judge_failed(self.target, "invalid_response", "the decision target answered no typed choice")
-        return Asked(response, list(answer.probabilities.items()), answer.choice, answer.confidence)
+        return Asked(list(answer.probabilities.items()), answer.choice, answer.confidence)

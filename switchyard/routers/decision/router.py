@@ -74,15 +74,18 @@ class DecisionModelRouter(ClassifierRouter):
     async def classify(self, request: ChatRequest, ctx: RouteContext, call: ModelCall) -> Decision:
         view = task_view(request.messages, window=self.recent_turn_window, message_chars=self.message_chars)
         started = time.perf_counter()
+        response: ChatResponse | None = None
         asked: Asked | None = None
         try:
-            asked = await self.asker.ask(call, view)
+            response = await self.asker.ask(call, view)
+            asked = self.asker.read(response)
             dist = check(
                 asked.pairs, list(self.labels), named=asked.named, tolerance=self.sum_tolerance, judge=self.asker.target
             )
         except JudgeFailure as failure:
-            return self._fail_open(failure.reason, failure.detail, self._call_facts(started, asked), None)
-        facts = self._call_facts(started, asked)
+            facts = self._call_facts(started, response, asked)
+            return self._fail_open(failure.reason, failure.detail, facts, None)
+        facts = self._call_facts(started, response, asked)
         ranking = rank(dist, self.labels)
         chosen = ranking.ranked[0]
         p = ranking.targets[chosen]
@@ -119,7 +122,7 @@ class DecisionModelRouter(ClassifierRouter):
             "min_probability": self.min_probability,
         }
 
-    def _call_facts(self, started: float, asked: Asked | None) -> dict[str, Any]:
+    def _call_facts(self, started: float, response: ChatResponse | None, asked: Asked | None) -> dict[str, Any]:
         """The decision call as the record shows it: protocol, target, latency, and (when an
         answer came back) the model that answered, its tokens and its own confidence."""
         facts: dict[str, Any] = {
@@ -127,13 +130,12 @@ class DecisionModelRouter(ClassifierRouter):
             "target": self.asker.target,
             "latency_ms": round((time.perf_counter() - started) * 1000, 3),
         }
-        if asked is not None:
-            response: ChatResponse = asked.response
+        if response is not None:
             facts.update(
                 model=response.model,
                 input_tokens=response.usage.input_tokens,
                 output_tokens=response.usage.output_tokens,
             )
-            if asked.confidence is not None:
-                facts["confidence"] = asked.confidence
+        if asked is not None and asked.confidence is not None:
+            facts["confidence"] = asked.confidence
         return facts

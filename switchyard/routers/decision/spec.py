@@ -9,6 +9,7 @@ request.
 
 from __future__ import annotations
 
+import re
 from typing import ClassVar, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt, field_validator, model_validator
@@ -19,6 +20,7 @@ from switchyard.routers.decision.ask import Asker, RlcdAsker, SystemOneAsker
 from switchyard.routers.decision.router import DecisionModelRouter
 from switchyard.routers.judge import JudgeSettings, ResponseFormatType
 
+_LABEL = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 DEFAULT_QUESTION = "Which option is the best fit to handle the latest request of this conversation?"
 
 
@@ -76,8 +78,10 @@ class DecisionModelSpec(AffinityKeys, RouterSpec):
     @classmethod
     def _labels(cls, value: dict[str, str | LabelSpec]) -> dict[str, str | LabelSpec]:
         for label in value:
-            if not label.strip() or label != label.strip():
-                raise ValueError(f"label {label!r} must be non-empty without surrounding spaces")
+            if not _LABEL.match(label):
+                # The rule every System One-style API accepts (OpenRouter's Decisions API
+                # documents it); RLCD labels follow it too, so a route can change protocol.
+                raise ValueError(f"label {label!r} must be 1 to 64 ASCII letters, digits, '_' or '-'")
         if len({_target(spec) for spec in value.values()}) < 2:
             raise ValueError("labels must name at least two different targets (one target needs no decision)")
         return value

@@ -88,7 +88,9 @@ def check(
         raise judge_failed(judge, "missing_labels", f"no probability for {_names(missing)}")
     total = math.fsum(seen.values())
     if abs(total - 1.0) > tolerance:
-        raise judge_failed(judge, "probability_sum", f"probabilities sum to {total:.4g}, not 1 (tolerance {tolerance:g})")
+        raise judge_failed(
+            judge, "probability_sum", f"probabilities sum to {total:.4g}, not 1 (tolerance {tolerance:g})"
+        )
     dist = {label: seen[label] / total for label in labels}
     if named is not None:
         if not isinstance(named, str) or named not in dist:
