@@ -14,6 +14,7 @@ What it serves (on every port given, the same app):
   POST /v1/messages/count_tokens         Anthropic token count
   POST /v1/responses                     OpenAI Responses (JSON and SSE)
   POST /v1/responses/input_tokens        Responses token count
+  POST /v1/systemone                     a System One-style decision model (typed choices)
   POST /tokenize                         vLLM token count
   GET  /v1/models                        models seen so far (max_model_len 131072)
   GET  /health                           200 (vLLM's liveness endpoint)
@@ -30,6 +31,9 @@ Which model answers:
   Judges: a request with response_format (what llm_classifier and stage_router judges send)
   gets a verdict — capability forecasts say p_solve 0.3 for debugging/design/traceback tasks
   and 0.85 otherwise; escalation reviews escalate when the turn under review shows a failure.
+  Decision models (what type: decision_model asks, on /v1/systemone or as an RLCD verdict on
+  Chat) favour the option whose description shares words with the request; a "[route:LABEL]" or
+  "[route:LABEL@0.35]" marker in the message decides instead.
   Advisor reviews (what type: advisor sends) get REDO and a plan when the executor's turn
   reports a failure (traceback, FAILED, error:), else APPROVE.
 

@@ -134,8 +134,8 @@ def test_unknown_keys(tmp_path: Path, old: str, new: str, expected: str) -> None
         (
             "{type: passthrough, target: efficient}",
             "{target: efficient}",
-            ":12: routes.fast.type: required key is missing; one of: advisor, cascade, knn, llm_classifier, "
-            "passthrough",
+            ":12: routes.fast.type: required key is missing; one of: advisor, cascade, decision_model, knn, "
+            "llm_classifier, passthrough",
         ),
     ],
 )
