@@ -188,16 +188,21 @@ class DecisionRecord:
             self.details["api_key"] = caller.key
 
     def mask(self) -> None:
-        """Masks what the request's ``restrict:`` rules matched in the record's error texts: an
-        upstream's error may quote the request (a schema, a value it refused)."""
+        """Masks what the request's ``restrict:`` rules matched in the record's texts: its error
+        and its attempts' (an upstream's error may quote the request: a schema, a value it
+        refused), the router's reason and its ``details`` (a judge's or advisor's words may
+        quote the prompt)."""
         redact = self._redact
         if redact is None:
             return
         if self.error:
             self.error = redact(self.error)
+        if self.reason:
+            self.reason = redact(self.reason)
         for attempt in (*self.attempts, *self.router_attempts):
             if attempt.error:
                 attempt.error = redact(attempt.error)
+        self.details = _masked(self.details, redact)
 
     @property
     def preview(self) -> str | None:
@@ -222,6 +227,17 @@ class DecisionRecord:
         # orjson serialises (nested, slotted) dataclasses itself: ~10x cheaper than going
         # through dataclasses.asdict, and this runs once per request when records are logged.
         return orjson.dumps(self, option=orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS)
+
+
+def _masked(value: Any, redact: Callable[[str], str]) -> Any:
+    """``value`` (JSON-like) with every string passed through ``redact``."""
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, dict):
+        return {key: _masked(item, redact) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_masked(item, redact) for item in value]
+    return value
 
 
 def prompt_preview(request: ChatRequest, limit: int, redact: Callable[[str], str] | None = None) -> str | None:

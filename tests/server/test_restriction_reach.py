@@ -18,6 +18,7 @@ import pytest
 from _proxy import recording_proxy
 
 from switchyard.engine.records import DecisionRecord
+from switchyard.routers.restrict import RestrictPolicy, RestrictRule
 from switchyard.server.runner import ServerThread
 from switchyard.testing.fake_threads import BETA
 
@@ -305,3 +306,17 @@ def test_a_body_of_any_json_shape_is_read_without_failing(proxy: Any) -> None:
     reply = _post(server, PATHS["anth"], _anth(odd))
     assert reply.status_code == 200, reply.text
     assert reply.headers["x-switchyard-selected-model"] == "anth-local"
+
+
+def test_a_records_own_words_are_masked_too() -> None:
+    """A judge's or advisor's words in ``details`` and the router's reason may quote the prompt."""
+    rule = RestrictRule(detector="secrets", require=["onprem"])
+    record = DecisionRecord(request_id="r", route="x", router="y", reason=f"saw {SECRET}")
+    record.details = {"escalation": {"judge_reason": f"the user pasted {SECRET}", "n": 1}, "plans": [SECRET]}
+    record._redact = RestrictPolicy([rule]).redactor([rule], "[redacted]")
+    record.mask()
+    assert SECRET not in record.to_json().decode()
+    assert record.details == {
+        "escalation": {"judge_reason": "the user pasted [redacted]", "n": 1},
+        "plans": ["[redacted]"],
+    }
