@@ -20,6 +20,7 @@ from switchyard._version import __version__
 
 _MODULE_OF = {
     "serve": "serve",
+    "reload": "reload",
     "validate": "validate",
     "route": "route",
     "explain": "route",

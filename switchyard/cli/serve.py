@@ -61,8 +61,10 @@ the switchyard.decisions logger, and every count_tokens call a line on switchyar
 --log-level debug adds Switchyard's debug lines and keeps third-party libraries at info;
 debug-all also shows httpx/httpcore/uvicorn internals.
 Every core: --workers auto (or N) runs N processes on the port under a supervisor;
-  kill -HUP <supervisor pid> reloads the config worker by worker without dropping requests
-  (a config that does not validate is refused and the old one keeps serving).
+  `switchyard reload <supervisor pid>` (or kill -HUP) reloads the config worker by worker without
+  dropping requests; a config that does not validate, has no routes, or has none of the routes
+  that served traffic in the last minute is refused and the old one keeps serving
+  (`switchyard reload --force` applies the last kind anyway).
 Several workers or replicas with stateful routes: state.backend: redis (see docs/deployment.md).
 
 Security (docs/security.md): the default bind is 127.0.0.1. Without server.api_keys only

@@ -1,8 +1,9 @@
 """One worker process of ``switchyard serve --workers N`` (started by the supervisor, not by hand).
 
 Run as ``python -m switchyard.cli.worker``. It serves the config on the listening socket the
-supervisor passed (``--listen-fd``), writes ``R`` on ``--status-fd`` once it accepts
-connections and ``C`` once a shutdown stopped accepting, and stops (draining like ``serve``)
+supervisor passed (``--listen-fd``), writes the line ``R`` on ``--status-fd`` once it accepts
+connections, ``C`` once a shutdown stopped accepting, and ``T <route>`` lines as routes serve
+traffic (``server/reload_check.py``), and stops (draining like ``serve``)
 when the supervisor's end of ``--life-fd`` closes — so a supervisor killed with SIGKILL leaves
 no worker behind. See :mod:`switchyard.server.workers`.
 """
@@ -68,13 +69,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     sock = socket.socket(fileno=args.listen_fd)
     status_fd: int = args.status_fd
     life_fd: int = args.life_fd
+    with contextlib.suppress(OSError):
+        os.set_blocking(status_fd, False)  # a supervisor slow to read must never stall serving
 
-    def tell(flag: bytes) -> None:
-        with contextlib.suppress(OSError):  # the supervisor is gone: nobody to tell
-            os.write(status_fd, flag)
+    def tell(line: bytes) -> None:
+        with contextlib.suppress(OSError):  # the supervisor is gone (or its pipe is full): nobody to tell
+            os.write(status_fd, line)
+
+    from switchyard.server.reload_check import ServedRoutes
+
+    sy.on_decision(ServedRoutes(tell))  # which routes serve traffic: what a reload must keep
 
     def started() -> None:
-        tell(b"R")
+        tell(b"R\n")
         # EOF on the life pipe: the supervisor died; stop as on SIGTERM.
         asyncio.get_running_loop().add_reader(life_fd, orphaned)
 
@@ -89,7 +96,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         log_level=uvicorn_level(args.log_level),
         access_log=args.access_log,
         on_started=started,
-        on_closed=lambda: tell(b"C"),
+        on_closed=lambda: tell(b"C\n"),
     )
     return 0
 

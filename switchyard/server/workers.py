@@ -20,7 +20,11 @@ the slot's backlog for the next worker of that slot. Where ``SO_REUSEPORT`` does
   connections the slot's old worker is told to stop (``SIGTERM``: it stops accepting and lets its
   open requests and streams finish within ``server.drain_s``). A new worker that fails to start
   refuses the reload the same way. One slot at a time, so capacity never drops by more than one
-  worker's.
+  worker's. A config that validates but would serve nothing — no routes, or none of the routes
+  that served traffic in the last minute — is refused too, with its reason
+  (:mod:`switchyard.server.reload_check`).
+* ``SIGUSR1`` — a forced reload (``switchyard reload --force``): as ``SIGHUP``, except that a
+  config without the routes that served traffic lately is applied anyway.
 * ``SIGTERM`` / ``SIGINT`` — stop: every worker drains as a single ``serve`` does, then the
   supervisor exits.
 * A worker that dies on its own is started again on its slot (with a growing pause when it keeps
@@ -50,6 +54,7 @@ from dataclasses import field
 from switchyard._dataclass import dataclass
 from switchyard._listen import bind
 from switchyard.config.load import ConfigError, LoadedConfig, load_config
+from switchyard.server.reload_check import RecentRoutes, dropped, refusal
 from switchyard.server.runner import DRAIN_GRACE_S
 
 logger = logging.getLogger("switchyard.workers")
@@ -59,7 +64,8 @@ START_TIMEOUT_S = 120.0
 
 READY = b"R"
 CLOSED = b"C"
-"""What a worker writes on its status pipe: accepting connections / no longer accepting."""
+"""What a worker writes on its status pipe, one line each: accepting connections / no longer
+accepting (and ``T <route>`` lines, :mod:`switchyard.server.reload_check`)."""
 
 
 def worker_count(text: str) -> int:
@@ -114,6 +120,7 @@ class Worker:
     closed: bool = False
     retiring: bool = False
     exit_code: int | None = None
+    partial: bytes = b""  # the start of a status line not yet whole
 
     @property
     def alive(self) -> bool:
@@ -172,6 +179,8 @@ class Supervisor:
         self._selector.register(self._wake_r, selectors.EVENT_READ)
         self._stopping = False
         self._reload_asked = False
+        self._force_asked = False
+        self.recent = RecentRoutes()  # the routes the workers report serving
         self._failures: dict[int, int] = {}  # slot -> deaths before ready in a row
         self._respawn_at: dict[int, float] = {}
         # Private: the config snapshot of each generation, and the metrics files unless the
@@ -232,15 +241,21 @@ class Supervisor:
 
     def _on_status(self, worker: Worker) -> None:
         try:
-            data = os.read(worker.status_fd, 64)
+            data = os.read(worker.status_fd, 4096)
         except BlockingIOError:
             return
-        if READY in data:
-            worker.ready = True
-            self._failures.pop(worker.slot, None)
-            logger.info("worker %d (pid %d, generation %d) ready", worker.slot, worker.proc.pid, worker.generation)
-        if CLOSED in data:
-            worker.closed = True
+        *lines, worker.partial = (worker.partial + data).split(b"\n")
+        for line in lines:
+            if line == READY:
+                worker.ready = True
+                self._failures.pop(worker.slot, None)
+                logger.info("worker %d (pid %d, generation %d) ready", worker.slot, worker.proc.pid, worker.generation)
+            elif line == CLOSED:
+                worker.closed = True
+            else:
+                self.recent.heard(line)
+        if len(worker.partial) > 65536:
+            worker.partial = b""  # no line is that long: not a worker's
         if not data:  # EOF: the worker's end is gone, it is exiting
             self._selector.unregister(worker.status_fd)
             os.close(worker.status_fd)
@@ -308,12 +323,14 @@ class Supervisor:
             self._stopping = True
         elif signum == signal.SIGHUP:
             self._reload_asked = True
+        elif signum == signal.SIGUSR1:
+            self._reload_asked = self._force_asked = True
 
     def _install_signals(self) -> None:
         # The handlers only wake the loop (the wakeup fd carries the signal number); the work
         # happens in _pump, outside signal context.
         signal.set_wakeup_fd(self._wake_w, warn_on_full_buffer=False)
-        for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGCHLD):
+        for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGUSR1, signal.SIGCHLD):
             signal.signal(signum, lambda *_: None)
 
     # -- lifecycle ----------------------------------------------------------------------------
@@ -338,8 +355,8 @@ class Supervisor:
             self.say(f"switchyard: {self.count} worker(s) ready (pids {pids}); SIGHUP reloads {self.config_path}")
             while not self._stopping:
                 if self._reload_asked:
-                    self._reload_asked = False
-                    self.reload()
+                    force, self._reload_asked, self._force_asked = self._force_asked, False, False
+                    self.reload(force=force)
                     continue
                 self._pump(1.0)
             self._stop_all()
@@ -352,8 +369,13 @@ class Supervisor:
         current = [w for w in self.workers if not w.retiring]
         return len(current) == self.count and all(w.ready for w in current)
 
-    def reload(self) -> bool:
-        """Rolls every slot over to a freshly loaded config; ``False`` when it was refused."""
+    def reload(self, *, force: bool = False) -> bool:
+        """Rolls every slot over to a freshly loaded config; ``False`` when it was refused.
+
+        Args:
+            force: Apply a config that lacks every route that served traffic lately (one with
+                no routes at all is refused still; see :mod:`switchyard.server.reload_check`).
+        """
         generation = self.generation + 1
         try:
             config_file, loaded = self._snapshot(generation)
@@ -365,8 +387,17 @@ class Supervisor:
         except OSError as exc:
             self.say(f"switchyard: reload refused, cannot read {self.config_path}: {exc}")
             return False
+        recent = self.recent.recent()
+        why = refusal(loaded, recent, force=force)
+        if why is not None:
+            os.unlink(config_file)
+            self.say(f"switchyard: reload refused, {self.config_path}: {why}")
+            self.say("switchyard: the workers keep serving the previous config")
+            return False
         for warning in loaded.warnings:
             self.say(f"  {warning.render(self.config_path)}")
+        if gone := dropped(loaded, recent):
+            self.say(f"switchyard: warning: routes that served traffic in the last minute are gone: {', '.join(gone)}")
         note = memory_state_warning(loaded, self.count)
         if note:
             self.say(f"switchyard: warning: {note}")

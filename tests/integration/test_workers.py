@@ -276,6 +276,47 @@ def test_a_killed_worker_is_started_again(served: Any) -> None:
     chat(server.url, "fast")
 
 
+def test_a_reload_that_would_serve_nothing_is_refused_unless_forced(served: Any) -> None:
+    # Issue 44: a file saved half-written validates but serves nothing (no routes), or serves
+    # none of the routes in use. Both are refused with their reason; --force applies the second.
+    from switchyard.cli import main
+
+    server, _, _, fake_port = served
+    generation = server.health()["generation"]
+    with httpx.Client(base_url=server.url, timeout=30) as client:
+        for _ in range(3):
+            body = {"model": "fast", "messages": [{"role": "user", "content": "in use"}]}
+            assert client.post("/v1/chat/completions", json=body).status_code == 200
+        # A view on the same connection hands the answers' records out first (server/later.py),
+        # so the worker has told the supervisor that "fast" serves traffic before the signal.
+        assert client.get("/health").status_code == 200
+
+    def refused(config: dict[str, Any], why: str) -> None:
+        refusals = server.text().count("reload refused")
+        server.config.write_text(yaml.safe_dump(config))
+        server.hup()
+        wait_until(lambda: server.text().count("reload refused") > refusals, 60, "the refusal", every=0.05)
+        assert why in server.text()
+        for _ in range(6):
+            assert server.health()["generation"] == generation
+            chat(server.url, "fast")
+
+    half_written = config_for(fake_port)
+    half_written["routes"] = {}
+    refused(half_written, "the new config has no routes: every request would get 404")
+    elsewhere = config_for(fake_port)
+    elsewhere["routes"] = {"other": {"type": "passthrough", "target": "efficient"}}
+    refused(elsewhere, "none of the routes that served traffic in the last 60s (")
+    assert "fast" in server.text().rsplit("reload refused", 1)[1]
+
+    # Forced: the operator retires the routes in use on purpose.
+    assert main(["reload", "--force", str(server.proc.pid)]) == 0
+    done = f"reload complete: generation {generation + 1}"
+    wait_until(lambda: done in server.text(), 180, "the forced reload", every=0.05)
+    assert "routes that served traffic in the last minute are gone: " in server.text()
+    chat(server.url, "other")
+
+
 def _running(pid: int) -> bool:
     try:
         status = Path(f"/proc/{pid}/status").read_text()
