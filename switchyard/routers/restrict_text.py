@@ -24,13 +24,25 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from switchyard.protocol.decision import ChoiceQuestion
 from switchyard.protocol.messages import ImagePart, Message, ReasoningPart, TextPart, ToolCallPart, ToolResultPart
 from switchyard.protocol.request import ChatRequest, ReasoningConfig
 from switchyard.protocol.tools import ToolChoice, ToolDefinition
 
 READ: dict[type[BaseModel], frozenset[str]] = {
     ChatRequest: frozenset(
-        {"messages", "tools", "tool_choice", "stop", "response_format", "reasoning", "user", "metadata", "extra"}
+        {
+            "messages",
+            "tools",
+            "tool_choice",
+            "stop",
+            "response_format",
+            "reasoning",
+            "user",
+            "metadata",
+            "extra",
+            "choice",
+        }
     ),
     Message: frozenset({"content", "name"}),
     TextPart: frozenset({"text", "cache_control"}),
@@ -41,6 +53,7 @@ READ: dict[type[BaseModel], frozenset[str]] = {
     ToolDefinition: frozenset({"name", "description", "parameters", "format", "cache_control", "native"}),
     ToolChoice: frozenset({"name"}),
     ReasoningConfig: frozenset({"effort", "summary"}),
+    ChoiceQuestion: frozenset({"instructions", "options"}),
 }
 """The fields of each IR type whose text (strings, and the keys and strings of JSON objects) a
 rule reads."""
@@ -71,6 +84,7 @@ NOT_READ: dict[type[BaseModel], dict[str, str]] = {
     ToolDefinition: {"kind": _FIXED, "strict": _FLAG},
     ToolChoice: {"mode": _FIXED},
     ReasoningConfig: {"enabled": _FLAG, "budget_tokens": _FLAG},
+    ChoiceQuestion: {},
 }
 """The fields of each IR type a rule does not read, with the reason."""
 
@@ -201,6 +215,9 @@ def request_texts(request: ChatRequest) -> list[str]:
     _opt(request.user, add)
     _json(request.metadata, add)
     _json(request.extra, add)
+    if request.choice is not None:  # a decision model's question (built by a router, sent to it)
+        add(request.choice.instructions)
+        _json(request.choice.options, add)
     return out
 
 
