@@ -46,7 +46,9 @@ What is converted (NeMo Switchyard 0.3 `switchyard-server --config` TOML):
                        stage_router and advisor; the route's public `id` becomes the route
                        name (the model name clients send); stage routers get `compat: nvidia`
                        so they decide as NVIDIA's 0.3.0 does; composite (stage + classifier)
-                       becomes a cascade; `subagents` blocks keep their policy.
+                       becomes a cascade; `subagents` blocks keep their policy; 0.4's rlcd
+                       and type_safe_classifier (with [type_safe_client]) become
+                       decision_model routes (docs/decision-model.md).
 Keys that have no counterpart (noop, plan_execute, auto and prefill_router routes,
 forward_auth, advertising-only flags) are listed on stderr and in a comment at the top of the
 output; the command never drops a key silently. The result is checked by Switchyard's own

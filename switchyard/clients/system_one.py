@@ -57,10 +57,13 @@ _ENDPOINT_SUFFIXES = ("/systemone", "/decisions")
 
 
 def endpoint(base_url: str) -> str:
-    """The POST URL for ``base_url``: ``…/v1`` gets ``/systemone``; a URL that already ends with
-    ``/systemone`` (TypeSafe) or ``/decisions`` (OpenRouter's Decisions API) is used as given."""
+    """The POST URL for ``base_url``: a URL that ends with ``/systemone`` (TypeSafe) or
+    ``/decisions`` (OpenRouter's Decisions API) is used as given; ``…/v1`` gets ``/systemone``;
+    a server root (``https://api.typesafe.ai``, NVIDIA Switchyard's spelling) gets ``/v1/systemone``."""
     base = base_url.rstrip("/")
-    return base if base.endswith(_ENDPOINT_SUFFIXES) else base + "/systemone"
+    if base.endswith(_ENDPOINT_SUFFIXES):
+        return base
+    return base + ("/systemone" if base.endswith("/v1") else "/v1/systemone")
 
 
 def encode(request: ChatRequest, model: str, extra_body: Mapping[str, Any] | None = None) -> dict[str, Any]:

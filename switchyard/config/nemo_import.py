@@ -21,6 +21,12 @@ maps onto ours almost key for key; the differences handled here:
   decisive), then its classifier as a capability judge between the stage's two targets, then
   the efficient target — NVIDIA's tier before any verdict (docs/cascade.md).
 
+* ``rlcd`` and ``type_safe_classifier`` routes (0.4) become ``decision_model`` routes
+  (docs/decision-model.md): each candidate target is a label of the same name (sanitised to
+  ``A-Z a-z 0-9 _ -``), and the deployment-wide ``[type_safe_client]`` becomes a ``system_one``
+  client with one decision target; a TypeSafe route's ``base_threshold`` becomes
+  ``min_probability``.
+
 Every key without a counterpart is reported as a :class:`Dropped` entry (never dropped
 silently): ``noop``, ``plan_execute``, ``auto`` and ``prefill_router`` routes, ``forward_auth``,
 the advertising-only ``tool_calling`` and ``reasoning`` flags.
@@ -29,6 +35,7 @@ the advertising-only ``tool_calling`` and ``reasoning`` flags.
 from __future__ import annotations
 
 import json
+import re
 import tomllib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import field
@@ -138,11 +145,39 @@ _COMPOSITE_JUDGE = {
 _TOOL_CATEGORY = {"observe": "read", "mutate": "edit", "plan": "plan", "new": "write"}
 """NVIDIA's tool categories (0.3.0 ``tool_semantics``) in the stage router's vocabulary here."""
 _HANDOFF = ("escalation_note", "deescalation_note", "only_on_wrong_signal_escalation")
+_TYPE_SAFE = {
+    "base_threshold": "min_probability",
+    "question": "question",
+    "classify_trigger": "classify_trigger",
+    "message_hash_fallback": "message_hash_fallback",
+    "recent_turn_window": "recent_turn_window",
+}
+"""``type_safe_classifier`` keys that carry over to a ``decision_model`` route (renamed)."""
+
+
+def _free_name(name: str, taken: Mapping[str, Any]) -> str:
+    found, n = name, 1
+    while found in taken:
+        n += 1
+        found = f"{name}_{n}"
+    return found
+
+
+def _labels(targets: Iterable[Any], described: Mapping[str, str]) -> dict[str, Any]:
+    """A label per candidate target: the target's name, made a valid label, unique."""
+    out: dict[str, Any] = {}
+    for target in targets:
+        name = str(target)
+        label = _free_name(re.sub(r"[^A-Za-z0-9_-]", "_", name)[:60] or "target", out)
+        out[label] = {"target": name, "description": described[name]} if name in described else name
+    return out
 
 
 class _Converter:
     def __init__(self) -> None:
         self.dropped: list[Dropped] = []
+        self.descriptions: dict[str, str] = {}  # target name -> its ``routing_description``
+        self.type_safe_target: str | None = None  # the decision target made of [type_safe_client]
 
     def drop(self, path: str, reason: str) -> None:
         self.dropped.append(Dropped(path, reason))
@@ -198,8 +233,25 @@ class _Converter:
                 f"no per-target reasoning setting; set it in extra_body in the upstream's own terms "
                 f"(e.g. reasoning_effort: {src['reasoning_effort']!r} for OpenAI Chat)",
             )
-        self.rest(src, {"llm_client", "id", "extra_body", "system_prompt", "reasoning_effort"}, at)
+        if isinstance(src.get("routing_description"), str):
+            self.descriptions[name] = src["routing_description"]
+        self.rest(
+            src, {"llm_client", "id", "extra_body", "system_prompt", "reasoning_effort", "routing_description"}, at
+        )
         return out
+
+    def type_safe_client(self, src: Mapping[str, Any], out: dict[str, Any]) -> None:
+        """``[type_safe_client]``: one ``system_one`` client and its decision target."""
+        client, target = (
+            _free_name("type_safe", out.get("llm_clients", {})),
+            _free_name("type_safe_judge", out["targets"]),
+        )
+        block: dict[str, Any] = {"format": "system_one", "base_url": src.get("base_url") or "https://api.typesafe.ai"}
+        self.copy(src, ("api_key_env",), block)
+        out.setdefault("llm_clients", {})[client] = block
+        out["targets"][target] = {"client": client, "model": src.get("model") or "jev-latest"}
+        self.type_safe_target = target
+        self.rest(src, {"api_key_env", "base_url", "model"}, "type_safe_client")
 
     def route(self, name: str, src: Mapping[str, Any]) -> dict[str, Any] | None:
         at = f"routes.{name}"
@@ -215,6 +267,8 @@ class _Converter:
             "stage_router": self._stage,
             "advisor": self._advisor,
             "composite": self._composite,
+            "rlcd": self._rlcd,
+            "type_safe_classifier": self._type_safe,
         }
         if kind == "noop":
             self.drop(at, "noop routes (answer 'OK' without a model) have no counterpart; the route was left out")
@@ -297,6 +351,29 @@ class _Converter:
             out["selector"] = policy["selector"]
         self.rest(policy, {"type", "selector"}, f"{at}.policy")
         return handled | set(_CUSTOM) | {"response_schema", "policy", "models"}
+
+    def _rlcd(self, at: str, src: Mapping[str, Any], out: dict[str, Any]) -> set[str]:
+        # NVIDIA's options are the targets' model ids; here they are labels named after the targets.
+        out.update(
+            type="decision_model",
+            decision_target=src.get("classifier_target"),
+            labels=_labels(src.get("targets") or [], {}),
+            default_target=src.get("default_target"),
+        )
+        return {"classifier_target", "targets", "default_target"}
+
+    def _type_safe(self, at: str, src: Mapping[str, Any], out: dict[str, Any]) -> set[str]:
+        if self.type_safe_target is None:
+            raise TomlImportError(f"{at}: a type_safe_classifier route needs the [type_safe_client] table")
+        described = {**self.descriptions, **dict(src.get("candidate_descriptions") or {})}
+        out.update(
+            type="decision_model",
+            decision_target=self.type_safe_target,
+            labels=_labels(src.get("candidates") or [], described),
+            default_target=src.get("default_target"),
+        )
+        self.copy(src, _TYPE_SAFE, out)
+        return {"candidates", "candidate_descriptions", "default_target", *_TYPE_SAFE}
 
     def _advisor(self, at: str, src: Mapping[str, Any], out: dict[str, Any]) -> set[str]:
         self.copy(src, _ADVISOR_KEYS, out)
@@ -388,6 +465,8 @@ def convert(toml_text: str, *, source: str = "routes.toml") -> Converted:
     if clients:
         out["llm_clients"] = {name: conv.client(name, block) for name, block in clients.items()}
     out["targets"] = {name: conv.target(name, block) for name, block in (data.get("targets") or {}).items()}
+    if isinstance(data.get("type_safe_client"), dict):
+        conv.type_safe_client(data["type_safe_client"], out)
     routes: dict[str, Any] = {}
     for name, block in (data.get("routes") or {}).items():
         converted = conv.route(name, block)
@@ -398,7 +477,7 @@ def convert(toml_text: str, *, source: str = "routes.toml") -> Converted:
             raise TomlImportError(f"routes.{name}: public id {public!r} is used by two routes")
         routes[public] = converted
     out["routes"] = routes
-    conv.rest(data, {"schema_version", "llm_clients", "targets", "routes"}, "")
+    conv.rest(data, {"schema_version", "llm_clients", "targets", "routes", "type_safe_client"}, "")
     # The converted config must load: prove it before anyone writes it to disk.
     load_config(out)
     return Converted(out, conv.dropped, _render(out, conv.dropped, source))

@@ -40,6 +40,7 @@ def backend(transport: httpx.AsyncBaseTransport, key: str | None = "secret-key")
     [
         ("https://api.typesafe.ai/v1", "https://api.typesafe.ai/v1/systemone"),
         ("https://api.typesafe.ai/v1/", "https://api.typesafe.ai/v1/systemone"),
+        ("https://api.typesafe.ai", "https://api.typesafe.ai/v1/systemone"),
         ("https://api.typesafe.ai/v1/systemone", "https://api.typesafe.ai/v1/systemone"),
         ("https://openrouter.ai/api/alpha/decisions", "https://openrouter.ai/api/alpha/decisions"),
     ],

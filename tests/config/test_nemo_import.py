@@ -235,6 +235,81 @@ def test_import_reports_what_it_cannot_convert_inside_new_blocks() -> None:
     assert [d.path for d in convert(extra).dropped] == ["routes.c.stage.wobble"]
 
 
+DECISION_TOML = """
+schema_version = 1
+[type_safe_client]
+api_key_env = "TYPESAFE_API_KEY"
+[llm_clients.rlcd]
+format = "openai_chat"
+base_url = "http://localhost:8080/v1"
+[llm_clients.openrouter]
+format = "openai_chat"
+base_url = "https://openrouter.ai/api/v1"
+[targets.decision]
+id = "decision-model"
+llm_client = "rlcd"
+[targets.strong]
+id = "openai/gpt-4o"
+llm_client = "openrouter"
+routing_description = "Best for complex, multi-step work."
+[targets."weak.mini"]
+id = "openai/gpt-4o-mini"
+llm_client = "openrouter"
+routing_description = "Best for short, simple requests."
+[routes.best_fit]
+id = "best-fit"
+type = "rlcd"
+classifier_target = "decision"
+targets = ["weak.mini", "strong"]
+default_target = "weak.mini"
+[routes.smart]
+id = "smart"
+type = "type_safe_classifier"
+default_target = "weak.mini"
+base_threshold = 0.6
+candidates = ["strong", "weak.mini"]
+question = "Which model fits?"
+classify_trigger = "new_session"
+[routes.smart.candidate_descriptions]
+strong = "Prefer for difficult coding."
+"""
+
+
+def test_import_converts_decision_model_routes() -> None:
+    """NVIDIA 0.4's ``rlcd`` and ``type_safe_classifier`` (their documented examples, one target
+    renamed so its label must be sanitised) become ``decision_model`` routes."""
+    result = convert(DECISION_TOML)
+    assert result.dropped == []
+    config = result.config
+    assert config["llm_clients"]["type_safe"] == {
+        "format": "system_one",
+        "base_url": "https://api.typesafe.ai",
+        "api_key_env": "TYPESAFE_API_KEY",
+    }
+    assert config["targets"]["type_safe_judge"] == {"client": "type_safe", "model": "jev-latest"}
+    assert config["routes"]["best-fit"] == {
+        "type": "decision_model",
+        "decision_target": "decision",
+        "labels": {"weak_mini": "weak.mini", "strong": "strong"},
+        "default_target": "weak.mini",
+    }
+    assert config["routes"]["smart"] == {
+        "type": "decision_model",
+        "decision_target": "type_safe_judge",
+        "labels": {
+            "strong": {"target": "strong", "description": "Prefer for difficult coding."},
+            "weak_mini": {"target": "weak.mini", "description": "Best for short, simple requests."},
+        },
+        "default_target": "weak.mini",
+        "min_probability": 0.6,
+        "question": "Which model fits?",
+        "classify_trigger": "new_session",
+    }
+    without_client = DECISION_TOML.replace('[type_safe_client]\napi_key_env = "TYPESAFE_API_KEY"\n', "")
+    with pytest.raises(TomlImportError, match=r"routes.smart: .*\[type_safe_client\]"):
+        convert(without_client)
+
+
 def test_import_errors_are_clear() -> None:
     with pytest.raises(TomlImportError, match="not valid TOML"):
         convert("routes = [")
