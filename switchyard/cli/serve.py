@@ -150,7 +150,7 @@ def _load(args: argparse.Namespace) -> LoadedConfig | None:
         fail("the proxy needs the server extra: pip install 'switchyard-router[server]'")
         return None
     try:
-        keys = KeyRing(loaded.config.server.api_keys)
+        keys = KeyRing(loaded.config.server.api_keys, tenants=loaded.config.server.tenants)
     except ValueError as exc:
         fail(str(exc))
         return None

@@ -23,6 +23,7 @@ from pydantic import BaseModel, ValidationError
 from switchyard._dataclass import dataclass
 from switchyard.config import nested
 from switchyard.config.schema import SwitchyardConfig
+from switchyard.config.server import tenant_problems
 from switchyard.routers.base import RouterSpec
 from switchyard.routers.registry import router_types, spec_for
 
@@ -435,6 +436,9 @@ def _cross_check(
     if not config.routes:
         warnings.append(ConfigIssue("routes", "no routes are configured; every request will get 404", None, "warning"))
     _check_labels(config, routes, warnings, lines)
+    for where, message in tenant_problems(config.server.api_keys, config.server.tenants):
+        path = ("server", *where)
+        issues.append(ConfigIssue(format_path(path), message, lines.line(path)))
 
 
 def _auxiliary_paths(spec: RouterSpec) -> set[str]:

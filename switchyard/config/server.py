@@ -16,6 +16,8 @@ from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt, f
 
 from switchyard.routers.restrict import clean_labels
 
+PathT = tuple[str | int, ...]
+
 _HASH = re.compile(r"^sha256:[0-9a-f]{64}$")
 
 
@@ -67,6 +69,77 @@ class ApiKeyConfig(_Strict):
         if (self.hash is None) == (self.key_env is None):
             raise ValueError("set exactly one of 'hash' and 'key_env'")
         return self
+
+
+class TenantConfig(_Strict):
+    """A group of inbound keys that share one tenant (``server.tenants.<name>``).
+
+    Without this section every key is its own tenant, named after the key. A tenant owns the
+    session state, Anthropic message threads and derived sessions of its keys' requests
+    (docs/security.md, "Tenancy model"): keys of one tenant continue each other's sessions and
+    threads; keys of different tenants never see each other's.
+
+    Attributes:
+        keys: Names of ``server.api_keys`` entries; each key belongs to at most one tenant.
+    """
+
+    keys: list[str] = Field(min_length=1)
+
+
+def tenant_problems(api_keys: list[ApiKeyConfig], tenants: dict[str, TenantConfig]) -> list[tuple[PathT, str]]:
+    """What is wrong with ``server.tenants``, each with its path below ``server``.
+
+    A tenant's key must be a configured key, listed in one tenant only; a tenant may not take
+    the name of a key outside it (that key is a tenant of that name already: their sessions
+    would merge); tenants need keys to exist.
+    """
+    if not tenants:
+        return []
+    if not api_keys:
+        return [(("tenants",), "needs server.api_keys: a tenant is a group of inbound keys")]
+    names = {k.name for k in api_keys}
+    known = ", ".join(sorted(names))
+    owner: dict[str, tuple[str, int]] = {}
+    problems: list[tuple[PathT, str]] = []
+    for tenant, cfg in tenants.items():
+        if not tenant.strip():
+            problems.append((("tenants", tenant), "a tenant needs a name (not empty, not only spaces)"))
+        for i, key in enumerate(cfg.keys):
+            path: PathT = ("tenants", tenant, "keys", i)
+            if key not in names:
+                problems.append((path, f"no key named {key!r} in server.api_keys (names: {known})"))
+            elif key in owner:
+                first, j = owner[key]
+                where = f"server.tenants.{first}.keys[{j}]"
+                problems.append((path, f"key {key!r} is already listed at {where}; a key belongs to one tenant"))
+            else:
+                owner[key] = (tenant, i)
+    for tenant in tenants:
+        if tenant in names and tenant not in tenants[tenant].keys:
+            problems.append(
+                (
+                    ("tenants", tenant),
+                    f"{tenant!r} is the name of an API key outside this tenant, which is a tenant of that "
+                    "name by itself: list the key in this tenant's keys, or name the tenant otherwise",
+                )
+            )
+    return problems
+
+
+def tenant_of_keys(api_keys: list[ApiKeyConfig], tenants: dict[str, TenantConfig]) -> dict[str, str]:
+    """Each key's tenant by key name: the tenant that lists it, else the key's own name.
+
+    Raises:
+        ValueError: ``server.tenants`` is invalid (:func:`tenant_problems`), naming the path.
+    """
+    problems = tenant_problems(api_keys, tenants)
+    if problems:
+        path, message = problems[0]
+        # The config's loader reports every problem, with lines; this is for a config built in code.
+        where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path)
+        raise ValueError(f"server{where}: {message}")
+    owner = {key: tenant for tenant, cfg in tenants.items() for key in cfg.keys}
+    return {k.name: owner.get(k.name, k.name) for k in api_keys}
 
 
 class ClientTimeoutsConfig(_Strict):
@@ -150,9 +223,12 @@ class ServerConfig(_Strict):
             probes the backends at most once per this many seconds (all callers together); a
             deep check sooner reports the last round's results. Other callers never probe; with
             keys only admin keys do.
+        tenants: Groups of ``api_keys`` that share one tenant (session state, threads), by
+            tenant name; a key not listed is a tenant by itself (docs/security.md).
     """
 
     api_keys: list[ApiKeyConfig] = Field(default_factory=list)
+    tenants: dict[str, TenantConfig] = Field(default_factory=dict)
     allowed_hosts: list[str] = Field(default_factory=list)
     allowed_origins: list[str] = Field(default_factory=list)
     client_timeouts: ClientTimeoutsConfig = Field(default_factory=ClientTimeoutsConfig)

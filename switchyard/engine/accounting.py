@@ -176,8 +176,8 @@ class UsdLedger:
             if route is None:  # not setdefault: that would build a Totals for every request
                 route = self.routes[record.route] = Totals()
             route.add_share(share)
-            if record.session_id is not None:
-                key = f"{record.route}:{record.session_id}"
+            key = record.session_key
+            if key is not None:
                 found = self.sessions.get(key)
                 if found is None:
                     found = self.sessions[key] = Totals()
@@ -235,6 +235,7 @@ def record_from_log(obj: Mapping[str, Any]) -> DecisionRecord:
         route=route,
         router=text("router") or "",
         session_id=text("session_id"),
+        tenant=text("tenant"),
         source=text("source") or "",
         selected=text("selected"),
         status=int(number("status")) if "status" in obj else 200,

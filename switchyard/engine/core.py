@@ -53,6 +53,7 @@ from switchyard.engine.target import Completion, Route, Target, close_all, find_
 from switchyard.engine.timeouts import Budget, budget
 from switchyard.engine.verify import gate, gated_stream
 from switchyard.engine.windows import PromptSize
+from switchyard.protocol.access import current_caller
 from switchyard.protocol.call import CallOptions
 from switchyard.protocol.errors import (
     InvalidRequestError,
@@ -225,12 +226,11 @@ class Engine:
         plain = session is not None  # read off a plain Chat body (plain_chat.view): no thread, no restriction
         inherited: list[str] | None = []  # the labels a continued thread required (None: unknown thread)
         if session is None:
-            session = identify(
-                headers,
-                request,
-                hash_fallback=self.hash_session_fallback or route.hash_session_fallback,
-                derive=self.derive_session,
-            )  # a thread's `continue` keeps its session and its restriction:
+            fallback = self.hash_session_fallback or route.hash_session_fallback
+            session = identify(headers, request, hash_fallback=fallback, derive=self.derive_session)
+        if (caller := current_caller.get()) is not None:  # its state is its tenant's (protocol/tenancy.py)
+            session = replace(session, tenant=caller.tenant)
+        if not plain:  # a thread's `continue` keeps its session and its restriction:
             session, inherited = await threads.resume(self.store, request, session)
         # Bound to its caller here, in the request's task: whoever hands the record out later.
         record = open_record(headers, route.name, route.kind, inbound._value_ if inbound else None, request, session)
@@ -246,7 +246,8 @@ class Engine:
         try:
             if not plain:  # before routing
                 answerers = self._answerers.get(route.name) or (*route.targets, *route.fallbacks)
-                threads.check_route(request, answerers, self.targets, known=inherited is not None or not route.restrict)
+                known = inherited is not None or (not route.restrict and session.tenant is None)
+                threads.check_route(request, answerers, self.targets, known=known)
             decision = await self._decide(route, request, session, headers, record, limits, restriction, fwd)
             candidates = route.order(decision.candidates)
             if restriction is not None:
@@ -483,7 +484,8 @@ class Engine:
         record = prep.record
         served_model.note(record, model)
         turn, restriction = record.turn_index, prep.restriction
-        await threads.remember(self.store, prep.request, target, message_id, record.session_id, turn, restriction)
+        args = (record.session_id, turn, restriction, record.tenant)
+        await threads.remember(self.store, prep.request, target, message_id, *args)
 
     def _exhausted(
         self, record: DecisionRecord, error: SwitchyardError | None, t0: float, runner: Fallback | None = None

@@ -81,7 +81,11 @@ def _target(engine: Engine, name: str | None) -> dict[str, Any] | None:
 
 
 async def decision_reply(engine: Engine, body: bytes, headers: Mapping[str, str], query: str = "") -> Reply:
-    """Serves ``POST /v1/decision``: the decision as JSON, or an error in the body's envelope."""
+    """Serves ``POST /v1/decision``: the decision as JSON, or an error in the body's envelope.
+
+    With inbound keys, the session state the decision reads and changes is its key's tenant's:
+    ``state_changes`` lists only that tenant's (:mod:`switchyard.protocol.tenancy`).
+    """
     t0 = time.perf_counter()
     hdrs = lower(headers)
     fmt = WireFormat.OPENAI_CHAT

@@ -21,6 +21,7 @@ from switchyard.protocol.access import Caller
 from switchyard.protocol.messages import TextPart, ToolResultPart
 from switchyard.protocol.request import ChatRequest
 from switchyard.protocol.response import Usage
+from switchyard.protocol.session import tenant_namespace
 from switchyard.protocol.targets import TargetInfo
 
 logger = logging.getLogger("switchyard.decisions")
@@ -107,6 +108,10 @@ class DecisionRecord:
     session_source: str | None = None
     agent_id: str | None = None
     turn_index: int = 0
+    tenant: str | None = None
+    """Whose session this is: the tenant of the request's inbound key (``server.tenants``;
+    :mod:`switchyard.protocol.tenancy`), ``None`` without keys. ``session_id`` is unique within
+    a tenant only: join by session on both."""
     source: str = ""
     reason: str = ""
     score: float | None = None
@@ -170,6 +175,16 @@ class DecisionRecord:
         return None
 
     @property
+    def session_key(self) -> str | None:
+        """``<route>:<session id>`` — its tenant's namespace before the id when it has one
+        (``agent:~t:alice:s-1``) — or ``None`` without a session: how the ledger
+        (``/v1/stats``) and the dashboard tell sessions apart, so two tenants' same id never
+        merge."""
+        if self.session_id is None:
+            return None
+        return f"{self.route}:{tenant_namespace(self.tenant)}{self.session_id}"
+
+    @property
     def total_cost_usd(self) -> float:
         """Answer cost plus routing cost (the router's model calls and its feature extraction)."""
         return self.cost_usd + self.router_cost.cost_usd + self.feature_cost_usd
@@ -182,10 +197,12 @@ class DecisionRecord:
         return self._caller
 
     def bind(self, caller: Caller | None) -> None:
-        """Binds the request's caller to this record and names its key as ``details.api_key``."""
+        """Binds the request's caller to this record, names its key as ``details.api_key`` and
+        its tenant as :attr:`tenant`."""
         self._caller = caller
         if caller is not None:
             self.details["api_key"] = caller.key
+            self.tenant = caller.tenant
 
     def mask(self) -> None:
         """Masks what the request's ``restrict:`` rules matched in the record's texts: its error

@@ -24,6 +24,13 @@ Anthropic SDKs' tool runners thread by default. Two consequences for a router:
   thread the store does not know (evicted, or created elsewhere) on a route with ``restrict:``
   rules is answered ``thread_not_found``: the SDK then sends the whole conversation, which the
   rules read.
+* With inbound keys, thread records belong to the tenant of the request whose reply opened or
+  continued the thread (:mod:`switchyard.protocol.tenancy`): a ``continue`` is looked up in its
+  own tenant's records only, and one whose id its tenant does not hold is answered 404
+  ``thread_not_found`` before anything is sent upstream — the upstream holds every tenant's
+  threads under the proxy's own credential, so forwarding it would let one key continue (and
+  read) another's conversation. The SDKs then replay the whole conversation. Without keys (and
+  without ``restrict:`` rules) an unknown id is forwarded as before (the upstream may hold it).
 """
 
 from __future__ import annotations
@@ -36,7 +43,8 @@ from switchyard.engine.restriction import Requirement, Restriction
 from switchyard.engine.target import Target
 from switchyard.protocol.errors import ThreadNotFoundError
 from switchyard.protocol.request import ChatRequest
-from switchyard.protocol.session import NamespacedStore, SessionInfo, StateStore
+from switchyard.protocol.session import SessionInfo, StateStore
+from switchyard.protocol.tenancy import tenant_scoped
 from switchyard.routers.base import Decision
 
 THREAD_FORMAT = "anthropic_messages"
@@ -65,9 +73,10 @@ def continued_from(request: ChatRequest) -> str | None:
     return previous if isinstance(previous, str) and previous else None
 
 
-def store_of(store: StateStore) -> StateStore:
-    """The namespace of the thread records in the engine's store."""
-    return NamespacedStore(store, NAMESPACE)
+def store_of(store: StateStore, tenant: str | None = None) -> StateStore:
+    """The namespace of ``tenant``'s thread records in the engine's store (``~threads:``, then
+    the tenant's namespace; ``~threads:`` alone without a tenant)."""
+    return tenant_scoped(store, NAMESPACE, tenant)
 
 
 async def resume(store: StateStore, request: ChatRequest, session: SessionInfo) -> tuple[SessionInfo, list[str] | None]:
@@ -77,12 +86,13 @@ async def resume(store: StateStore, request: ChatRequest, session: SessionInfo) 
 
     The session is unchanged for any other request and for an id the store does not know (the
     upstream may still hold it). The turn index counts the thread's assistant turns before this
-    request.
+    request. Only the records of ``session.tenant`` are read: another tenant's thread is an
+    unknown id.
     """
     previous = continued_from(request)
     if previous is None:
         return session, []
-    known = await store_of(store).get(previous)
+    known = await store_of(store, session.tenant).get(previous)
     if not known:
         return session, None
     require = known.get("require")
@@ -112,20 +122,22 @@ async def remember(
     session_id: str | None,
     turn_index: int,
     restriction: Restriction | None = None,
+    tenant: str | None = None,
 ) -> None:
     """Records a threaded reply under its ``message_id`` for the ``continue`` that follows it.
 
     Only replies of an Anthropic target to a request with ``thread`` are recorded: nothing
     else can be continued. A conversation without any session identity is keyed on the
     message id that opened its thread (``thread:<id>``). The labels ``restriction`` required
-    (those of the thread so far included) are kept for the next ``continue``.
+    (those of the thread so far included) are kept for the next ``continue``. The record is
+    ``tenant``'s: only a ``continue`` of the same tenant finds it.
     """
     if thread_field(request) is None or target.info.format != THREAD_FORMAT or not message_id:
         return
     value: dict[str, Any] = {"session_id": session_id or f"thread:{message_id}", "turn_index": turn_index + 1}
     if restriction is not None and restriction.labels:
         value["require"] = sorted(restriction.labels)
-    await store_of(store).set(message_id, value)
+    await store_of(store, tenant).set(message_id, value)
 
 
 async def remember_answer(
@@ -139,8 +151,8 @@ async def remember_answer(
     """:func:`remember` for an answer a router produced itself (escalation, advisor)."""
     name = decision.answered_by or (decision.candidates[0] if decision.candidates else None)
     if decision.response is not None and name is not None and name in targets:
-        turn = session.turn_index
-        await remember(store, request, targets[name], decision.response.id, session.session_id, turn, restriction)
+        turn, answer_id = session.turn_index, decision.response.id
+        await remember(store, request, targets[name], answer_id, session.session_id, turn, restriction, session.tenant)
 
 
 def check_route(
@@ -148,11 +160,12 @@ def check_route(
 ) -> None:
     """Refuses a ``continue`` before routing when none of the route's targets is Anthropic's
     (the router would decide on a lone tool result, and the answer would be refused anyway),
-    or when its thread's restriction is not ``known`` on a route with ``restrict:`` rules.
+    or when its thread is not ``known`` where it must be: on a route with ``restrict:`` rules
+    (its restriction), and with inbound keys (whose thread it is).
 
     Raises:
-        ThreadNotFoundError: As :func:`servable`; or the thread's restriction is unknown (the
-            SDK then sends the whole conversation, which the rules read).
+        ThreadNotFoundError: As :func:`servable`; or the thread is unknown (the SDK then sends
+            the whole conversation, which the rules read and which is the caller's own).
     """
     previous = continued_from(request)
     if previous is None:
@@ -161,9 +174,11 @@ def check_route(
         raise _not_found(previous, "none of this route's targets")
     if not known:
         raise ThreadNotFoundError(
-            f"thread {previous!r} cannot be continued on this route: the proxy holds no record of it, so "
-            "not which restriction its conversation requires; send the whole conversation (the Anthropic "
-            'SDKs do this on their own), with thread: {"type": "create"} or without thread',
+            # The same answer whether another tenant holds the id or nobody does.
+            f"thread {previous!r} cannot be continued on this route: the proxy holds no record of it for "
+            "this caller (with API keys a thread is its key's tenant's; with restrict: rules its restriction "
+            "must be known); send the whole conversation (the Anthropic SDKs do this on their own), with "
+            'thread: {"type": "create"} or without thread',
             param="thread.previous_message_id",
         )
 

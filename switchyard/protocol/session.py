@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any, Protocol
+from urllib.parse import quote
 
 from switchyard._dataclass import dataclass
 
@@ -26,6 +27,8 @@ class SessionInfo:
         delegated: Whether this call is delegated work of a sub-agent (routes with a
             ``subagents`` policy send it there).
         delegation: What told us it is (or is not) delegated: a header name or metadata field.
+        tenant: Whose state the session is (:mod:`switchyard.protocol.tenancy`): the tenant of
+            the request's inbound key, ``None`` without keys.
     """
 
     session_id: str | None = None
@@ -36,21 +39,43 @@ class SessionInfo:
     agent_kind: str | None = None
     delegated: bool = False
     delegation: str | None = None
+    tenant: str | None = None
 
     @property
     def key(self) -> str | None:
-        """State key: the session, narrowed to the agent for sub-agents.
+        """State key: the session, narrowed to the agent for sub-agents, in its tenant's namespace.
 
         A delegated call without an agent id of its own shares one ``subagent`` slot per
-        session rather than the parent's state.
+        session rather than the parent's state. With a tenant, the key starts with
+        :func:`tenant_namespace`: two tenants sending the same session id (or deriving the same
+        one from the same opening) get two keys.
         """
         if self.session_id is None:
             return None
         if self.delegated:
-            return f"{self.session_id}/{self.agent_id or 'subagent'}"
-        if self.agent_id and self.parent_agent_id:
-            return f"{self.session_id}/{self.agent_id}"
-        return self.session_id
+            key = f"{self.session_id}/{self.agent_id or 'subagent'}"
+        elif self.agent_id and self.parent_agent_id:
+            key = f"{self.session_id}/{self.agent_id}"
+        else:
+            key = self.session_id
+        return key if self.tenant is None else tenant_namespace(self.tenant) + key
+
+
+TENANT_PREFIX = "~t:"
+"""What every tenant's namespace starts with (``~`` keeps it apart from route names)."""
+
+
+def tenant_namespace(tenant: str | None) -> str:
+    """The state-key prefix of ``tenant``: ``""`` without a tenant, else ``~t:<name>:``.
+
+    The name is percent-encoded (``quote`` with no safe characters), so it never contains the
+    closing ``:`` and no tenant's namespace is a prefix of another's, whatever the names: what
+    one tenant sends after its prefix (a session id, a message id) cannot spell a key of
+    another. ``alice`` gives ``~t:alice:``; ``a:b`` gives ``~t:a%3Ab:``.
+    """
+    if tenant is None:
+        return ""
+    return f"{TENANT_PREFIX}{quote(tenant, safe='')}:"
 
 
 Updater = Callable[[dict[str, Any] | None], dict[str, Any] | None]

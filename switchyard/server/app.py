@@ -94,7 +94,7 @@ class SwitchyardApp:
         self.body_s = self.settings.client_timeouts.body_s
         self.write_s = self.settings.client_timeouts.write_s
         self.max_messages = self.settings.limits.max_messages
-        keys = KeyRing(self.settings.api_keys)
+        keys = KeyRing(self.settings.api_keys, tenants=self.settings.tenants)
         budgets = None
         if limits := keys.limits():
             # Each record is booked to the key its request came with (DecisionRecord.caller),

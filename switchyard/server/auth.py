@@ -30,7 +30,7 @@ from switchyard._dataclass import dataclass
 from switchyard.protocol.access import Caller
 
 if TYPE_CHECKING:
-    from switchyard.config.server import ApiKeyConfig  # the schema loads with the config
+    from switchyard.config.server import ApiKeyConfig, TenantConfig  # the schema loads with the config
     from switchyard.engine.records import DecisionRecord
     from switchyard.protocol.session import StateStore
 
@@ -60,6 +60,8 @@ class ApiKey:
         budget_usd_per_day: Spend allowed per UTC day, or ``None``.
         admin: May read the operator's views (see ``ApiKeyConfig.admin``).
         require_labels: Labels every target serving this key's requests must carry.
+        tenant: Whose session state and threads its requests use (``server.tenants``; the
+            key's own name when no tenant lists it).
     """
 
     name: str
@@ -67,11 +69,16 @@ class ApiKey:
     budget_usd_per_day: float | None
     admin: bool = False
     require_labels: frozenset[str] = frozenset()
+    tenant: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.tenant:  # a key is its own tenant unless server.tenants groups it
+            object.__setattr__(self, "tenant", self.name)
 
     @property
     def caller(self) -> Caller:
         """What a request this key authenticated carries to its decision record."""
-        return Caller(self.name, self.name)
+        return Caller(self.name, self.tenant)
 
 
 def presented_key(headers: Mapping[str, str]) -> str | None:
@@ -91,13 +98,22 @@ class KeyRing:
     Args:
         keys: ``server.api_keys``.
         environ: Where ``key_env`` names are looked up (default ``os.environ``).
+        tenants: ``server.tenants`` (each key not listed is its own tenant).
 
     Raises:
-        ValueError: A ``key_env`` variable is unset or empty.
+        ValueError: A ``key_env`` variable is unset or empty, or ``tenants`` is invalid.
     """
 
-    def __init__(self, keys: list[ApiKeyConfig], environ: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        keys: list[ApiKeyConfig],
+        environ: Mapping[str, str] | None = None,
+        tenants: dict[str, TenantConfig] | None = None,
+    ) -> None:
+        from switchyard.config.server import tenant_of_keys
+
         env = os.environ if environ is None else environ
+        tenant_of = tenant_of_keys(keys, tenants or {})
         self._by_hash: dict[str, ApiKey] = {}
         for i, cfg in enumerate(keys):
             digest = cfg.hash
@@ -109,7 +125,8 @@ class KeyRing:
             assert digest is not None  # the config model requires hash or key_env
             routes = None if "*" in cfg.routes else frozenset(cfg.routes)
             labels = frozenset(cfg.require_labels)
-            self._by_hash[digest] = ApiKey(cfg.name, routes, cfg.budget_usd_per_day, cfg.admin, labels)
+            tenant = tenant_of[cfg.name]
+            self._by_hash[digest] = ApiKey(cfg.name, routes, cfg.budget_usd_per_day, cfg.admin, labels, tenant)
 
     def __bool__(self) -> bool:
         return bool(self._by_hash)

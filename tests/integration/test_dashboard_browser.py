@@ -156,11 +156,13 @@ def test_the_page_shows_what_v1_stats_says_and_a_session_timeline(
         page.goto(f"{server.root_url}/dashboard/#sessions")
         page.wait_for_selector("body[data-loaded=sessions]", timeout=20_000)
         keys = page.locator("[data-session]").evaluate_all("rows => rows.map(r => r.dataset.session)")
-        assert f"agent:{HOSTILE_SESSION}" in keys and "agent:calm-session" in keys
+        # With keys, each session is its key's tenant's (the `agent` key is a tenant by itself).
+        assert f"agent:~t:agent:{HOSTILE_SESSION}" in keys and "agent:~t:agent:calm-session" in keys
         row = page.locator("[data-session]").filter(has_text="bold").first
         cells = row.locator("td").all_inner_texts()
         assert cells[0] == HOSTILE_SESSION  # the session id is text, not markup
-        assert cells[2] == "coder" and cells[3] == "4" and cells[4].startswith("escalated")
+        assert cells[1] == "agent" and cells[2] == "agent"  # tenant, route
+        assert cells[3] == "coder" and cells[4] == "4" and cells[5].startswith("escalated")
         page.screenshot(path=str(shots / "dashboard-sessions.png"), full_page=True)
 
         row.locator("a.session-link").click()

@@ -211,11 +211,15 @@ class Bucket:
 
 @dataclass(slots=True)
 class SessionSummary:
-    """One session of one route, over the records the dashboard has seen."""
+    """One session of one route (and one tenant), over the records the dashboard has seen."""
 
     route: str
     session_id: str
     first_ts: float
+    key: str = ""
+    """:attr:`DecisionRecord.session_key` (``route:session``, the tenant's namespace before the
+    session when it has one)."""
+    tenant: str | None = None
     last_ts: float = 0.0
     agents: list[str] = field(default_factory=list)
     totals: Totals = field(default_factory=Totals)
@@ -239,9 +243,10 @@ class SessionSummary:
         """The explorer's row."""
         t = self.totals
         return {
-            "key": f"{self.route}:{self.session_id}",
+            "key": self.key or f"{self.route}:{self.session_id}",
             "route": self.route,
             "session_id": self.session_id,
+            "tenant": self.tenant,
             "agents": list(self.agents),
             "turns": t.requests,
             "capable_turns": t.capable_requests,
@@ -302,11 +307,14 @@ class Aggregator:
         bucket.add(record)
         if self.first_ts is None or record.ts < self.first_ts:
             self.first_ts = record.ts
-        if record.session_id is not None:
-            skey = f"{record.route}:{record.session_id}"
+        skey = record.session_key
+        if skey is not None:
+            assert record.session_id is not None  # session_key's
             found = self.sessions.get(skey)
             if found is None:
-                found = self.sessions[skey] = SessionSummary(record.route, record.session_id, first_ts=record.ts)
+                found = self.sessions[skey] = SessionSummary(
+                    record.route, record.session_id, first_ts=record.ts, key=skey, tenant=record.tenant
+                )
                 while len(self.sessions) > self.max_sessions:
                     self.sessions.popitem(last=False)
             else:

@@ -6,13 +6,17 @@ Paths (all ``GET``/``HEAD``):
 
 * ``/dashboard/`` (``/dashboard`` redirects there), ``/dashboard/app.js``,
   ``/dashboard/style.css``: the page, shipped in the package; no data in them, so no key.
-* ``/dashboard/api/summary?window_s=N``, ``/dashboard/api/sessions?limit=N&route=R``,
-  ``/dashboard/api/session?key=ROUTE:SESSION``: the data.
+* ``/dashboard/api/summary?window_s=N``, ``/dashboard/api/sessions?limit=N&route=R&tenant=T``,
+  ``/dashboard/api/session?key=KEY`` (a session row's ``key``: ``ROUTE:SESSION``, with the
+  tenant's namespace before the session when there are inbound keys, so two tenants' same
+  session id are two sessions): the data.
 
 Who may read the data: with ``server.api_keys`` set, a request carrying an ``admin`` key
 (``Authorization: Bearer``; the page asks for the key once and sends it as that header on its
 own fetches — never in a URL or a cookie, so no other site can make a browser send it); a key
-without ``admin`` gets 403. Without keys, only loopback clients (403 otherwise).
+without ``admin`` gets 403. Without keys, only loopback clients (403 otherwise). So the
+dashboard is the operator's view of every tenant (docs/security.md, "Tenancy model"): no
+tenant's key reads it, and each session row names its tenant.
 
 Every answer carries a strict Content-Security-Policy (scripts and styles from this origin
 only, no inline code, no framing), ``X-Content-Type-Options: nosniff`` and no CORS headers: a
@@ -151,8 +155,8 @@ class DashboardHttp:
                 data: dict[str, Any] | None = self.views.summary(_number(query, "window_s"))
             elif name == "sessions":
                 limit = int(_number(query, "limit") or 100)
-                route = query.get("route", [None])[0]
-                data = self.views.sessions(max(1, min(limit, 1000)), route)
+                route, tenant = query.get("route", [None])[0], query.get("tenant", [None])[0]
+                data = self.views.sessions(max(1, min(limit, 1000)), route, tenant)
             elif name == "session":
                 key = query.get("key", [""])[0]
                 data = self.views.session(key)

@@ -145,12 +145,12 @@ class Views:
             "fleet": self.fleet() if self.fleet is not None else None,
         }
 
-    def sessions(self, limit: int = 100, route: str | None = None) -> dict[str, Any]:
-        """The most recently active sessions, newest first."""
+    def sessions(self, limit: int = 100, route: str | None = None, tenant: str | None = None) -> dict[str, Any]:
+        """The most recently active sessions, newest first (of one route, of one tenant)."""
         self.refresh()
         rows = []
         for summary in reversed(self.aggregator.sessions.values()):
-            if route is not None and summary.route != route:
+            if (route is not None and summary.route != route) or (tenant is not None and summary.tenant != tenant):
                 continue
             rows.append(summary.to_dict())
             if len(rows) >= limit:
@@ -161,9 +161,7 @@ class Views:
         """One session's turns still in the ring, oldest first (``None``: unknown session)."""
         self.refresh()
         summary = self.aggregator.sessions.get(key)
-        turns = [
-            _turn(r) for _, r in self.ring.snapshot() if r.session_id is not None and f"{r.route}:{r.session_id}" == key
-        ]
+        turns = [_turn(r) for _, r in self.ring.snapshot() if r.session_key == key]
         if summary is None and not turns:
             return None
         return {

@@ -371,9 +371,12 @@
 
   function renderSessions(data) {
     const view = clear($("view-sessions"));
+    // With inbound keys every session belongs to a tenant: one id may appear once per tenant.
+    const tenanted = data.sessions.some((s) => s.tenant);
     const rows = data.sessions.map((s) =>
       el("tr", { "data-session": s.key },
         el("td", {}, el("a", { href: "#session=" + encodeURIComponent(s.key), class: "session-link" }, s.session_id)),
+        tenanted ? el("td", { "data-field": "tenant" }, s.tenant || "—") : null,
         el("td", {}, s.route),
         el("td", {}, s.agents.length ? s.agents.join(", ") : "—"),
         el("td", { class: "num" }, int(s.turns)),
@@ -385,7 +388,7 @@
     );
     append(view, [
       el("h2", {}, "Recent sessions"),
-      table(["session", "route", "agent", "turns", "escalated", "cost", "always-capable", "last source", "last active"], rows, { "data-table": "sessions" }),
+      table(["session", ...(tenanted ? ["tenant"] : []), "route", "agent", "turns", "escalated", "cost", "always-capable", "last source", "last active"], rows, { "data-table": "sessions" }),
     ]);
   }
 
@@ -447,7 +450,7 @@
     );
     append(view, [
       el("p", {}, el("a", { href: "#sessions" }, "← all sessions")),
-      el("h2", {}, "Session ", el("span", { "data-field": "session.id" }, s ? s.session_id : ""), s ? el("span", { class: "muted" }, " on route " + s.route) : null),
+      el("h2", {}, "Session ", el("span", { "data-field": "session.id" }, s ? s.session_id : ""), s ? el("span", { class: "muted" }, " on route " + s.route + (s.tenant ? " · tenant " + s.tenant : "")) : null),
       head,
       data.turns_not_in_memory ? el("p", { class: "muted" }, data.turns_not_in_memory + " earlier turn(s) are no longer in memory.") : null,
       el("div", { class: "timeline", "data-table": "timeline" }, turns),
