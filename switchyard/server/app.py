@@ -127,7 +127,9 @@ class SwitchyardApp:
                     self.dashboard.fleet.start()  # shares this replica's totals (a Redis store)
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
-                self.later.flush()
+                self.later.flush()  # each record booked to its own request's key (DecisionRecord.caller)
+                if self.gate.budgets is not None:
+                    await self.gate.budgets.settle()  # before the store closes with the router
                 if self.dashboard is not None and self.dashboard.fleet is not None:
                     await self.dashboard.fleet.stop()
                 with contextlib.suppress(Exception):

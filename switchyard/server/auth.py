@@ -204,6 +204,11 @@ class Budgets:
             self._writes.add(task)
             task.add_done_callback(self._writes.discard)
 
+    async def settle(self) -> None:
+        """Waits for the spend still being written to the store (at shutdown: none is lost)."""
+        while self._writes:
+            await asyncio.gather(*self._writes, return_exceptions=True)
+
     async def _add(self, key: str, cost: float) -> None:
         def add(value: dict[str, Any] | None) -> dict[str, Any]:
             return {"usd": float((value or {}).get("usd", 0.0)) + cost}

@@ -20,6 +20,8 @@ from _waits import wait_until
 
 from switchyard.api import Switchyard
 from switchyard.engine.records import DecisionRecord
+from switchyard.protocol.access import Caller
+from switchyard.server.app import SwitchyardApp
 from switchyard.server.runner import ServerThread
 from switchyard.testing import FakeUpstream, serve_fake
 
@@ -244,3 +246,87 @@ def test_a_daily_budget_stops_a_client_that_keeps_its_connection(upstream_port: 
     finally:
         sy.close()
     assert statuses == [200] + [429] * 5
+
+
+async def _asgi_post(app: SwitchyardApp, key: str, *, stream: bool) -> int:
+    """One chat request through the ASGI app with ``key``; its status."""
+    body = _body("ann", 0, stream=stream)
+    asked: list[bool] = []
+    statuses: list[int] = []
+
+    async def receive() -> dict[str, Any]:
+        if asked:  # the app watching for a disconnect: the caller stays
+            await asyncio.Event().wait()
+        asked.append(True)
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    async def send(message: dict[str, Any]) -> None:
+        if message["type"] == "http.response.start":
+            statuses.append(message["status"])
+
+    headers = [(b"content-type", b"application/json"), (b"host", b"127.0.0.1")]
+    headers.append((b"authorization", f"Bearer {key}".encode()))
+    scope = {"type": "http", "method": "POST", "path": "/v1/chat/completions", "headers": headers}
+    await asyncio.create_task(app(scope, receive, send))  # its own task, as a server runs each request
+    return statuses[0]
+
+
+@pytest.mark.usefixtures("keyed_env")
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "stream"])
+async def test_records_handed_out_at_shutdown_are_booked_to_their_keys(
+    upstream_port: int, stream: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from switchyard.server import later
+
+    monkeypatch.setattr(later, "IDLE_S", 3600.0)  # only the shutdown hands them out
+    sy = Switchyard.from_config(_config(upstream_port, {"ann": 1e6, "bob": 1e6}))
+    records: list[DecisionRecord] = []
+    sy.on_decision(records.append)
+    app = SwitchyardApp(sy)
+    assert await _asgi_post(app, KEYS["ann"], stream=stream) == 200
+    assert await _asgi_post(app, KEYS["bob"], stream=stream) == 200
+    assert len(records) == 1 and len(app.later.pending) == 1  # bob's answer handed ann's out; his waits
+    shutdown = [{"type": "lifespan.shutdown"}]
+
+    async def receive() -> dict[str, Any]:
+        return shutdown.pop()
+
+    async def send(message: dict[str, Any]) -> None:
+        pass
+
+    await asyncio.create_task(app._lifespan(receive, send))  # the shutdown runs in no request's context
+    assert [r.details["api_key"] for r in records] == ["ann", "bob"]
+    days = {_today()}
+    for record in records:
+        spent = 0.0
+        for day in days:
+            value = await sy.state_store.get(f"switchyard:budget:{record.details['api_key']}:{day}")
+            spent += float((value or {}).get("usd", 0.0))
+        assert spent == pytest.approx(record.total_cost_usd, abs=1e-12)
+
+
+async def test_settling_waits_for_the_spend_still_being_written() -> None:
+    # A store that takes its time (Redis over a network): the app's shutdown awaits this, so the
+    # booking is written before the router, and its store, close.
+    from switchyard.server.auth import Budgets
+    from switchyard.state.memory import MemoryStore
+
+    opened = asyncio.Event()
+
+    class SlowStore(MemoryStore):
+        async def update(self, key: str, fn: Any, *, ttl_s: float | None = None) -> Any:
+            await opened.wait()
+            return await super().update(key, fn, ttl_s=ttl_s)
+
+    store = SlowStore()
+    budgets = Budgets(store, {"ann": 1.0}, refresh_s=0)
+    record = DecisionRecord(request_id="r", route="r", router="passthrough", cost_usd=0.25)
+    record.bind(Caller("ann", "ann"))
+    budgets.record(record)
+    settling = asyncio.create_task(budgets.settle())
+    for _ in range(5):
+        await asyncio.sleep(0)
+    assert not settling.done()  # the write is still on its way
+    opened.set()
+    await settling
+    assert (await store.get(f"switchyard:budget:ann:{_today()}") or {}).get("usd") == pytest.approx(0.25)
