@@ -252,3 +252,35 @@ async def test_fail_open_is_provisional_next_user_turn_asks_again() -> None:
     second = await router.route(request(user("try again")), context(store, turn=1), call)
     assert (first.source, second.source, second.candidates[0]) == ("fail_open", "decision-model", "strong")
     assert call.targets_called() == ["judge", "judge"]
+
+
+# -- option orders (position bias) ------------------------------------------------------------
+
+
+def first_listed_wins(request: ChatRequest) -> ChatResponse:
+    """A decision model that always prefers the option it is offered first (0.6, the rest shared)."""
+    assert request.choice is not None
+    order = list(request.choice.options)
+    probs = {label: (0.6 if i == 0 else 0.4 / (len(order) - 1)) for i, label in enumerate(order)}
+    return choice(probs, confidence=0.6)
+
+
+async def test_option_orders_average_away_a_position_preference() -> None:
+    call = ScriptedCall({"jev": [first_listed_wins]})
+    router = build(decision_target="jev", labels={"easy": "weak", "hard": "strong"}, option_orders=3)
+    decision = await router.route(TASK, context(), call)
+    offered = [list(req.choice.options) for _, req in call.calls if req.choice is not None]
+    assert offered == [["easy", "hard"], ["hard", "easy"]]  # the third order would repeat the first
+    assert decision.details["label_probabilities"] == {"easy": pytest.approx(0.5), "hard": pytest.approx(0.5)}
+    facts = decision.details["decision_model"]
+    assert (facts["option_orders"], facts["input_tokens"], facts["confidence"]) == (2, 600, pytest.approx(0.6))
+
+
+async def test_option_orders_three_labels_and_one_bad_order_fails_open() -> None:
+    good = rlcd({"easy": 0.2, "medium": 0.1, "hard": 0.7})
+    call = ScriptedCall({"judge": [good, good, "not json"]})
+    decision = await build(option_orders=3).route(TASK, context(), call)
+    systems = [req.messages[0].text for _, req in call.calls]
+    assert [s.index("`easy`") < s.index("`hard`") for s in systems] == [True, False, False]
+    assert (decision.source, decision.details["judge_failure"]) == ("fail_open", "parse_error")
+    assert decision.details["decision_model"]["input_tokens"] == 30  # three calls were made

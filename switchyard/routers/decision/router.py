@@ -19,10 +19,13 @@ and USD in ``router_cost`` like any judge call.
 
 from __future__ import annotations
 
+import asyncio
+import math
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+from switchyard._dataclass import dataclass
 from switchyard.protocol.call import ModelCall
 from switchyard.protocol.request import ChatRequest
 from switchyard.protocol.response import ChatResponse
@@ -35,11 +38,23 @@ from switchyard.routers.judge import JudgeFailure
 from switchyard.routers.transcript import task_view
 
 
+@dataclass(slots=True)
+class _Once:
+    """One asking of the decision model (one option order)."""
+
+    response: ChatResponse | None = None
+    asked: Asked | None = None
+    dist: dict[str, float] | None = None
+    failure: JudgeFailure | None = None
+
+
 class DecisionModelRouter(ClassifierRouter):
     """Routes by a decision model's distribution over labelled targets.
 
     Args:
-        asker: How the decision model is asked (RLCD JSON or a typed choice).
+        askers: How the decision model is asked (RLCD JSON or a typed choice), one per option
+            order: with several, they are asked at once and their distributions averaged
+            (against a preference for the first or last option offered).
         labels: Label → target, in config order.
         default_target: Serves when there is no usable verdict or it is below the cutoff.
         min_probability: Probability the best target needs to be trusted.
@@ -51,7 +66,7 @@ class DecisionModelRouter(ClassifierRouter):
 
     def __init__(
         self,
-        asker: Asker,
+        askers: Sequence[Asker],
         *,
         labels: Mapping[str, str],
         default_target: str,
@@ -62,7 +77,9 @@ class DecisionModelRouter(ClassifierRouter):
         message_chars: int = 4000,
     ) -> None:
         super().__init__(affinity)
-        self.asker = asker
+        if not askers:
+            raise ValueError("a decision_model router needs at least one asker")
+        self.askers = tuple(askers)
         self.labels = dict(labels)
         self.default_target = default_target
         self.min_probability = min_probability
@@ -71,22 +88,22 @@ class DecisionModelRouter(ClassifierRouter):
         self.message_chars = message_chars
         self.targets = tuple(dict.fromkeys([*self.labels.values(), default_target]))
 
+    @property
+    def asker(self) -> Asker:
+        """The asker of the configured option order."""
+        return self.askers[0]
+
     async def classify(self, request: ChatRequest, ctx: RouteContext, call: ModelCall) -> Decision:
         view = task_view(request.messages, window=self.recent_turn_window, message_chars=self.message_chars)
         started = time.perf_counter()
-        response: ChatResponse | None = None
-        asked: Asked | None = None
-        try:
-            response = await self.asker.ask(call, view)
-            asked = self.asker.read(response)
-            dist = check(
-                asked.pairs, list(self.labels), named=asked.named, tolerance=self.sum_tolerance, judge=self.asker.target
-            )
-        except JudgeFailure as failure:
-            facts = self._call_facts(started, response, asked)
-            return self._fail_open(failure.reason, failure.detail, facts, None)
-        facts = self._call_facts(started, response, asked)
-        ranking = rank(dist, self.labels)
+        outcomes = await asyncio.gather(*(self._ask(asker, call, view) for asker in self.askers))
+        facts = self._call_facts(started, outcomes)
+        failed = next((o.failure for o in outcomes if o.failure is not None), None)
+        if failed is not None:
+            return self._fail_open(failed.reason, failed.detail, facts, None)
+        dists = [o.dist for o in outcomes if o.dist is not None]
+        averaged = {label: math.fsum(d[label] for d in dists) / len(dists) for label in self.labels}
+        ranking = rank(averaged, self.labels)
         chosen = ranking.ranked[0]
         p = ranking.targets[chosen]
         if p < self.min_probability:
@@ -99,6 +116,22 @@ class DecisionModelRouter(ClassifierRouter):
             reason=f"decision model chose {ranking.label!r} → {chosen!r} (p={p:.3f})",
             details={**self._verdict_details(ranking), "decision_model": facts, "label": ranking.label},
         )
+
+    async def _ask(self, asker: Asker, call: ModelCall, view: str) -> _Once:
+        once = _Once()
+        try:
+            once.response = await asker.ask(call, view)
+            once.asked = asker.read(once.response)
+            once.dist = check(
+                once.asked.pairs,
+                list(self.labels),
+                named=once.asked.named,
+                tolerance=self.sum_tolerance,
+                judge=asker.target,
+            )
+        except JudgeFailure as failure:
+            once.failure = failure
+        return once
 
     def _fail_open(self, reason: str, detail: str, facts: dict[str, Any], ranking: Ranking | None) -> Decision:
         order = ranking.ranked if ranking is not None else self.targets
@@ -122,20 +155,25 @@ class DecisionModelRouter(ClassifierRouter):
             "min_probability": self.min_probability,
         }
 
-    def _call_facts(self, started: float, response: ChatResponse | None, asked: Asked | None) -> dict[str, Any]:
-        """The decision call as the record shows it: protocol, target, latency, and (when an
-        answer came back) the model that answered, its tokens and its own confidence."""
+    def _call_facts(self, started: float, outcomes: Sequence[_Once]) -> dict[str, Any]:
+        """The decision call(s) as the record shows them: protocol, target, latency, and (when an
+        answer came back) the model that answered, the tokens of every call, and the model's own
+        confidence (averaged over option orders) if it reports one."""
         facts: dict[str, Any] = {
             "protocol": self.asker.protocol,
             "target": self.asker.target,
             "latency_ms": round((time.perf_counter() - started) * 1000, 3),
         }
-        if response is not None:
+        if len(outcomes) > 1:
+            facts["option_orders"] = len(outcomes)
+        responses = [o.response for o in outcomes if o.response is not None]
+        if responses:
             facts.update(
-                model=response.model,
-                input_tokens=response.usage.input_tokens,
-                output_tokens=response.usage.output_tokens,
+                model=responses[0].model,
+                input_tokens=sum(r.usage.input_tokens for r in responses),
+                output_tokens=sum(r.usage.output_tokens for r in responses),
             )
-        if asked is not None and asked.confidence is not None:
-            facts["confidence"] = asked.confidence
+        confidences = [o.asked.confidence for o in outcomes if o.asked is not None and o.asked.confidence is not None]
+        if confidences and len(confidences) == len(outcomes):
+            facts["confidence"] = math.fsum(confidences) / len(confidences)
         return facts

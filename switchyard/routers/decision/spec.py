@@ -57,6 +57,10 @@ class DecisionModelSpec(AffinityKeys, RouterSpec):
         max_output_tokens: RLCD only: cap on the verdict's tokens.
         verdict_from_reasoning: RLCD only: read the verdict from the reasoning text when the
             content is empty.
+        option_orders: Ask in this many option orders at once (1 to 3: as configured, reversed,
+            rotated by one) and average the distributions, against a model's preference for an
+            option's position; each order is one more call. Orders that repeat one already asked
+            (two labels have only two) are left out.
     """
 
     kind = "decision_model"
@@ -73,6 +77,7 @@ class DecisionModelSpec(AffinityKeys, RouterSpec):
     response_format_type: ResponseFormatType = "json_object"
     max_output_tokens: PositiveInt = 512
     verdict_from_reasoning: bool = False
+    option_orders: int = Field(default=1, ge=1, le=3)
 
     @field_validator("labels")
     @classmethod
@@ -129,13 +134,15 @@ class DecisionModelSpec(AffinityKeys, RouterSpec):
             verdict_from_reasoning=self.verdict_from_reasoning,
         )
         decider = ctx.targets.get(self.decision_target)
-        asker: Asker
-        if decider is not None and decider.format == "system_one":
-            asker = SystemOneAsker(settings, self.question, self.options(ctx))
-        else:
-            asker = RlcdAsker(settings, self.question, self.options(ctx))
+        kind: type[SystemOneAsker] | type[RlcdAsker] = (
+            SystemOneAsker if decider is not None and decider.format == "system_one" else RlcdAsker
+        )
+        options = self.options(ctx)
+        askers: list[Asker] = [
+            kind(settings, self.question, order) for order in option_orders(options, self.option_orders)
+        ]
         return DecisionModelRouter(
-            asker,
+            askers,
             labels=self.label_targets(),
             default_target=self.default_target,
             min_probability=self.min_probability,
@@ -144,6 +151,17 @@ class DecisionModelSpec(AffinityKeys, RouterSpec):
             recent_turn_window=self.recent_turn_window,
             message_chars=self.message_chars,
         )
+
+
+def option_orders(options: dict[str, str], count: int) -> list[dict[str, str]]:
+    """Up to ``count`` distinct orders of ``options``: as given, reversed, rotated by one."""
+    labels = list(options)
+    candidates = [labels, labels[::-1], labels[1:] + labels[:1]]
+    orders: list[list[str]] = []
+    for order in candidates[:count]:
+        if order not in orders:
+            orders.append(order)
+    return [{label: options[label] for label in order} for order in orders]
 
 
 def _target(spec: str | LabelSpec) -> str:
