@@ -176,3 +176,13 @@ def test_decision_model_outage_fails_open_to_the_default(client: openai.OpenAI, 
     seen, request_id = _ask(client, "outage", text)
     assert seen == ("fail_open", "efficient", f"[fake-efficient] {text}")
     assert _record(proxy[1], request_id)["details"]["judge_failure"] == "upstream_5xx"
+
+
+def test_streamed_answer_comes_from_the_chosen_target(client: openai.OpenAI) -> None:
+    text = "stream me the fix for this race condition [route:hard]"
+    with client.chat.completions.with_streaming_response.create(
+        model="typed", messages=[{"role": "user", "content": text}], stream=True
+    ) as raw:
+        source, selected = raw.headers["x-switchyard-decision-source"], raw.headers["x-switchyard-selected-model"]
+        streamed = "".join(c.choices[0].delta.content or "" for c in raw.parse() if c.choices)
+    assert (source, selected, streamed) == ("decision-model", "capable", f"[fake-capable] {text}")
