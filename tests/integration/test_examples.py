@@ -51,7 +51,8 @@ SERVED = [
     "eval/swebench.yaml",
     "probe/router.yaml",
 ]
-NOT_CONFIGS = {"probe/minilm-features.yaml", "probe/smollm2-features.yaml"}
+# A suite file lists datasets and model pairs for `replay --suite`; tests/eval checks it.
+NOT_CONFIGS = {"probe/minilm-features.yaml", "probe/smollm2-features.yaml", "eval/agent-suite.yaml"}
 
 Expect = tuple[str, str]
 """``(x-switchyard-decision-source, x-switchyard-selected-model)`` a request must get."""
