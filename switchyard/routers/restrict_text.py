@@ -88,16 +88,15 @@ NOT_READ: dict[type[BaseModel], dict[str, str]] = {
 }
 """The fields of each IR type a rule does not read, with the reason."""
 
-_OPAQUE_KEYS = frozenset({"signature", "encrypted_content"})
-"""Body keys whose values are opaque reasoning a provider issued (Anthropic thinking signatures,
-Responses ``encrypted_content``)."""
-
-_BINARY_TYPES = frozenset({"base64", "redacted_thinking"})
-"""``type`` values of objects whose ``data`` is not text: base64 sources (images, PDF documents)
-and Anthropic's redacted thinking."""
-
-_BINARY_HOLDERS = frozenset({"input_audio"})
-"""Keys whose object holds base64 ``data`` without saying so in a ``type`` (OpenAI audio input)."""
+_NOT_TEXT: dict[str, str] = {
+    "base64": "data",  # a base64 source: an image, a PDF document
+    "redacted_thinking": "data",  # Anthropic's encrypted thinking
+    "thinking": "signature",  # Anthropic's signature of a thinking block
+    "reasoning": "encrypted_content",  # a Responses reasoning item's encrypted reasoning
+    "input_audio": "input_audio",  # OpenAI audio input: its object holds base64 ``data``
+}
+"""By the ``type`` of a body object, its key whose value is not text: bytes, or opaque reasoning
+a provider issued. Only there: a tool schema's property called ``signature`` or ``data`` is read."""
 
 _COLON = ":"
 """Read between a key and its string value, so ``{"password": "…"}`` reads as an assignment
@@ -112,9 +111,9 @@ def _binary_uri(text: str) -> bool:
 def json_texts(value: Any, add: Callable[[str], None]) -> None:
     """Hands ``add`` every key and string of a JSON value, in document order.
 
-    Iterative (a deeply nested body cannot exhaust the stack). Skipped: base64 payloads (a
-    ``data`` beside ``"type": "base64"``, ``input_audio.data``, ``data:…;base64,`` URIs) and
-    opaque reasoning (``signature``, ``encrypted_content``, redacted thinking's ``data``).
+    Iterative (a deeply nested body cannot exhaust the stack). Skipped: base64 payloads and
+    opaque reasoning, by the ``type`` of the object that holds them (:data:`_NOT_TEXT`), and
+    ``data:…;base64,`` URIs.
     """
     stack: list[Any] = [value]
     pop = stack.pop
@@ -126,19 +125,19 @@ def json_texts(value: Any, add: Callable[[str], None]) -> None:
                 add(item)
         elif kind is dict:
             tag = item.get("type")
-            binary = type(tag) is str and tag in _BINARY_TYPES  # a caller's "type" may be any JSON
+            skip = _NOT_TEXT.get(tag) if type(tag) is str else None  # a caller's "type" may be any JSON
             pending: list[Any] = []
             for key, sub in item.items():
                 if type(key) is str:
                     add(key)
-                if key in _OPAQUE_KEYS or (key == "data" and binary):
+                if key == skip:
+                    if skip == "input_audio" and type(sub) is dict:  # its format is text, its data not
+                        pending.append({k: v for k, v in sub.items() if k != "data"})
                     continue
                 if type(sub) is str:
                     if not _binary_uri(sub):
                         add(_COLON)
                         add(sub)
-                elif key in _BINARY_HOLDERS and type(sub) is dict:
-                    pending.append({k: v for k, v in sub.items() if k != "data"})
                 elif sub is not None and type(sub) is not bool and type(sub) is not int and type(sub) is not float:
                     pending.append(sub)
             stack.extend(reversed(pending))

@@ -155,6 +155,13 @@ def test_the_body_is_read_whole_but_for_bytes_and_opaque_blobs() -> None:
     }
     read = body_texts(body)
     assert MARK not in "\n".join(read)
+    # Only where the object's type says so: a schema's properties of those names are read.
+    schema = {
+        "type": "object",
+        "properties": {n: {"type": "string", "description": MARK} for n in ("signature", "data")},
+    }
+    tools = [{"type": "function", "function": {"name": "f", "parameters": schema}}]
+    assert "\n".join(body_texts({"tools": tools, "metadata": {"signature": MARK}})).count(MARK) == 3
     for text in ("doc-text", "found-text", "predicted", "search_result", "title", "wav", "th"):
         assert text in read
     # A key and its string value read as an assignment (what the secrets detector looks for).
