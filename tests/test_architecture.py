@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import os
 import shutil
 import subprocess
@@ -62,8 +63,62 @@ def test_a_layer_violation_is_caught(tmp_path: Path) -> None:
         fh.write("\nimport switchyard.engine.core  # noqa\n")
     with (tmp_path / "switchyard" / "routers" / "static.py").open("a") as fh:
         fh.write("\nimport httpx  # noqa\n")
+    with (tmp_path / "switchyard" / "clients" / "h1_response.py").open("a") as fh:
+        fh.write("\nimport switchyard.clients.h1  # noqa\n")  # h1 imports h1_response
     result = lint(tmp_path)
     assert result.returncode != 0
     assert "Layers of DESIGN.md BROKEN" in result.stdout
     assert "The IR and the codecs stay pure BROKEN" in result.stdout
     assert "switchyard.protocol.targets -> switchyard.engine.core" in result.stdout
+    assert "No import circles BROKEN" in result.stdout
+    assert ".h1_response -> .h1" in result.stdout
+
+
+# The engine's hub hands its prepared request to the relay lane and the own-answer path; issue 47's
+# pipeline stop replaces it with a typed hand-off. Nothing may join this list.
+KNOWN_PRIVATE_IMPORTS = {
+    ("switchyard.engine.own_answer", "switchyard.engine.core._Prepared"),
+    ("switchyard.engine.relay", "switchyard.engine.core._Prepared"),
+}
+
+
+def private_imports(root: Path) -> set[tuple[str, str]]:
+    """``(importer, module.name)`` for every ``from module import _name`` inside the package at
+    ``root / "switchyard"`` that takes another module's private name (a submodule such as
+    ``switchyard._dataclass`` is a module, not a name)."""
+    modules = {}
+    for path in (root / "switchyard").rglob("*.py"):
+        parts = path.relative_to(root).with_suffix("").parts
+        package = parts[-1] == "__init__"
+        modules[".".join(parts[:-1] if package else parts)] = (path, package)
+    found = set()
+    for name, (path, package) in modules.items():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.ImportFrom):
+                continue
+            base = name.split(".") if package else name.split(".")[:-1]
+            source = ".".join([*base[: len(base) - node.level + 1], node.module or ""]) if node.level else node.module
+            source = (source or "").strip(".")
+            for alias in node.names:
+                private = alias.name.startswith("_") and not alias.name.startswith("__")
+                if private and source in modules and source != name and f"{source}.{alias.name}" not in modules:
+                    found.add((name, f"{source}.{alias.name}"))
+    return found
+
+
+def test_no_module_imports_another_modules_private_names() -> None:
+    assert private_imports(REPO) == KNOWN_PRIVATE_IMPORTS
+
+
+def test_a_private_import_is_caught(tmp_path: Path) -> None:
+    package = tmp_path / "switchyard"
+    (package / "sub").mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "_inner.py").write_text("VALUE = 1\n")
+    (package / "sub" / "__init__.py").write_text("")
+    (package / "sub" / "a.py").write_text("_hidden = 1\nvisible = 2\n")
+    (package / "sub" / "b.py").write_text(
+        "from switchyard import _inner\nfrom switchyard.sub.a import visible\n"
+        "def f():\n    from .a import _hidden\n    from . import a\n"
+    )
+    assert private_imports(tmp_path) == {("switchyard.sub.b", "switchyard.sub.a._hidden")}

@@ -104,13 +104,10 @@ def run(args: argparse.Namespace) -> int:
         from switchyard._listen import bind
     except ImportError:
         return fail("the fake upstream needs the server extra: pip install 'switchyard-router[server]'")
-    import logging
-
-    from switchyard.testing import _RESET_FILTER
+    from switchyard.testing import quiet_injected_resets
     from switchyard.testing.simulated import SimulatedUpstream
 
-    # The reset-mid fault drops connections on purpose: no traceback for those.
-    logging.getLogger("uvicorn.error").addFilter(_RESET_FILTER)
+    quiet_injected_resets()  # the reset-mid fault drops connections on purpose
 
     ports: list[int] = args.port or [8000, 9000]
     sockets = []

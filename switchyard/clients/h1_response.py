@@ -16,15 +16,27 @@ import asyncio
 import time
 from collections import deque
 from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from switchyard.clients.h1_errors import ReadTimeout, ResponseTooLarge, StreamDeadline
 
-if TYPE_CHECKING:
-    from switchyard.clients.h1 import _Connection
-
 DECODE_PIECE = 64 * 1024
 """Most bytes one decompression step may produce (the rest of the input waits its turn)."""
+
+
+class Feed(Protocol):
+    """What a response needs of the connection that feeds it (the pool's connection in
+    :mod:`switchyard.clients.h1`): described here so that this module does not import that one,
+    which imports this."""
+
+    paused: bool
+
+    def resume(self) -> None:
+        """Reads from the socket again after the buffer drained."""
+
+    def abort(self) -> None:
+        """Closes the connection: what is left of the body cannot be read any more."""
+
 
 MAX_BUFFER = 256 * 1024
 """Unread response bytes held per connection before reading from the socket pauses (the
@@ -75,7 +87,7 @@ class H1Response:
         self._chunks: deque[bytes] = deque()
         self._waiter: asyncio.Future[None] | None = None
         self._error: BaseException | None = None
-        self._conn: _Connection | None = None
+        self._conn: Feed | None = None
         self._read_timeout = read_timeout
         self._deadline: float | None = None  # the stream's end of waiting (``stop_at``)
         self._since = 0.0  # when the current wait began (``time.monotonic()``)

@@ -6,7 +6,7 @@ Layer: ``clients``.
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import orjson
 
@@ -18,7 +18,46 @@ from switchyard.protocol.targets import TargetInfo
 from switchyard.wire.base import WireFormat
 
 if TYPE_CHECKING:
-    from switchyard.clients.backend import HttpBackend
+    import httpx
+
+    from switchyard.clients.http_parts import Timeouts
+    from switchyard.protocol.errors import UpstreamError
+    from switchyard.protocol.redact import Redactor
+    from switchyard.wire.base import Codec
+
+
+class CountingBackend(Protocol):
+    """What a count reads of its backend, :class:`switchyard.clients.backend.HttpBackend`.
+
+    A protocol rather than the class: that module calls this one, so importing it back would close
+    an import circle. The underscored members are the backend's request plumbing, which this module
+    shares as the backend's own helper.
+    """
+
+    format: WireFormat
+    url: str
+    codec: Codec
+    timeouts: Timeouts
+    _redact: Redactor
+    _errors: tuple[type[BaseException], ...]
+
+    @property
+    def _client(self) -> httpx.AsyncClient: ...
+
+    def _replays(self, request: ChatRequest, options: CallOptions) -> bool: ...
+
+    def _request(
+        self,
+        content: bytes,
+        options: CallOptions,
+        timeouts: Timeouts,
+        url: str | None = None,
+        deadline: float | None = None,
+    ) -> httpx.Request: ...
+
+    def _transport_error(
+        self, exc: BaseException, target: TargetInfo, limits: Timeouts | None = None
+    ) -> UpstreamError: ...
 
 
 COUNT_FIELDS = {
@@ -36,7 +75,7 @@ COUNT_FIELDS = {
 }
 
 
-def count_url(backend: HttpBackend) -> str:
+def count_url(backend: CountingBackend) -> str:
     """The upstream's token-counting URL."""
     if backend.format is WireFormat.ANTHROPIC_MESSAGES:
         return backend.url + "/count_tokens"
@@ -47,7 +86,7 @@ def count_url(backend: HttpBackend) -> str:
     return root.removesuffix("/v1") + "/tokenize"
 
 
-async def count_tokens(backend: HttpBackend, request: ChatRequest, target: TargetInfo, options: CallOptions) -> int:
+async def count_tokens(backend: CountingBackend, request: ChatRequest, target: TargetInfo, options: CallOptions) -> int:
     """Prompt tokens of ``request`` as this upstream counts them.
 
     Anthropic: ``POST /v1/messages/count_tokens``; OpenAI Responses:

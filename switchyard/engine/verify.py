@@ -24,20 +24,34 @@ import asyncio
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import field
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 from switchyard._dataclass import dataclass
 from switchyard.engine.records import DecisionRecord
-from switchyard.engine.target import Target
 from switchyard.protocol.errors import UpstreamError
 from switchyard.protocol.request import ChatRequest
 from switchyard.protocol.response import ChatResponse
 from switchyard.protocol.stream import StreamAccumulator, StreamEvent
+from switchyard.protocol.targets import TargetInfo
+
+
+class Served(Protocol):
+    """What the gate reads of a target that served an answer (the engine's
+    :class:`switchyard.engine.target.Target`, which names this module's :class:`Verifier`: a
+    protocol here keeps the two modules out of an import circle)."""
+
+    @property
+    def info(self) -> TargetInfo:
+        """The target's name and price."""
+        ...
+
+
+T = TypeVar("T", bound=Served)
 
 Check = Callable[[ChatRequest, ChatResponse], Awaitable[str | None]]
 """One check: the reason the answer fails it, or ``None`` when it passes."""
 
-Second = Callable[[Sequence[str]], Awaitable[tuple[Target, ChatResponse]]]
+Second = Callable[[Sequence[str]], Awaitable[tuple[T, ChatResponse]]]
 """The engine's answer call on other targets (its fallback, retries and restriction)."""
 
 
@@ -89,10 +103,10 @@ async def gate(
     verifier: Verifier,
     request: ChatRequest,
     record: DecisionRecord,
-    target: Target,
+    target: T,
     response: ChatResponse,
-    second: Second,
-) -> tuple[Target, ChatResponse]:
+    second: Second[T],
+) -> tuple[T, ChatResponse]:
     """Checks the efficient answer and acts on the mode; returns what the caller gets.
 
     Raises:
@@ -129,7 +143,7 @@ async def gate(
     return other_target, other
 
 
-def _book(record: DecisionRecord, target: Target, response: ChatResponse) -> None:
+def _book(record: DecisionRecord, target: Served, response: ChatResponse) -> None:
     cost = record.router_cost
     cost.calls += 1
     cost.input_tokens += response.usage.input_tokens

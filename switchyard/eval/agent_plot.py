@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from switchyard.eval.agent_replay import SweepPoint
-from switchyard.eval.plot import _pyplot, _save
+from switchyard.eval.plot import pyplot, save_figure
 
 SWEEP_COLUMNS = (
     "key",
@@ -82,7 +82,7 @@ def plot_sweep(points: Sequence[SweepPoint], key: str, path: str | Path, *, titl
     """
     if not points:
         raise ValueError("no sweep points to plot")
-    plt = _pyplot()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(6.8, 4.4), dpi=100)
     try:
         base = points[0].result.report.case("base")
@@ -125,6 +125,6 @@ def plot_sweep(points: Sequence[SweepPoint], key: str, path: str | Path, *, titl
         ax.set_ylabel("resolve rate")
         n = points[0].result.report.tasks
         ax.set_title(title or f"route {points[0].result.route}: sweep of {key} ({n} tasks)", fontsize=10)
-        return _save(fig, ax, path, legend_size=7)
+        return save_figure(fig, ax, path, legend_size=7)
     finally:
         plt.close(fig)

@@ -29,7 +29,8 @@ from typing import Any
 
 from switchyard._dataclass import dataclass
 
-_EPS = 1e-12
+EPS = 1e-12
+"""Tolerance below which two qualities or costs count as equal."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,7 +69,7 @@ def total(values: Sequence[float] | None) -> float | None:
 def pgr(quality: float, weak: float, strong: float) -> float | None:
     """Performance gap recovered; ``None`` when the capable model is not better than the efficient one."""
     gap = strong - weak
-    if gap <= _EPS:
+    if gap <= EPS:
         return None
     return (quality - weak) / gap
 
@@ -79,11 +80,11 @@ def apgr(curve: Sequence[Point], weak: float, strong: float) -> float | None:
     Returns:
         ``None`` when the gap is not positive or the curve spans no share range.
     """
-    if strong - weak <= _EPS or len(curve) < 2:
+    if strong - weak <= EPS or len(curve) < 2:
         return None
     pts = sorted(curve, key=lambda p: p.share)
     span = pts[-1].share - pts[0].share
-    if span <= _EPS:
+    if span <= EPS:
         return None
     gap = strong - weak
     area = math.fsum(
@@ -99,14 +100,14 @@ def cpt(curve: Sequence[Point], level: float, weak: float, strong: float) -> flo
         A share in 0-1, or ``None`` when the curve never reaches the level (or the gap is not
         positive).
     """
-    if strong - weak <= _EPS or not curve:
+    if strong - weak <= EPS or not curve:
         return None
     target = weak + level * (strong - weak)
     pts = sorted(curve, key=lambda p: p.share)
     prev: Point | None = None
     for p in pts:
-        if p.quality >= target - _EPS:
-            if prev is None or p.quality - prev.quality <= _EPS:
+        if p.quality >= target - EPS:
+            if prev is None or p.quality - prev.quality <= EPS:
                 return p.share
             return prev.share + (target - prev.quality) * (p.share - prev.share) / (p.quality - prev.quality)
         prev = p
@@ -115,7 +116,7 @@ def cpt(curve: Sequence[Point], level: float, weak: float, strong: float) -> flo
 
 def interpolate(a: Point, b: Point, quality: float) -> Point:
     """The point between ``a`` and ``b`` (on the segment) whose quality is ``quality``."""
-    if abs(b.quality - a.quality) <= _EPS:
+    if abs(b.quality - a.quality) <= EPS:
         return a
     f = (quality - a.quality) / (b.quality - a.quality)
     cost = None if a.cost_usd is None or b.cost_usd is None else a.cost_usd + f * (b.cost_usd - a.cost_usd)
@@ -128,7 +129,7 @@ def cheapest_at(curve: Sequence[Point], quality: float) -> Point | None:
     Cost is USD when every point has one, else the capable share.
     """
     pts = sorted(curve, key=lambda p: p.share)
-    cands = [p for p in pts if p.quality >= quality - _EPS]
+    cands = [p for p in pts if p.quality >= quality - EPS]
     for a, b in itertools.pairwise(pts):
         if (a.quality - quality) * (b.quality - quality) < 0:
             cands.append(interpolate(a, b, quality))
@@ -141,7 +142,12 @@ def cheapest_at(curve: Sequence[Point], quality: float) -> Point | None:
 # -- curves ----------------------------------------------------------------------------------
 
 
-def _check(n: int, *seqs: Sequence[Any] | None) -> None:
+def check_lengths(n: int, *seqs: Sequence[Any] | None) -> None:
+    """Checks that there are items and that every given sequence has ``n`` of them.
+
+    Raises:
+        ValueError: No items, or a sequence of another length.
+    """
     if n == 0:
         raise ValueError("no items to evaluate")
     for s in seqs:
@@ -175,7 +181,7 @@ def threshold_curve(
         Points by increasing share, first the ``t = inf`` point, then one per distinct score.
     """
     n = len(scores)
-    _check(n, strong, weak, strong_cost, weak_cost, fixed)
+    check_lengths(n, strong, weak, strong_cost, weak_cost, fixed)
     costs = strong_cost is not None and weak_cost is not None
     q = 0.0
     c = extra_cost_usd
@@ -228,12 +234,12 @@ def oracle_curve(
     curve stays flat up to share 1.
     """
     n = len(strong)
-    _check(n, weak, strong_cost, weak_cost)
+    check_lengths(n, weak, strong_cost, weak_cost)
     costs = strong_cost is not None and weak_cost is not None
     gains = []
     for i in range(n):
         d = strong[i] - weak[i]
-        if d > _EPS:
+        if d > EPS:
             extra = (strong_cost[i] - weak_cost[i]) if costs and strong_cost and weak_cost else 0.0
             gains.append((d, extra))
     gains.sort(key=lambda g: (-g[0], g[1]))

@@ -17,11 +17,11 @@ from typing import Any
 
 from switchyard._dataclass import dataclass
 from switchyard.eval.curves import (
-    _EPS,
+    EPS,
     Point,
-    _check,
     apgr,
     cheapest_at,
+    check_lengths,
     cpt,
     mean,
     oracle_curve,
@@ -160,7 +160,7 @@ def _report(
     if swept:
         at95 = cheapest_at(curve, 0.95 * qs)
     else:
-        at95 = op if op is not None and op.quality >= 0.95 * qs - _EPS else None
+        at95 = op if op is not None and op.quality >= 0.95 * qs - EPS else None
     saved = None if at95 is None or at95.cost_usd is None or cs is None else cs - at95.cost_usd
     return TwoTierReport(
         n=len(strong),
@@ -257,7 +257,7 @@ def evaluate_decisions(
     """
     strong = [float(x) for x in strong_correct]
     weak = [float(x) for x in weak_correct]
-    _check(len(choose_strong), strong, weak, strong_cost, weak_cost)
+    check_lengths(len(choose_strong), strong, weak, strong_cost, weak_cost)
     op = _fixed_point(choose_strong, strong, weak, strong_cost, weak_cost, extra_cost_usd)
     lo = Point(0.0, mean(weak), total(weak_cost))
     hi = Point(1.0, mean(strong), total(strong_cost))
@@ -284,7 +284,7 @@ def two_tier_baselines(
     strong = [float(x) for x in strong_correct]
     weak = [float(x) for x in weak_correct]
     n = len(strong)
-    _check(n, weak, strong_cost, weak_cost)
+    check_lengths(n, weak, strong_cost, weak_cost)
     qs, qw = mean(strong), mean(weak)
     cs, cw = total(strong_cost), total(weak_cost)
     rows = [
@@ -293,7 +293,7 @@ def two_tier_baselines(
     ]
     rq = qw + share * (qs - qw)
     rc = None if cs is None or cw is None else share * cs + (1 - share) * cw
-    positive = qs - qw > _EPS
+    positive = qs - qw > EPS
     rows.append(
         Row(
             "random (same share)",
@@ -309,7 +309,7 @@ def two_tier_baselines(
         )
     )
     curve = oracle_curve(strong, weak, strong_cost=strong_cost, weak_cost=weak_cost)
-    best = next(p for p in curve if p.quality >= curve[-1].quality - _EPS)
+    best = next(p for p in curve if p.quality >= curve[-1].quality - EPS)
     rows.append(
         Row(
             "oracle",
@@ -352,7 +352,7 @@ def evaluate_choices(
         KeyError: A choice names a target without outcomes.
     """
     n = len(choices)
-    _check(n)
+    check_lengths(n)
     cost = cost or {}
     q = 0.0
     c: float | None = extra_cost_usd
@@ -380,7 +380,7 @@ def target_baselines(
     if not targets:
         raise ValueError("no targets")
     n = len(quality[targets[0]])
-    _check(n, *quality.values())
+    check_lengths(n, *quality.values())
     cost = cost or {}
     rows = [evaluate_choices([t] * n, quality, cost, name=f"always {t}") for t in targets]
     costs = [r.cost_usd for r in rows]

@@ -47,7 +47,12 @@ def write_curve_csv(result: EvalResult, path: str | Path) -> Path:
     return out
 
 
-def _pyplot() -> Any:
+def pyplot() -> Any:
+    """matplotlib's ``pyplot`` on the file-only Agg backend.
+
+    Raises:
+        PlotUnavailable: matplotlib is missing.
+    """
     try:
         import matplotlib
 
@@ -68,7 +73,7 @@ def plot_result(result: EvalResult, path: str | Path, *, title: str | None = Non
     Raises:
         PlotUnavailable: matplotlib is missing.
     """
-    plt = _pyplot()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(6.4, 4.2), dpi=100)
     try:
         if result.two_tier is not None:
@@ -77,12 +82,12 @@ def plot_result(result: EvalResult, path: str | Path, *, title: str | None = Non
             _points(ax, result)
         ax.set_ylabel("quality")
         ax.set_title(title or f"route {result.route} on {result.dataset} ({result.row.n} items)", fontsize=10)
-        return _save(fig, ax, path, legend_size=8)
+        return save_figure(fig, ax, path, legend_size=8)
     finally:
         plt.close(fig)
 
 
-def _save(fig: Any, ax: Any, path: str | Path, *, legend_size: int) -> Path:
+def save_figure(fig: Any, ax: Any, path: str | Path, *, legend_size: int) -> Path:
     """Finishes a plot as every plot of ``eval`` is (grid, legend bottom right) and writes the PNG."""
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=legend_size, loc="lower right")

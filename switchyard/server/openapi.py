@@ -17,9 +17,13 @@ from typing import Any
 
 from switchyard._version import __version__
 from switchyard.engine.reply import Reply
-from switchyard.server.app import OPENAPI_PATH  # where the app serves this document
 from switchyard.wire.json import dumps
 from switchyard.wire.strict import MAX_TOKENS_CEILING
+
+OPENAPI_PATH = "/openapi.json"
+"""Where the app serves this document. ``server/app.py`` names the same path itself rather than
+import it: the app loads this module only when the document is asked for, and importing the app
+from here closed an import circle (tests/test_import_light.py checks that the two agree)."""
 
 _OPENAI_ERROR = {
     "type": "object",

@@ -9,8 +9,8 @@ from typing import Any
 
 from switchyard.serving.vllm_args import ServeCommand
 
-_HIDDEN_STATES_CONNECTOR = "ExampleHiddenStatesConnector"
-_EXTRACT_METHOD = "extract_hidden_states"
+HIDDEN_STATES_CONNECTOR = "ExampleHiddenStatesConnector"
+EXTRACT_METHOD = "extract_hidden_states"
 
 
 def ssm_state_dtype(cmd: ServeCommand) -> str:
@@ -40,7 +40,7 @@ def speculative(cmd: ServeCommand) -> dict[str, Any]:
 def extraction(cmd: ServeCommand) -> bool:
     """Whether the command configures hidden-state extraction (method or connector)."""
     connector = cmd.json("kv-transfer-config").get("kv_connector")
-    return speculative(cmd).get("method") == _EXTRACT_METHOD or connector == _HIDDEN_STATES_CONNECTOR
+    return speculative(cmd).get("method") == EXTRACT_METHOD or connector == HIDDEN_STATES_CONNECTOR
 
 
 def chunked_prefill_off(cmd: ServeCommand) -> bool:

@@ -15,8 +15,8 @@ from collections.abc import Iterable
 
 from switchyard.serving.vllm_args import ServeCommand, parse_serve_command
 from switchyard.serving.vllm_facts import (
-    _EXTRACT_METHOD,
-    _HIDDEN_STATES_CONNECTOR,
+    EXTRACT_METHOD,
+    HIDDEN_STATES_CONNECTOR,
     chunked_prefill_off,
     extraction,
     mamba_backend,
@@ -107,7 +107,7 @@ def _extraction_with_spec(ctx: CheckContext) -> str | None:
         return None
     spec = speculative(ctx.cmd)
     method = spec.get("method")
-    if method not in (None, _EXTRACT_METHOD):
+    if method not in (None, EXTRACT_METHOD):
         return f"speculative method {method!r} alongside the hidden-states connector"
     if "model" in spec:
         return f"draft model {spec['model']!r} alongside hidden-state extraction"
@@ -127,7 +127,7 @@ def _extraction_incomplete(ctx: CheckContext) -> str | None:
     spec = speculative(cmd)
     transfer = cmd.json("kv-transfer-config")
     missing: list[str] = []
-    if spec.get("method") != _EXTRACT_METHOD:
+    if spec.get("method") != EXTRACT_METHOD:
         missing.append('speculative method "extract_hidden_states"')
     else:
         if spec.get("num_speculative_tokens", 1) != 1:
@@ -136,8 +136,8 @@ def _extraction_incomplete(ctx: CheckContext) -> str | None:
         hf = draft.get("hf_config") if isinstance(draft, dict) else None
         if not isinstance(hf, dict) or not hf.get("eagle_aux_hidden_state_layer_ids"):
             missing.append("draft_model_config.hf_config.eagle_aux_hidden_state_layer_ids")
-    if transfer.get("kv_connector") != _HIDDEN_STATES_CONNECTOR:
-        missing.append(f"--kv-transfer-config kv_connector {_HIDDEN_STATES_CONNECTOR}")
+    if transfer.get("kv_connector") != HIDDEN_STATES_CONNECTOR:
+        missing.append(f"--kv-transfer-config kv_connector {HIDDEN_STATES_CONNECTOR}")
     else:
         extra = transfer.get("kv_connector_extra_config") or {}
         if not isinstance(extra, dict) or not extra.get("shared_storage_path"):

@@ -23,13 +23,29 @@ class _InjectedResets(logging.Filter):
 _RESET_FILTER = _InjectedResets()
 
 
+def quiet_injected_resets() -> None:
+    """Keeps uvicorn from logging a traceback for each connection reset a fake injects on purpose
+    (the ``reset-mid`` fault); other errors still log."""
+    logging.getLogger("uvicorn.error").addFilter(_RESET_FILTER)  # a filter added twice is kept once
+
+
 def serve_fake(upstream: FakeUpstream, port: int = 0) -> Any:
     """Starts ``upstream`` on 127.0.0.1 in a background thread; returns a started ``AppThread``
     (use as a context manager or call ``.stop()``)."""
     from switchyard.server.runner import AppThread
 
-    logging.getLogger("uvicorn.error").addFilter(_RESET_FILTER)
+    quiet_injected_resets()
     return AppThread(upstream, port=port).start()
 
 
-__all__ = ["FAULTS", "FakeModel", "FakeUpstream", "ScriptedCall", "Turn", "echo_brain", "leaky_brain", "serve_fake"]
+__all__ = [
+    "FAULTS",
+    "FakeModel",
+    "FakeUpstream",
+    "ScriptedCall",
+    "Turn",
+    "echo_brain",
+    "leaky_brain",
+    "quiet_injected_resets",
+    "serve_fake",
+]
