@@ -330,3 +330,37 @@ async def test_settling_waits_for_the_spend_still_being_written() -> None:
     opened.set()
     await settling
     assert (await store.get(f"switchyard:budget:ann:{_today()}") or {}).get("usd") == pytest.approx(0.25)
+
+
+@pytest.mark.usefixtures("keyed_env")
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "stream"])
+async def test_an_answer_is_kept_for_booking_before_its_caller_reads_its_end(upstream_port: int, stream: bool) -> None:
+    # The caller may send its next request on the same connection the moment it reads the end
+    # of this answer; by then this answer's record must be where that request's budget check
+    # hands records out (later.py) — also for a stream, whose clean-up after its end may wait.
+    sy = Switchyard.from_config(_config(upstream_port, {"ann": 1e6, "bob": 1e6}))
+    app = SwitchyardApp(sy)
+    kept_at_end: list[int] = []
+    body = _body("ann", 0, stream=stream)
+    asked: list[bool] = []
+
+    async def receive() -> dict[str, Any]:
+        if asked:
+            await asyncio.Event().wait()
+        asked.append(True)
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    async def send(message: dict[str, Any]) -> None:
+        if message["type"] == "http.response.body" and not message.get("more_body", False):
+            # The first moment the server could read the caller's next request: the loop's next turn.
+            asyncio.get_running_loop().call_soon(lambda: kept_at_end.append(len(app.later.pending)))
+
+    headers = [(b"content-type", b"application/json"), (b"host", b"127.0.0.1")]
+    headers.append((b"authorization", f"Bearer {KEYS['ann']}".encode()))
+    scope = {"type": "http", "method": "POST", "path": "/v1/chat/completions", "headers": headers}
+    try:
+        await asyncio.create_task(app(scope, receive, send))
+    finally:
+        app.later.flush()
+        await sy.aclose()
+    assert kept_at_end == [1]
