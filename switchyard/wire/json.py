@@ -72,7 +72,7 @@ def load_object(body: bytes, what: str = "request body") -> dict[str, Any]:
         raise InvalidRequestError(f"malformed JSON in {what}: {exc}", code="invalid_json") from exc
     if not isinstance(value, dict):
         raise InvalidRequestError(f"{what} must be a JSON object", code="invalid_json")
-    if too_deep(value):
+    if len(body) > 2 * MAX_DEPTH and too_deep(value):  # deeper needs an opening and a closing byte per level
         raise InvalidRequestError(
             f"{what} nests JSON objects and arrays more than {MAX_DEPTH} levels deep (the limit)",
             code="json_too_deep",

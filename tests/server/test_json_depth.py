@@ -112,3 +112,14 @@ def test_the_probe_counts_objects_and_arrays_alike() -> None:
     for _ in range(MAX_DEPTH):
         arrays = [arrays]
     assert not too_deep(arrays) and too_deep([arrays]) and not too_deep({}) and not too_deep("x")
+
+
+def test_the_shortest_body_past_the_limit_is_caught() -> None:
+    from switchyard.protocol.errors import InvalidRequestError
+    from switchyard.wire.json import load_object
+
+    at_limit = b'{"a":' + b"[" * (MAX_DEPTH - 1) + b"]" * (MAX_DEPTH - 1) + b"}"
+    assert isinstance(load_object(at_limit)["a"], list)
+    past = b'{"a":' + b"[" * MAX_DEPTH + b"]" * MAX_DEPTH + b"}"
+    with pytest.raises(InvalidRequestError, match=f"more than {MAX_DEPTH} levels deep"):
+        load_object(past)
