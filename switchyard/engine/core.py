@@ -19,7 +19,7 @@ from types import MappingProxyType
 from typing import Any
 
 from switchyard._dataclass import dataclass
-from switchyard.engine import caller_view, own_answer, plain_chat, relay, served_model, threads
+from switchyard.engine import caller_view, own_answer, plain_chat, relay, served_model, stored_responses, threads
 from switchyard.engine.counting import count_tokens
 from switchyard.engine.event_stream import EventStream, open_first
 from switchyard.engine.fallback import Fallback, FirstAttempt
@@ -57,6 +57,7 @@ from switchyard.protocol.access import current_caller
 from switchyard.protocol.call import CallOptions
 from switchyard.protocol.errors import (
     InvalidRequestError,
+    PreviousResponseNotFoundError,
     RouterError,
     SwitchyardError,
     ThreadNotFoundError,
@@ -248,6 +249,7 @@ class Engine:
                 answerers = self._answerers.get(route.name) or (*route.targets, *route.fallbacks)
                 known = inherited is not None or (not route.restrict and session.tenant is None)
                 threads.check_route(request, answerers, self.targets, known=known)
+                await stored_responses.check(self.store, request, session.tenant)  # another tenant's response
             decision = await self._decide(route, request, session, headers, record, limits, restriction, fwd)
             candidates = route.order(decision.candidates)
             if restriction is not None:
@@ -256,7 +258,7 @@ class Engine:
                 await threads.remember_answer(self.store, request, decision, self.targets, session, restriction)
             elif not plain:  # a stand-in continues no thread
                 candidates = threads.servable(decision.request or request, candidates, self.targets)
-        except (ThreadNotFoundError, RestrictedError) as exc:
+        except (ThreadNotFoundError, RestrictedError, PreviousResponseNotFoundError) as exc:
             raise self._exhausted(record, exc, t0) from None
         record.candidates = candidates
         options = CallOptions(
@@ -486,6 +488,7 @@ class Engine:
         turn, restriction = record.turn_index, prep.restriction
         args = (record.session_id, turn, restriction, record.tenant)
         await threads.remember(self.store, prep.request, target, message_id, *args)
+        await stored_responses.remember(self.store, prep.request, target, message_id, record.tenant)
 
     def _exhausted(
         self, record: DecisionRecord, error: SwitchyardError | None, t0: float, runner: Fallback | None = None

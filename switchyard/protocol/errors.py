@@ -115,6 +115,17 @@ class ThreadNotFoundError(SwitchyardError):
     code = "thread_not_found"
 
 
+class PreviousResponseNotFoundError(InvalidRequestError):
+    """An OpenAI Responses ``previous_response_id`` that this caller may not continue.
+
+    Answered as OpenAI answers an id it does not hold: 400 ``invalid_request_error``, code
+    ``previous_response_not_found``, param ``previous_response_id``
+    (:mod:`switchyard.engine.stored_responses`).
+    """
+
+    code = "previous_response_not_found"
+
+
 class RouterError(SwitchyardError):
     """A router failed and could not fall open."""
 

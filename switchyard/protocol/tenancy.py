@@ -20,6 +20,9 @@ tenant carries (a Redis key too), so replicas sharing a store agree on it:
 * anything else kept per tenant, such as thread records: ``<kind>~t:<tenant>:<id>``
   (:func:`tenant_scoped`, e.g. ``~threads:~t:alice:msg_01…``).
 
+What must be found by id whoever asks — whose stored OpenAI response an id is
+(:mod:`switchyard.engine.stored_responses`) — is kept under the id with its tenant as the value.
+
 Anything that joins data by session — decision records, and ``POST /v1/feedback`` once it
 exists — must scope the session by the record's tenant
 (:attr:`DecisionRecord.tenant <switchyard.engine.records.DecisionRecord.tenant>`) and keep

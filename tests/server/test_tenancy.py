@@ -36,12 +36,18 @@ def proxy(module_config: dict[str, Any], module_upstream: Any) -> Iterator[tuple
         "llm_clients": {
             **module_config["llm_clients"],
             "claude": {"format": "anthropic_messages", "base_url": f"http://127.0.0.1:{port}"},
+            "gpt": {"format": "openai_responses", "base_url": f"http://127.0.0.1:{port}/v1"},
         },
-        "targets": {**module_config["targets"], "opus": {"client": "claude", "model": "fake-claude"}},
+        "targets": {
+            **module_config["targets"],
+            "opus": {"client": "claude", "model": "fake-claude"},
+            "codex": {"client": "gpt", "model": "fake-gpt"},
+        },
         "routes": {
             **module_config["routes"],
             "agent": {"type": "stage_router", "capable": "capable", "efficient": "efficient", "hold_turns": 2},
             "threaded": {"type": "passthrough", "target": "opus"},
+            "responses": {"type": "passthrough", "target": "codex"},
         },
         "server": {
             "api_keys": [
@@ -142,6 +148,32 @@ def test_key_b_cannot_continue_a_thread_of_key_a(proxy: Any) -> None:
     own = _post(root, KEY_A_CI, _message("and then?", cont))
     assert own.status_code == 200, own.text
     assert (records[-1].session_id, records[-1].tenant, records[-1].turn_index) == (alice_session, "alice", 1)
+
+
+def _respond(root: str, key: str, text: str, previous: str | None = None) -> httpx.Response:
+    body: dict[str, Any] = {"model": "responses", "input": text}
+    if previous is not None:
+        body["previous_response_id"] = previous
+    return httpx.post(f"{root}/v1/responses", json=body, headers={"authorization": f"Bearer {key}"}, timeout=10)
+
+
+def test_key_b_cannot_continue_a_stored_response_of_key_a(proxy: Any) -> None:
+    """The same class as threads: OpenAI keeps a stored response under the proxy's credential."""
+    root, records, upstream = proxy
+    stored = _respond(root, KEY_A, SECRET)
+    assert stored.status_code == 200, stored.text
+    response_id = stored.json()["id"]
+    before = len(upstream.received)
+    stolen = _respond(root, KEY_B, "repeat everything so far", previous=response_id)
+    assert stolen.status_code == 400, stolen.text
+    error = stolen.json()["error"]
+    assert (error["code"], error["param"]) == ("previous_response_not_found", "previous_response_id")
+    assert error["message"] == f"Previous response with id '{response_id}' not found."  # as OpenAI words it
+    assert len(upstream.received) == before
+    assert (records[-1].tenant, records[-1].status) == ("bob", 400)
+    # Alice's CI key is her tenant: its continuation goes through.
+    assert _respond(root, KEY_A_CI, "and then?", previous=response_id).status_code == 200
+    assert upstream.received[-1].body["previous_response_id"] == response_id
 
 
 def test_dashboard_is_the_operators_and_keeps_tenants_sessions_apart(proxy: Any) -> None:

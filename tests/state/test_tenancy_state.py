@@ -36,11 +36,17 @@ def _config(port: int, state: dict[str, Any] | None = None) -> dict[str, Any]:
         "llm_clients": {
             **base["llm_clients"],
             "claude": {"format": "anthropic_messages", "base_url": f"http://127.0.0.1:{port}"},
+            "gpt": {"format": "openai_responses", "base_url": f"http://127.0.0.1:{port}/v1"},
         },
-        "targets": {**base["targets"], "opus": {"client": "claude", "model": "fake-claude"}},
+        "targets": {
+            **base["targets"],
+            "opus": {"client": "claude", "model": "fake-claude"},
+            "codex": {"client": "gpt", "model": "fake-gpt"},
+        },
         "routes": {
             "agent": {"type": "stage_router", "capable": "capable", "efficient": "efficient", "hold_turns": 2},
             "threaded": {"type": "passthrough", "target": "opus"},
+            "responses": {"type": "passthrough", "target": "codex"},
         },
         **({"state": state} if state else {}),
     }
@@ -72,6 +78,12 @@ async def thread(sy: Switchyard, caller: Caller | None, content: str, previous: 
         return await sy.dispatch("POST", "/v1/messages", orjson.dumps(body), THREAD_HEADERS)
 
 
+async def respond(sy: Switchyard, caller: Caller | None, text: str) -> Reply:
+    body = {"model": "responses", "input": text}
+    with calling_as(caller):
+        return await sy.dispatch("POST", "/v1/responses", orjson.dumps(body), {"content-type": "application/json"})
+
+
 def _id(reply: Reply) -> str:
     assert reply.status == 200, reply.body
     return str(orjson.loads(reply.body or b"{}")["id"])
@@ -84,6 +96,7 @@ async def test_without_keys_the_state_keys_are_what_they_were(upstream: Any) -> 
     try:
         await decide(sy, None, QUIET, "s-1")
         opened = _id(await thread(sy, None, "hello"))
+        _id(await respond(sy, None, "hello"))  # no tenant: no ownership record
         assert sorted(store.keys()) == sorted(["agent:s-1:stage", f"~threads:{opened}"])
         # An id the store does not know is still forwarded: the upstream may hold it.
         seen = len(upstream.app.received)
@@ -103,9 +116,16 @@ async def test_with_keys_every_key_carries_the_tenants_namespace(upstream: Any) 
         await decide(sy, ALICE, QUIET, "s-1")
         await decide(sy, odd, QUIET, "s-1")
         opened = _id(await thread(sy, ALICE, "hello"))
+        stored = _id(await respond(sy, ALICE, "hello"))
         assert sorted(store.keys()) == sorted(
-            ["agent:~t:alice:s-1:stage", "agent:~t:team%3Aa%2F%25:s-1:stage", f"~threads:~t:alice:{opened}"]
+            [
+                "agent:~t:alice:s-1:stage",
+                "agent:~t:team%3Aa%2F%25:s-1:stage",
+                f"~threads:~t:alice:{opened}",
+                f"~responses:{stored}",
+            ]
         )
+        assert await store.get(f"~responses:{stored}") == {"tenant": "alice"}
         # A tenant's `continue` of an id it does not hold never reaches the upstream.
         seen = len(upstream.app.received)
         refused = await thread(sy, BOB, "more", previous=opened)
