@@ -25,7 +25,16 @@ server.api_keys entry to paste into the config, which holds only the key's SHA-2
 
 Clients send the key as `Authorization: Bearer <key>` (OpenAI SDKs: api_key=), `x-api-key`
 (Anthropic SDKs) or `api-key`. Instead of a hash, an entry may name an environment variable
-holding the key: `key_env: SWITCHYARD_KEY_CI`. See docs/security.md.
+holding the key: `key_env: SWITCHYARD_KEY_CI`.
+
+Each key is its own tenant: its sessions, threads and router state are its own, whatever
+session ids another key sends. To let several keys share them (a team's laptops and CI):
+
+  server:
+    tenants:
+      ci-team: {keys: [ci, ci-nightly]}
+
+See docs/security.md ("Tenancy model").
 """
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,7 @@ from _redis import RedisServer
 from switchyard.api import Switchyard
 from switchyard.engine.reply import Reply
 from switchyard.protocol.access import Caller, current_caller
-from switchyard.protocol.session import tenant_namespace
+from switchyard.protocol.session import SessionInfo, tenant_namespace
 from switchyard.state.memory import MemoryStore
 from switchyard.testing.fake_threads import BETA
 
@@ -132,6 +133,14 @@ async def test_with_keys_every_key_carries_the_tenants_namespace(upstream: Any) 
         assert refused.status == 404 and len(upstream.app.received) == seen
     finally:
         await sy.aclose()
+
+
+def test_sub_agent_and_derived_session_keys_carry_the_tenant_too() -> None:
+    delegated = SessionInfo(session_id="h:0123", agent_id="helper", delegated=True)
+    spawned = SessionInfo(session_id="d:abcd", agent_id="child", parent_agent_id="root")
+    assert (delegated.key, spawned.key) == ("h:0123/helper", "d:abcd/child")  # as before tenants
+    assert replace(delegated, tenant="alice").key == "~t:alice:h:0123/helper"
+    assert replace(spawned, tenant="bob").key == "~t:bob:d:abcd/child"
 
 
 @pytest.mark.parametrize(
