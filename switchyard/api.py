@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     # (:meth:`Switchyard.__init__`), not when the server module is imported.
     from switchyard.config.load import LoadedConfig
     from switchyard.engine.core import Completion, Engine, EventStream, Route
+    from switchyard.engine.feedback import FeedbackStore
     from switchyard.engine.records import DecisionRecord, DecisionSink, JsonlSink
     from switchyard.protocol.request import ChatRequest
     from switchyard.protocol.session import StateStore
@@ -44,7 +45,7 @@ T = TypeVar("T")
 _ROOT = {
     "name": "switchyard",
     "status": "ok",
-    "endpoints": ["/v1/chat/completions", "/v1/messages", "/v1/responses", "/v1/models", "/health"],
+    "endpoints": ["/v1/chat/completions", "/v1/messages", "/v1/responses", "/v1/models", "/v1/feedback", "/health"],
 }
 """What ``GET /`` and ``HEAD /`` answer: the proxy is up and where to send requests."""
 
@@ -117,6 +118,7 @@ class Switchyard:
         from switchyard.config.build import target_infos as _target_infos
         from switchyard.config.discovery import probe_context_windows
         from switchyard.engine.accounting import UsdLedger
+        from switchyard.engine.feedback import FeedbackStore
         from switchyard.engine.health import Health
 
         self.loaded = loaded
@@ -126,6 +128,11 @@ class Switchyard:
         self._spans = build_span_sink(loaded)
         self._jsonl: JsonlSink | None = decision_log_sink(loaded, decision_log)
         self._store: StateStore = build_store(loaded)
+        fb = loaded.config.feedback
+        self.feedback_store: FeedbackStore = FeedbackStore(
+            self._store, ttl_s=loaded.config.state.ttl_s, max_entries=fb.max_entries, index_entries=fb.index_entries
+        )
+        """Outcome reports and the decisions they match (``POST /v1/feedback``, :meth:`feedback`)."""
         # Served context windows (probe_context_window targets) before routers see TargetInfo.
         probe_context_windows(loaded)
         self._routes: dict[str, Route] = build_routes(loaded, _target_infos(loaded))
@@ -157,7 +164,7 @@ class Switchyard:
     # -- engines ----------------------------------------------------------------------------
 
     def _sinks(self) -> list[DecisionSink]:
-        sinks: list[DecisionSink] = [self.ledger, self._dispatch_record]
+        sinks: list[DecisionSink] = [self.ledger, self._dispatch_record, self.feedback_store.seen]
         if self._spans is not None:
             sinks.append(self._spans)
         if self._jsonl is not None:
@@ -340,6 +347,55 @@ class Switchyard:
         request = self.build_request(model=model, messages=messages, **kwargs)
         return await self.engine.decide(request, self._headers(session_id, headers))
 
+    async def feedback(
+        self,
+        *,
+        session_id: str | None = None,
+        request_id: str | None = None,
+        resolved: bool | None = None,
+        score: float | None = None,
+        reward: float | None = None,
+        labels: list[str] | None = None,
+        tenant: str | None = None,
+    ) -> dict[str, Any]:
+        """Reports how a session (or one request) ended: the library's ``POST /v1/feedback``.
+
+        Give one id and exactly one outcome. The report is kept in the state store (the latest
+        per id wins) and written to the decision log, matched or not (docs/rollout.md).
+
+        Args:
+            session_id: The session (as sent with ``session_id=`` or ``x-switchyard-session-id``).
+            request_id: Or one request (``record.request_id``).
+            resolved: Whether the task was resolved.
+            score: A grade in [0, 1].
+            reward: Any finite number.
+            labels: Up to 16 tags of at most 64 characters.
+            tenant: The tenant the session belongs to (``server.tenants``; ``None`` without keys).
+
+        Returns:
+            The answer's body: ``matched`` (a decision with that id is known), ``replaced``
+            (an earlier report was), ``route``, ``id``.
+
+        Raises:
+            InvalidRequestError: A bad report (the field is named).
+        """
+        body: dict[str, Any] = {"session_id": session_id, "request_id": request_id, "resolved": resolved}
+        body["score"] = score
+        body |= {"reward": reward, "labels": labels}
+        found = {k: v for k, v in body.items() if v is not None}
+        from switchyard.engine.feedback_http import record_feedback
+
+        result = await record_feedback(self.feedback_store, found, self._log_feedback, tenant=tenant, api_key=None)
+        return result.to_dict()
+
+    def feedback_sync(self, **kwargs: Any) -> dict[str, Any]:
+        """Synchronous :meth:`feedback`."""
+        return self.run_sync(self.feedback(**kwargs))
+
+    def _log_feedback(self, line: dict[str, Any]) -> None:
+        if self._jsonl is not None:
+            self._jsonl.append(line)
+
     def _loop_thread(self) -> _LoopThread:
         with self._lock:
             if self._thread is None:
@@ -402,6 +458,10 @@ class Switchyard:
             from switchyard.engine.decision_http import decision_reply
 
             return await decision_reply(self.engine, body, headers, query)
+        if sub == "/feedback" and method == "POST":
+            from switchyard.engine.feedback_http import feedback_reply  # outcomes in (docs/rollout.md)
+
+            return await feedback_reply(self.feedback_store, body, self._log_feedback)
         if sub == "/stats" and method == "GET":
             stats = {"reliability": self.stats(), "usd": self.ledger.snapshot(), "state": self.state_status()}
             if thresholds := self.threshold_control():
@@ -433,7 +493,7 @@ class Switchyard:
             data = await self.health(deep=wants_deep(query))
             return Reply(200, {"content-type": "application/json"}, body=dumps(data))
         envelope = WireFormat.ANTHROPIC_MESSAGES if sub.startswith("/messages") else WireFormat.OPENAI_CHAT
-        if fmt is not None or sub in ("/models", "/messages/count_tokens", "/decision"):
+        if fmt is not None or sub in ("/models", "/messages/count_tokens", "/decision", "/feedback"):
             return _error(envelope, 405, f"method {method} not allowed on {route}", "invalid_request_error")
         return _error(envelope, 404, f"no such endpoint: {method} {route}", "not_found_error")
 

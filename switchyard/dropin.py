@@ -49,6 +49,8 @@ def _client(sdk: str, cls_name: str, is_async: bool, sy: Switchyard, base_url: s
     kwargs["max_retries"] = 0
     client = getattr(module, cls_name)(http_client=http_client, **kwargs)
     client.switchyard = sy
+    # Outcomes in (docs/rollout.md): client.switchyard_feedback(session_id=..., resolved=True).
+    client.switchyard_feedback = sy.feedback if is_async else sy.feedback_sync
     return client
 
 
@@ -66,7 +68,10 @@ def OpenAI(
         **kwargs: Passed to ``openai.OpenAI`` (``max_retries`` is always 0).
 
     Returns:
-        ``openai.OpenAI``; its ``.switchyard`` attribute is the router behind it.
+        ``openai.OpenAI``; its ``.switchyard`` attribute is the router behind it, and
+        ``.switchyard_feedback(session_id=..., resolved=...)`` reports how a session ended
+        (:meth:`Switchyard.feedback <switchyard.api.Switchyard.feedback>`; a coroutine on the
+        async clients).
     """
     return _client("openai", "OpenAI", False, _switchyard(config, switchyard), _BASE_URL, dict(kwargs))
 
@@ -98,7 +103,8 @@ def Anthropic(
         **kwargs: Passed to ``anthropic.Anthropic`` (``max_retries`` is always 0).
 
     Returns:
-        ``anthropic.Anthropic``; its ``.switchyard`` attribute is the router behind it.
+        ``anthropic.Anthropic``; its ``.switchyard`` attribute is the router behind it, and
+        ``.switchyard_feedback(...)`` reports outcomes (see :func:`OpenAI`).
     """
     sy = _switchyard(config, switchyard)
     return _client("anthropic", "Anthropic", False, sy, _ANTHROPIC_BASE_URL, dict(kwargs))

@@ -11,11 +11,13 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from switchyard.clients.retry import RetryPolicy
+from switchyard.config.experiment_check import experiment_baseline
 from switchyard.config.load import ConfigError, ConfigIssue, LoadedConfig
 from switchyard.config.schema import LlmClientConfig
 from switchyard.config.verify_build import build_verifier
 from switchyard.engine.accounting import Pricing, RouteTiers
 from switchyard.engine.core import Engine, Route, Target
+from switchyard.engine.experiment import Experiment
 from switchyard.engine.fallback import Reliability
 from switchyard.engine.health import BreakerPolicy, Health, HealthCheckPolicy
 from switchyard.engine.records import DecisionSink, JsonlSink, log_sink
@@ -158,8 +160,17 @@ def build_routes(loaded: LoadedConfig, infos: Mapping[str, TargetInfo]) -> dict[
             restrict=RestrictPolicy(spec.restrict) if spec.restrict else None,
             auxiliary=tuple(dict.fromkeys(t for _, t in (*spec.checked_target_refs(), *spec.auxiliary_refs()))),
             verify=_verifier(loaded, name, spec),
+            experiment=_experiment(spec),
         )
     return routes
+
+
+def _experiment(spec: RouterSpec) -> Experiment | None:
+    """The route's ``experiment:`` block, built (its baseline checked at load, config/experiment_check.py)."""
+    block, baseline = spec.experiment, experiment_baseline(spec)
+    if block is None or baseline is None:
+        return None
+    return Experiment(mode=block.mode, control_share=block.control_share, baseline=baseline)
 
 
 def _verifier(loaded: LoadedConfig, name: str, spec: RouterSpec) -> Verifier | None:

@@ -22,6 +22,7 @@ from pydantic import BaseModel, ValidationError
 
 from switchyard._dataclass import dataclass
 from switchyard.config import nested
+from switchyard.config.experiment_check import experiment_problems
 from switchyard.config.schema import SwitchyardConfig
 from switchyard.config.server import tenant_problems
 from switchyard.routers.base import RouterSpec
@@ -405,6 +406,9 @@ def _cross_check(
         ]
         called_only = _auxiliary_paths(spec)
         refs += _verify_refs(rname, spec, issues, lines)
+        for below, problem in experiment_problems(spec):
+            at: PathT = ("routes", rname, *below)
+            issues.append(ConfigIssue(format_path(at), problem, lines.line(at)))
         for sub, tname in refs:
             parts = ("routes", rname, *nested.split(sub))
             if tname not in targets:

@@ -343,6 +343,20 @@ class SessionConfig(_Strict):
     derive: bool = True
 
 
+class FeedbackConfig(_Strict):
+    """Reports of how sessions ended (``POST /v1/feedback``, docs/rollout.md).
+
+    Attributes:
+        max_entries: Reports kept by the ``memory`` state backend (least recently written
+            evicted first); the ``redis`` backend keeps them for ``state.ttl_s``.
+        index_entries: Decisions (request and session ids) the ``memory`` backend remembers so
+            that a report can be matched to them.
+    """
+
+    max_entries: PositiveInt = 10_000
+    index_entries: PositiveInt = 100_000
+
+
 class SwitchyardConfig(_Strict):
     """The whole config file."""
 
@@ -355,6 +369,7 @@ class SwitchyardConfig(_Strict):
     session: SessionConfig = Field(default_factory=SessionConfig)
     accounting: AccountingConfig = Field(default_factory=AccountingConfig)
     telemetry: TelemetryConfig = Field(default_factory=TelemetryConfig)
+    feedback: FeedbackConfig = Field(default_factory=FeedbackConfig)
     decision_log: str | None = None
     # What a reply's ``model`` says: the requested id (default) or the upstream's (see
     # switchyard.engine.reply_model; a route's own ``reply_model`` wins).

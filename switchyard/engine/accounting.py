@@ -41,7 +41,8 @@ class RouteTiers:
 
 @dataclass(slots=True)
 class Pricing:
-    """Fills in ``tier``, ``feature_cost_usd`` and ``baseline_cost_usd`` of every record.
+    """Fills in ``tier``, ``feature_cost_usd`` and ``baseline_cost_usd`` of every record, and a
+    shadow request's ``details.would_cost_usd``.
 
     Args:
         tiers: Per route, its capable and efficient targets.
@@ -67,15 +68,20 @@ class Pricing:
         if feature_ms is not None:
             record.feature_cost_usd = self.feature_usd_per_call + self.feature_usd_per_second * feature_ms / 1000
         capable = self.prices.get(tiers.capable) if tiers is not None and tiers.capable else None
-        if capable is not None and record.status < 400:
-            record.baseline_cost_usd = capable.cost(
-                Usage(
-                    input_tokens=record.input_tokens,
-                    output_tokens=record.output_tokens,
-                    cache_read_tokens=record.cache_read_tokens,
-                    cache_creation_tokens=record.cache_creation_tokens,
-                )
-            )
+        would = record.details.get("would_select")  # a shadow request's router choice (engine/experiment.py)
+        if record.status >= 400 or (capable is None and would is None):
+            return
+        usage = Usage(
+            input_tokens=record.input_tokens,
+            output_tokens=record.output_tokens,
+            cache_read_tokens=record.cache_read_tokens,
+            cache_creation_tokens=record.cache_creation_tokens,
+        )
+        if capable is not None:
+            record.baseline_cost_usd = capable.cost(usage)
+        if isinstance(would, str) and (price := self.prices.get(would)) is not None:
+            # The same tokens at the price of the target the router would have chosen.
+            record.details["would_cost_usd"] = price.cost(usage)
 
 
 @dataclass(slots=True)

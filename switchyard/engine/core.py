@@ -250,7 +250,11 @@ class Engine:
                 known = inherited is not None or (not route.restrict and session.tenant is None)
                 threads.check_route(request, answerers, self.targets, known=known)
                 await stored_responses.check(self.store, request, session.tenant)  # another tenant's response
-            decision = await self._decide(route, request, session, headers, record, limits, restriction, fwd)
+            if route.experiment is None:
+                decision = await self._decide(route, request, session, headers, record, limits, restriction, fwd)
+            else:  # shadow mode or a control group (engine/experiment.py)
+                decide = partial(self._decide, route, request, session, headers, record, limits, restriction, fwd)
+                decision = await route.experiment.decide(session, record, decide)
             candidates = route.order(decision.candidates)
             if restriction is not None:
                 candidates = restriction.narrow(route.name, decision, candidates, record)

@@ -313,6 +313,12 @@ class JsonlSink:
         with self._lock:
             self._fh.write(line)
 
+    def append(self, line: dict[str, Any]) -> None:
+        """Appends one JSON object that is not a decision record (a feedback report)."""
+        raw = orjson.dumps(line) + b"\n"
+        with self._lock:
+            self._fh.write(raw)
+
     def close(self) -> None:
         """Closes the file."""
         self._fh.close()

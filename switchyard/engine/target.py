@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from switchyard._dataclass import dataclass
 from switchyard.clients.retry import RetryPolicy
+from switchyard.engine.experiment import Experiment
 from switchyard.engine.health import BreakerPolicy, HealthCheckPolicy
 from switchyard.engine.records import DecisionRecord
 from switchyard.engine.reply_model import ReplyModel
@@ -83,6 +84,7 @@ class Route:
         auxiliary: Targets the router calls but never routes to (judges, advisors), for the
             record of what a restriction removed.
         verify: The route's verification gate (``verify:``; ``None``: none).
+        experiment: The route's shadow mode or control group (``experiment:``; ``None``: none).
     """
 
     name: str
@@ -101,6 +103,7 @@ class Route:
     restrict: RestrictPolicy | None = None
     auxiliary: tuple[str, ...] = ()
     verify: Verifier | None = None
+    experiment: Experiment | None = None
 
     def order(self, first: Sequence[str]) -> list[str]:
         """The router's candidates, then the route's other targets, then its fallbacks."""

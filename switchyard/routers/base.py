@@ -27,6 +27,7 @@ from switchyard.protocol.request import ChatRequest
 from switchyard.protocol.response import ChatResponse
 from switchyard.protocol.session import SessionInfo, StateStore
 from switchyard.protocol.targets import TargetInfo
+from switchyard.routers.experiment import ExperimentSpec
 from switchyard.routers.restrict import RestrictRule
 from switchyard.routers.verify import VerifySpec
 
@@ -159,6 +160,7 @@ class RouterSpec(BaseModel):
             docs/restrictions.md).
         verify: Checks the efficient target's answers before release and lets the capable
             target answer when one fails (see docs/verify.md).
+        experiment: Shadow mode or a control group (see docs/rollout.md).
     """
 
     model_config = ConfigDict(extra="forbid", defer_build=True)
@@ -177,6 +179,7 @@ class RouterSpec(BaseModel):
     subagents: dict[str, Any] | None = None
     restrict: list[RestrictRule] = Field(default_factory=list)
     verify: VerifySpec | None = None
+    experiment: ExperimentSpec | None = None
 
     _nested: dict[str, RouterSpec] = PrivateAttr(default_factory=dict)
 
@@ -190,6 +193,7 @@ class RouterSpec(BaseModel):
         "reply_model",
         "restrict",
         "verify",
+        "experiment",
     )
     """Keys that belong to a route, not to a policy: not allowed in an inline router spec."""
 

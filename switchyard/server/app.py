@@ -140,9 +140,9 @@ class SwitchyardApp:
     async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
         later = self.later
         if later.pending:
-            # A proxied call reads no record before it first waits; a view, the dashboard and a
-            # budget check do: theirs go out now.
-            if scope["method"] == "POST" and not self._budgets:
+            # A proxied call reads no record before it first waits; a view, the dashboard, a
+            # budget check and a feedback report (matched against the records) do: theirs go out now.
+            if scope["method"] == "POST" and not self._budgets and not scope["path"].rstrip("/").endswith("/feedback"):
                 later.soon()
             else:
                 later.flush()

@@ -251,6 +251,50 @@ def _decision() -> dict[str, Any]:
     return operation
 
 
+def _feedback() -> dict[str, Any]:
+    """``POST /v1/feedback``: how a session or a request ended (engine/feedback.py)."""
+    label = {"type": "string", "minLength": 1, "maxLength": 64}
+    identifier = {"type": "string", "minLength": 1, "maxLength": 256}
+    request = {
+        "type": "object",
+        "additionalProperties": False,
+        "description": "One of session_id and request_id, and exactly one of resolved, score and reward",
+        "properties": {
+            "session_id": identifier,
+            "request_id": identifier,
+            "resolved": {"type": "boolean"},
+            "score": {"type": "number", "minimum": 0, "maximum": 1},
+            "reward": {"type": "number"},
+            "labels": {"type": "array", "maxItems": 16, "items": label},
+        },
+    }
+    answer = {
+        "type": "object",
+        "required": ["object", "id", "matched", "replaced"],
+        "properties": {
+            "object": {"const": "switchyard.feedback"},
+            "id": {"type": "string"},
+            "matched": {"type": "boolean"},
+            "replaced": {"type": "boolean"},
+            "session_id": {"type": ["string", "null"]},
+            "request_id": {"type": ["string", "null"]},
+            "route": {"type": ["string", "null"]},
+            "labels": {"type": "array", "items": {"type": "string"}},
+        },
+    }
+    operation = _post("Report how a session or a request ended (its tenant's own only)", request, answer, _OPENAI_ERROR)
+    responses = operation["post"]["responses"]
+    responses["200"] = {
+        "description": "Kept and logged; a decision of this caller's tenant with that id is known (matched: true)",
+        "content": {"application/json": {"schema": answer}},
+    }
+    responses["202"] = {
+        "description": "Kept and logged; no such decision is known (unknown, expired, or another tenant's)",
+        "content": {"application/json": {"schema": answer}},
+    }
+    return operation
+
+
 def document() -> dict[str, Any]:
     """The OpenAPI 3.1 document."""
     chat_answer = {"type": "object", "required": ["choices"], "properties": {"choices": {"type": "array"}}}
@@ -284,6 +328,7 @@ def document() -> dict[str, Any]:
             ),
             "/v1/responses": _post("OpenAI Responses", _responses_request(), responses_answer, _OPENAI_ERROR),
             "/v1/decision": _decision(),
+            "/v1/feedback": _feedback(),
             "/v1/models": _get(
                 "The routes, as models (Anthropic's paginated List Models page when the request sends "
                 "anthropic-version)",

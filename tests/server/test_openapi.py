@@ -22,7 +22,15 @@ schemathesis = pytest.importorskip("schemathesis")
 
 positive_data_acceptance = schemathesis.checks.positive_data_acceptance
 
-SERVED_EXTRA = {"/v1/messages/count_tokens", "/v1/decision", "/v1/models", "/v1/stats", "/health", OPENAPI_PATH}
+SERVED_EXTRA = {
+    "/v1/messages/count_tokens",
+    "/v1/decision",
+    "/v1/feedback",
+    "/v1/models",
+    "/v1/stats",
+    "/health",
+    OPENAPI_PATH,
+}
 
 
 @pytest.fixture(scope="module")
@@ -53,7 +61,7 @@ def test_document_is_valid_openapi_31() -> None:
 def test_schemathesis_accepts_the_document() -> None:
     schema = schemathesis.openapi.from_dict(document())
     operations = {(op.ok().method.upper(), op.ok().path) for op in schema.get_all_operations()}
-    assert ("POST", "/v1/chat/completions") in operations and len(operations) == 9
+    assert ("POST", "/v1/chat/completions") in operations and len(operations) == 10
 
 
 def test_document_matches_the_served_routes(live: ServerThread) -> None:
@@ -68,7 +76,7 @@ def test_document_matches_the_served_routes(live: ServerThread) -> None:
     assert httpx.post(f"{root}/v1/nothing-here", json={}, timeout=5).status_code == 404
 
 
-# Hypothesis generates 30 requests for each of 9 operations: CPU-bound work that took over a
+# Hypothesis generates 30 requests for each of 10 operations: CPU-bound work that took over a
 # minute on a 2-core machine kept busy by other processes. The bound is a hang guard only.
 @pytest.mark.timeout(600)
 def test_live_proxy_upholds_its_description(live: ServerThread) -> None:
