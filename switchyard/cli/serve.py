@@ -38,6 +38,7 @@ Endpoints (every inference endpoint takes any route as its model, in JSON or SSE
   POST /v1/responses                 OpenAI Responses         (Codex)
   POST /v1/decision                  the decision only, for a body in any of the three formats
                                      (target, model, fallbacks, session state change; docs/decision.md)
+  POST /v1/feedback                  how a session or request ended (docs/rollout.md)
   GET  /v1/models                    the routes, as models
   GET  /health                       200 while serving; ?deep=1 probes every backend now
                                      (details and probes: admin key, or loopback without keys)

@@ -15,6 +15,7 @@ Examples:
   switchyard stats decisions.jsonl                                   # totals per route
   switchyard stats decisions.jsonl --sessions 20                     # and the 20 latest sessions
   switchyard stats decisions.jsonl -c router.yaml --json             # re-price with the config
+  switchyard stats decisions.jsonl --experiment                      # routed vs control, shadow
 
 Each request costs its answer plus the router's own work (judge calls, and feature extraction
 priced by accounting.feature_extraction). "always-capable" prices the same tokens at the route's
@@ -22,6 +23,11 @@ capable target (or accounting.baseline.<route>); saved = always-capable - total.
 by this version carry those figures; with -c they are recomputed from the config (use it for
 logs written before, or after changing prices). The proxy serves the same totals live at
 GET /v1/stats ("usd") and as Prometheus metrics at GET /metrics. See docs/deployment.md.
+
+--experiment compares, per route with an experiment: block, the sessions of each arm: cost per
+session routed vs control, resolve rate / mean score / mean reward from POST /v1/feedback
+reports, and the saving shadow mode predicts, each with a 95 % interval and the number of
+sessions it rests on. See docs/rollout.md.
 """
 
 
@@ -38,6 +44,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--route", help="only this route")
     p.add_argument("--sessions", type=int, default=0, metavar="N", help="also show the N most recent sessions")
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument(
+        "--experiment",
+        action="store_true",
+        help="per route: routed vs control arms and shadow mode's predicted saving, with 95%% intervals",
+    )
+    p.add_argument("--tenant", help="with --experiment: only this tenant's sessions and reports")
     p.set_defaults(func=run)
 
 
@@ -47,6 +59,12 @@ def run(args: argparse.Namespace) -> int:
 
     if args.sessions < 0:
         return fail("--sessions must be >= 0")
+    if args.experiment:
+        from switchyard.cli.stats_experiment import run_experiment
+
+        return run_experiment(args.log, route=args.route, tenant=args.tenant, as_json=args.json)
+    if args.tenant:
+        return fail("--tenant needs --experiment")
     pricing: Pricing | None = None
     if args.config:
         loaded = load_or_exit(args.config)

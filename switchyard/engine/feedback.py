@@ -45,6 +45,8 @@ from switchyard.state.memory import MemoryStore
 
 logger = logging.getLogger("switchyard.feedback")
 
+FEEDBACK_LINE = "switchyard.feedback"
+"""The ``object`` of a feedback line in the decision log (decision records have none)."""
 MAX_ID_CHARS = 256
 """Longest session or request id a report may name."""
 MAX_LABELS = 16
@@ -173,7 +175,7 @@ class FeedbackResult:
         """The answer's JSON body."""
         fb = self.feedback
         return {
-            "object": "switchyard.feedback",
+            "object": FEEDBACK_LINE,
             "id": self.id,
             "matched": self.matched,
             "replaced": self.replaced,
@@ -280,6 +282,7 @@ class FeedbackStore:
 
 
 __all__ = [
+    "FEEDBACK_LINE",
     "MAX_ID_CHARS",
     "MAX_LABELS",
     "MAX_LABEL_CHARS",

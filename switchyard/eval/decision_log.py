@@ -85,6 +85,8 @@ def read_decision_log(
             except orjson.JSONDecodeError:
                 stats.unreadable += 1
                 continue
+            if isinstance(obj, dict) and obj.get("object") == "switchyard.feedback":
+                continue  # an outcome report (POST /v1/feedback), not a decision
             if not isinstance(obj, dict) or not isinstance(obj.get("route"), str):
                 stats.unreadable += 1
                 continue

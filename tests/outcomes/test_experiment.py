@@ -97,6 +97,6 @@ def test_a_bad_experiment_block_names_its_yaml_path(
 
 def test_a_route_without_a_capable_tier_must_name_its_baseline(config: dict[str, Any]) -> None:
     spec = {"type": "random", "targets": ["efficient", "capable"], "experiment": {"mode": "shadow"}}
-    with pytest.raises(ConfigError, match="set experiment.baseline") as caught:
+    with pytest.raises(ConfigError, match=r"set experiment\.baseline") as caught:
         Switchyard.from_config(with_route(config, spec))
     assert "routes.exp.experiment" in str(caught.value)

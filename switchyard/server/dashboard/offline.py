@@ -17,6 +17,7 @@ from typing import Any
 import orjson
 
 from switchyard.engine.accounting import UsdLedger, record_from_log
+from switchyard.engine.feedback import FEEDBACK_LINE
 from switchyard.engine.records import Attempt, DecisionRecord
 from switchyard.server.auth import KeyRing
 from switchyard.server.dashboard.aggregate import BUCKET_S, Reliability, clamp_ms
@@ -141,6 +142,8 @@ def logged_records(
                 obj = orjson.loads(raw)
                 if not isinstance(obj, dict):
                     raise ValueError("not a JSON object")
+                if obj.get("object") == FEEDBACK_LINE:
+                    continue  # an outcome report, not a decision (engine/feedback.py)
                 record = parse(obj)
             except (orjson.JSONDecodeError, ValueError) as exc:
                 skipped(f"{path}:{number}: skipped ({exc})")

@@ -1,0 +1,92 @@
+"""``switchyard stats --experiment``: routed vs control, and shadow mode's predicted saving.
+
+The numbers come from :func:`switchyard.eval.experiment_stats.experiment_stats`; this module
+reads the log and prints them.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+import orjson
+
+from switchyard.cli._common import fail
+
+
+def _lines(path: str, warn: list[str]) -> Iterator[dict[str, Any]]:
+    with open(path, "rb") as fh:
+        for number, raw in enumerate(fh, start=1):
+            if not raw.strip():
+                continue
+            try:
+                obj = orjson.loads(raw)
+            except orjson.JSONDecodeError as exc:
+                warn.append(f"{path}:{number}: skipped ({exc})")
+                continue
+            if isinstance(obj, dict):
+                yield obj
+
+
+def run_experiment(path: str, *, route: str | None, tenant: str | None, as_json: bool) -> int:
+    """Prints the experiment's numbers per route (``route``: only that one)."""
+    from switchyard.eval.experiment_stats import experiment_stats
+
+    warn: list[str] = []
+    try:
+        data = experiment_stats(_lines(path, warn), tenant=tenant)
+    except OSError as exc:
+        return fail(f"cannot read {path}: {exc.strerror or exc}")
+    for line in warn:
+        print(f"warning: {line}", file=sys.stderr)
+    if route is not None:
+        data = {k: v for k, v in data.items() if k == route}
+    if as_json:
+        print(json.dumps({"experiment": data, "skipped_lines": len(warn)}, indent=2))
+        return 0
+    if not data:
+        print("no decision records with an experiment arm (set experiment: on a route, docs/rollout.md)")
+        return 0
+    for name, view in data.items():
+        _print_route(name, view)
+    return 0
+
+
+def _interval(found: dict[str, Any], key: str = "mean", fmt: str = "{:.6f}") -> str:
+    value = found.get(key)
+    if value is None:
+        return "-"
+    if found.get("low") is None:
+        return fmt.format(value)
+    return f"{fmt.format(value)} [{fmt.format(found['low'])}, {fmt.format(found['high'])}]"
+
+
+def _print_route(name: str, view: dict[str, Any]) -> None:
+    print(f"route {name}")
+    for arm, found in view["arms"].items():
+        parts = [
+            f"  {arm:8} sessions {found['sessions']:>6}  requests {found['requests']:>7}",
+            f"$/session {_interval(found['cost_per_session'])}",
+            f"feedback {found['with_feedback']}",
+        ]
+        if "resolved" in found:
+            parts.append(f"resolved {_interval(found['resolved'], fmt='{:.1%}')}")
+        if "score" in found:
+            parts.append(f"score {_interval(found['score'], fmt='{:.3f}')}")
+        if "reward" in found:
+            parts.append(f"reward {_interval(found['reward'], fmt='{:.3f}')}")
+        print("  ".join(parts))
+    comparison = view.get("routed_vs_control")
+    if comparison:
+        print(f"  routed - control: $/session {_interval(comparison['cost_per_session'], 'diff')}")
+        for key, fmt in (("resolved", "{:+.1%}"), ("score", "{:+.3f}"), ("reward", "{:+.3f}")):
+            if key in comparison:
+                print(f"  routed - control: {key} {_interval(comparison[key], 'diff', fmt)}")
+    shadow = view.get("shadow")
+    if shadow:
+        share = shadow["predicted_saved_share"]
+        shown = "-" if share is None else f"{share:.1%}"
+        saving = _interval(shadow["predicted_saving_per_session"])
+        print(f"  shadow: predicted saving $/session {saving}  (share of the baseline's cost: {shown})")

@@ -1,0 +1,196 @@
+"""Routed vs control, and what shadow mode predicts: per route, with 95 % intervals.
+
+Layer: ``eval`` — pure Python over decision-log lines (no numpy).
+
+Reads what ``switchyard serve --decision-log`` writes: decision records (their ``details.arm``
+from a route's ``experiment:`` block, their cost, a shadow request's ``would_cost_usd``) and the
+feedback lines of ``POST /v1/feedback``. The unit is the **session** (a request without a
+session id counts as its own session): arms are assigned per session, so costs and outcomes
+are compared per session, never per request. Sessions are keyed by tenant and session id, and a
+report joins only its own tenant's sessions — the rule the live store follows
+(:mod:`switchyard.engine.feedback`). When several reports name one session, the latest (by
+``ts``) counts.
+
+Intervals are normal-approximation (Welch) 95 % intervals of a mean, or of a difference of two
+independent means; ``benchmarks/control_group.py`` checks their coverage on simulated sessions.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import field
+from typing import Any
+
+from switchyard._dataclass import dataclass
+
+Z95 = 1.959964
+"""The normal quantile of a two-sided 95 % interval."""
+
+_OUTCOMES = ("resolved", "score", "reward")
+
+
+@dataclass(slots=True)
+class _Session:
+    cost: float = 0.0
+    would: float = 0.0
+    requests: int = 0
+    outcome: dict[str, float] = field(default_factory=dict)
+    outcome_ts: float = -math.inf
+
+
+def mean_interval(values: list[float]) -> dict[str, Any]:
+    """``{n, mean, low, high}``: the mean of ``values`` and its 95 % interval (``None`` bounds
+    below two values)."""
+    n = len(values)
+    if n == 0:
+        return {"n": 0, "mean": None, "low": None, "high": None}
+    mean = sum(values) / n
+    if n < 2:
+        return {"n": n, "mean": mean, "low": None, "high": None}
+    half = Z95 * math.sqrt(_var(values, mean) / n)
+    return {"n": n, "mean": mean, "low": mean - half, "high": mean + half}
+
+
+def difference_interval(a: list[float], b: list[float]) -> dict[str, Any]:
+    """``{diff, low, high}``: mean(a) - mean(b) and its 95 % (Welch) interval; ``None`` bounds
+    unless both sides have two values or more."""
+    if not a or not b:
+        return {"diff": None, "low": None, "high": None}
+    ma, mb = sum(a) / len(a), sum(b) / len(b)
+    diff = ma - mb
+    if len(a) < 2 or len(b) < 2:
+        return {"diff": diff, "low": None, "high": None}
+    half = Z95 * math.sqrt(_var(a, ma) / len(a) + _var(b, mb) / len(b))
+    return {"diff": diff, "low": diff - half, "high": diff + half}
+
+
+def _var(values: list[float], mean: float) -> float:
+    return sum((v - mean) ** 2 for v in values) / (len(values) - 1)
+
+
+def _cost(obj: Mapping[str, Any]) -> float:
+    router = obj.get("router_cost")
+    routing = router.get("cost_usd", 0.0) if isinstance(router, Mapping) else 0.0
+    parts = (obj.get("cost_usd"), routing, obj.get("feature_cost_usd"))
+    return sum(float(p) for p in parts if isinstance(p, int | float) and not isinstance(p, bool))
+
+
+def _outcome(line: Mapping[str, Any]) -> dict[str, float]:
+    found: dict[str, float] = {}
+    for name in _OUTCOMES:
+        value = line.get(name)
+        if isinstance(value, bool):
+            found[name] = 1.0 if value else 0.0
+        elif isinstance(value, int | float) and math.isfinite(value):
+            found[name] = float(value)
+    return found
+
+
+def experiment_stats(lines: Iterable[Mapping[str, Any]], *, tenant: str | None = None) -> dict[str, Any]:
+    """Per route and arm, from decision-log lines: sessions, cost per session, outcomes, and
+    the comparisons (see the module docstring).
+
+    Args:
+        lines: The log's JSON objects in file order (decision records and feedback lines).
+        tenant: Only this tenant's sessions (and reports).
+
+    Returns:
+        ``{route: {"arms": {arm: {...}}, "routed_vs_control": {...}, "shadow": {...}}}`` for the
+        routes whose records carry an arm.
+    """
+    sessions: dict[tuple[str, str], dict[tuple[str | None, str], _Session]] = {}
+    by_request: dict[tuple[str | None, str], tuple[str | None, str]] = {}
+    reports: list[Mapping[str, Any]] = []
+    for obj in lines:
+        if tenant is not None and obj.get("tenant") != tenant:
+            continue
+        if obj.get("object") == "switchyard.feedback":
+            reports.append(obj)
+            continue
+        details = obj.get("details")
+        arm = details.get("arm") if isinstance(details, Mapping) else None
+        route, request_id = obj.get("route"), obj.get("request_id")
+        if not isinstance(arm, str) or not isinstance(route, str) or not isinstance(request_id, str):
+            continue
+        status = obj.get("status", 200)
+        if isinstance(status, int) and status >= 400:
+            continue
+        who = obj.get("tenant") if isinstance(obj.get("tenant"), str) else None
+        session_id = obj.get("session_id")
+        unit = (who, session_id if isinstance(session_id, str) else f"request:{request_id}")
+        by_request[(who, request_id)] = unit
+        entry = sessions.setdefault((route, arm), {}).setdefault(unit, _Session())
+        entry.cost += _cost(obj)
+        would = details.get("would_cost_usd") if isinstance(details, Mapping) else None
+        router = _cost({"router_cost": obj.get("router_cost"), "feature_cost_usd": obj.get("feature_cost_usd")})
+        entry.would += (float(would) + router) if isinstance(would, int | float) else _cost(obj)
+        entry.requests += 1
+    _join(sessions, by_request, reports)
+    return {route: _route_view(sessions, route) for route in sorted({r for r, _ in sessions})}
+
+
+def _join(
+    sessions: dict[tuple[str, str], dict[tuple[str | None, str], _Session]],
+    by_request: Mapping[tuple[str | None, str], tuple[str | None, str]],
+    reports: list[Mapping[str, Any]],
+) -> None:
+    for line in reports:
+        who = line.get("tenant") if isinstance(line.get("tenant"), str) else None
+        session_id, request_id = line.get("session_id"), line.get("request_id")
+        if isinstance(session_id, str):
+            unit: tuple[str | None, str] | None = (who, session_id)
+        else:
+            unit = by_request.get((who, request_id)) if isinstance(request_id, str) else None
+        outcome, ts = _outcome(line), line.get("ts")
+        at = float(ts) if isinstance(ts, int | float) else 0.0
+        if unit is None or not outcome:
+            continue
+        for arms in sessions.values():
+            entry = arms.get(unit)
+            if entry is not None and at >= entry.outcome_ts:  # the latest report counts
+                entry.outcome, entry.outcome_ts = outcome, at
+
+
+def _route_view(
+    sessions: Mapping[tuple[str, str], dict[tuple[str | None, str], _Session]], route: str
+) -> dict[str, Any]:
+    arms = {arm: list(found.values()) for (r, arm), found in sessions.items() if r == route}
+    view: dict[str, Any] = {"arms": {arm: _arm_view(entries) for arm, entries in sorted(arms.items())}}
+    routed, control = arms.get("routed", []), arms.get("control", [])
+    if routed and control:
+        comparison: dict[str, Any] = {
+            "cost_per_session": difference_interval([s.cost for s in routed], [s.cost for s in control])
+        }
+        for name in _OUTCOMES:
+            a = [s.outcome[name] for s in routed if name in s.outcome]
+            b = [s.outcome[name] for s in control if name in s.outcome]
+            if a or b:
+                comparison[name] = difference_interval(a, b)
+        view["routed_vs_control"] = comparison
+    shadow = arms.get("shadow", [])
+    if shadow:
+        saved = [s.cost - s.would for s in shadow]
+        served = sum(s.cost for s in shadow)
+        view["shadow"] = {
+            "predicted_saving_per_session": mean_interval(saved),
+            "predicted_saved_share": (sum(saved) / served) if served > 0 else None,
+        }
+    return view
+
+
+def _arm_view(entries: list[_Session]) -> dict[str, Any]:
+    view: dict[str, Any] = {
+        "sessions": len(entries),
+        "requests": sum(s.requests for s in entries),
+        "cost_per_session": mean_interval([s.cost for s in entries]),
+        "with_feedback": sum(1 for s in entries if s.outcome),
+    }
+    for name in _OUTCOMES:
+        values = [s.outcome[name] for s in entries if name in s.outcome]
+        if values:
+            view[name] = mean_interval(values)
+    return view
+
+
+__all__ = ["Z95", "difference_interval", "experiment_stats", "mean_interval"]

@@ -1,0 +1,122 @@
+"""``switchyard stats --experiment`` on a hand-built decision log (issue 48): arms per session,
+Welch intervals worked out by hand, feedback joined by session and by request id within its own
+tenant only, the latest report winning, and shadow mode's predicted saving."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from switchyard.cli import main
+from switchyard.eval.experiment_stats import Z95, experiment_stats
+
+
+def decision(
+    route: str, arm: str, session: str | None, cost: float, *, tenant: str | None = "a", **extra: Any
+) -> dict[str, Any]:
+    request_id = extra.pop("request_id", f"req-{session}-{cost}-{arm}")
+    details = {"arm": arm, **extra}
+    return {
+        "request_id": request_id,
+        "route": route,
+        "session_id": session,
+        "tenant": tenant,
+        "cost_usd": cost,
+        "router_cost": {"cost_usd": 0.0},
+        "feature_cost_usd": 0.0,
+        "status": 200,
+        "details": details,
+    }
+
+
+def report(
+    session: str | None = None, request: str | None = None, *, tenant: str | None = "a", ts: float = 1.0, **outcome: Any
+) -> dict[str, Any]:
+    return {
+        "object": "switchyard.feedback",
+        "session_id": session,
+        "request_id": request,
+        "tenant": tenant,
+        "ts": ts,
+        **outcome,
+    }
+
+
+LOG: list[dict[str, Any]] = [
+    # control: three sessions costing 1, 2, 3 (session c1 in two requests of 0.5)
+    decision("agent", "control", "c1", 0.5),
+    decision("agent", "control", "c1", 0.5, request_id="c1-second"),
+    decision("agent", "control", "c2", 2.0),
+    decision("agent", "control", "c3", 3.0),
+    # routed: four sessions
+    decision("agent", "routed", "r1", 0.5),
+    decision("agent", "routed", "r2", 0.5),
+    decision("agent", "routed", "r3", 1.0, request_id="r3-only"),
+    decision("agent", "routed", "r4", 1.0),
+    # a failed request counts for nothing
+    {**decision("agent", "routed", "r5", 9.0), "status": 502},
+    # shadow on another route: served 2.0 each, would have cost 0.5 and 1.0
+    decision("other", "shadow", "s1", 2.0, would_select="efficient", would_cost_usd=0.5),
+    decision("other", "shadow", "s2", 2.0, would_select="efficient", would_cost_usd=1.0),
+    # outcomes
+    report("c1", resolved=True),
+    report("c2", resolved=False),
+    report("c3", resolved=True),
+    report("r1", resolved=False, ts=1.0),
+    report("r1", resolved=True, ts=2.0),  # the latest counts
+    report(request="r3-only", resolved=False),  # joined through its request
+    report("r2", resolved=False, tenant="b"),  # another tenant's same id: joins nothing
+    report("r4", resolved=True),
+]
+
+
+def test_costs_outcomes_and_intervals_per_arm() -> None:
+    stats = experiment_stats(LOG)
+    agent = stats["agent"]
+    control, routed = agent["arms"]["control"], agent["arms"]["routed"]
+    assert (control["sessions"], control["requests"], routed["sessions"]) == (3, 4, 4)
+    # control costs 1, 2, 3: mean 2, sample variance 1
+    cost = control["cost_per_session"]
+    assert cost["mean"] == pytest.approx(2.0)
+    assert cost["high"] - cost["mean"] == pytest.approx(Z95 * math.sqrt(1 / 3))
+    # routed costs 0.5, 0.5, 1, 1: mean 0.75, variance 1/12
+    diff = agent["routed_vs_control"]["cost_per_session"]
+    assert diff["diff"] == pytest.approx(-1.25)
+    assert diff["high"] - diff["diff"] == pytest.approx(Z95 * math.sqrt(1 / 3 + (1 / 12) / 4))
+    # resolved: control 1, 0, 1; routed r1 → 1 (latest), r3 → 0 (by request), r4 → 1; r2's only report is b's
+    assert control["resolved"]["mean"] == pytest.approx(2 / 3)
+    assert (routed["with_feedback"], routed["resolved"]["mean"]) == (3, pytest.approx(2 / 3))
+    assert agent["routed_vs_control"]["resolved"]["diff"] == pytest.approx(0.0)
+
+
+def test_shadow_predicted_saving() -> None:
+    shadow = experiment_stats(LOG)["other"]["shadow"]
+    saving = shadow["predicted_saving_per_session"]
+    assert saving["mean"] == pytest.approx(1.25) and saving["n"] == 2
+    assert shadow["predicted_saved_share"] == pytest.approx(2.5 / 4.0)
+
+
+def test_one_tenant_sees_only_its_own_sessions() -> None:
+    assert experiment_stats(LOG, tenant="b") == {}
+    mine = experiment_stats(LOG, tenant="a")["agent"]["arms"]["routed"]
+    assert mine["sessions"] == 4
+
+
+def test_the_cli_prints_and_dumps_the_experiment(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    log = tmp_path / "decisions.jsonl"
+    log.write_bytes(b"".join(orjson.dumps(x) + b"\n" for x in LOG))
+    assert main(["stats", str(log), "--experiment"]) == 0
+    text = capsys.readouterr().out
+    assert "route agent" in text and "routed - control: $/session -1.250000" in text and "shadow: predicted" in text
+    assert main(["stats", str(log), "--experiment", "--json", "--route", "other"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert list(data["experiment"]) == ["other"]
+    # The plain totals read past the feedback lines without a warning.
+    assert main(["stats", str(log), "--json"]) == 0
+    captured = capsys.readouterr()
+    assert "warning" not in captured.err and json.loads(captured.out)["skipped_lines"] == 0
