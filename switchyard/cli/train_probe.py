@@ -54,15 +54,47 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         epilog=_EPILOG,
         formatter_class=HelpFormatter,
     )
-    p.add_argument("--dataset", required=True, metavar="FILE", help="JSONL dataset (see docs/evaluation.md)")
+    p.add_argument(
+        "--dataset",
+        action="append",
+        required=True,
+        metavar="FILE",
+        help="JSONL dataset (see docs/evaluation.md); repeat to mix datasets into one training set",
+    )
     p.add_argument(
         "--map",
         action="append",
         default=[],
         required=True,
         metavar="TARGET=MODEL",
-        help="a head named TARGET learns the outcomes of dataset model MODEL (repeat; >= 2)",
+        help="a head named TARGET learns the outcomes of dataset model MODEL (>= 2 targets); repeat a "
+        "TARGET to name its model in each --dataset (an item is read with the first model it holds)",
     )
+    p.add_argument(
+        "--good-enough",
+        action="append",
+        default=[],
+        metavar="OUTCOME_TYPE=BAR",
+        help="graded outcomes (scores) of rows whose outcome_type is OUTCOME_TYPE count as good enough "
+        "at >= BAR; defaults: score_0_1=0.5, gpt4_judge_score_1_to_10=8, gpt4_turbo_judge_preference_0_1=0.5 "
+        "(docs/learned-routers.md, 'Graded outcomes')",
+    )
+    p.add_argument(
+        "--source-weight",
+        action="append",
+        default=[],
+        metavar="BENCHMARK=W",
+        help="--router linear: weigh the training rows whose benchmark is BENCHMARK by W (default 1)",
+    )
+    p.add_argument(
+        "--calibration",
+        choices=("auto", "isotonic", "platt", "none"),
+        default="auto",
+        help="fit P(success) per target onto held-out outcomes and write OUT/calibration.json "
+        "(out-of-fold predictions of the training rows). auto: isotonic for linear and knn, none for "
+        "probe (its out-of-fold models would cost 5 more trainings; ask for isotonic to get them) and mf",
+    )
+    p.add_argument("--calibration-folds", type=int, default=5, help="folds of the calibration's out-of-fold models")
     p.add_argument("--features", required=True, metavar="JSON|FILE", help="the route's features block")
     p.add_argument(
         "--out", required=True, metavar="DIR", help="checkpoint directory (router.json + router.safetensors)"
@@ -134,15 +166,30 @@ def _features(value: str) -> Any:
     return data
 
 
-def _pairs(values: list[str], flag: str) -> dict[str, str]:
-    out: dict[str, str] = {}
+def _pairs(values: list[str], flag: str) -> dict[str, tuple[str, ...]]:
+    """``TARGET=MODEL`` pairs; a target repeated collects its models (one per dataset)."""
+    out: dict[str, tuple[str, ...]] = {}
     for v in values:
         key, sep, val = v.partition("=")
         if not sep or not key or not val:
             raise ValueError(f"{flag} takes TARGET=MODEL, got {v!r}")
-        if key in out:
-            raise ValueError(f"{flag}: {key!r} given twice")
-        out[key] = val
+        if val in out.get(key, ()):
+            raise ValueError(f"{flag}: {key}={val} given twice")
+        out[key] = (*out.get(key, ()), val)
+    return out
+
+
+def _weights(values: list[str]) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for v in values:
+        key, sep, val = v.partition("=")
+        try:
+            w = float(val)
+        except ValueError:
+            w = -1.0
+        if not sep or not key or not w >= 0 or w == float("inf"):
+            raise ValueError(f"--source-weight takes BENCHMARK=W with W a number >= 0, got {v!r}")
+        out[key] = w
     return out
 
 
@@ -150,6 +197,7 @@ def run(args: argparse.Namespace) -> int:
     from pydantic import ValidationError
 
     from switchyard.eval.dataset import DatasetError, parse_filters, read_ids
+    from switchyard.eval.good_enough import parse_bars
     from switchyard.features import parse_features
     from switchyard.probe.pipeline import Plan, TrainError
     from switchyard.probe.pipeline import run as run_plan
@@ -159,6 +207,8 @@ def run(args: argparse.Namespace) -> int:
     if args.turns < 1:
         # The served route refuses turns < 1, so a checkpoint trained with it could not be served.
         return fail("--turns must be >= 1 (a route's `turns` is at least 1)")
+    if args.calibration_folds < 2:
+        return fail("--calibration-folds must be >= 2")
     try:
         mapping = _pairs(args.map, "--map")
         features = parse_features(_features(args.features))
@@ -182,7 +232,7 @@ def run(args: argparse.Namespace) -> int:
             device=args.device,
         )
         plan = Plan(
-            dataset=Path(args.dataset),
+            datasets=[Path(d) for d in args.dataset],
             mapping=mapping,
             features=features,
             out=Path(args.out),
@@ -200,6 +250,10 @@ def run(args: argparse.Namespace) -> int:
             cache_dir=Path(args.cache_dir),
             view=args.input,
             turns=args.turns,
+            good_enough=parse_bars(args.good_enough),
+            source_weights=_weights(args.source_weight),
+            calibration=args.calibration,
+            calibration_folds=args.calibration_folds,
         )
         outcome = run_plan(plan)
     except ValidationError as exc:

@@ -17,6 +17,7 @@ from typing import Any
 from switchyard._dataclass import dataclass
 from switchyard.config.load import LoadedConfig
 from switchyard.eval.dataset import Dataset, DatasetError, EvalItem, MissingOutcome, Outcome, outcome
+from switchyard.eval.good_enough import GoodEnough, GoodEnoughError
 from switchyard.eval.groups import GROUP_KEY, GroupReport, group_of, normalise, outcome_type, per_group
 from switchyard.eval.metrics import (
     Row,
@@ -29,6 +30,7 @@ from switchyard.eval.metrics import (
 )
 from switchyard.eval.offline import Decided, build_offline_engine, chat_request, decide, route_spec, run_pool
 from switchyard.eval.progress import Progress
+from switchyard.eval.reliability import Reliability, reliability
 from switchyard.protocol.errors import SwitchyardError
 from switchyard.protocol.request import ChatRequest
 from switchyard.protocol.response import Usage
@@ -80,6 +82,8 @@ class EvalResult:
             fewer than two groups or without tiers.
         group_key: The field the groups come from.
         normalised: Whether several outcome types were rescaled to 0-1 (docs/evaluation.md).
+        calibration: Reliability of the route's P(success) per target against each item's
+            good-enough label (``None`` when the route reports no P(success)).
     """
 
     route: str
@@ -96,6 +100,7 @@ class EvalResult:
     groups: list[GroupReport] = field(default_factory=list)
     group_key: str = GROUP_KEY
     normalised: bool = False
+    calibration: Reliability | None = None
 
     @property
     def skipped(self) -> list[ItemResult]:
@@ -140,6 +145,8 @@ class EvalResult:
             "group_key": self.group_key,
             "groups": [g.to_dict() for g in self.groups],
             "notes": self.notes,
+            "ece": None if self.calibration is None else self.calibration.ece,
+            "reliability": None if self.calibration is None else self.calibration.to_dict(),
         }
         if curve and "curve" in tt:
             out["curve"] = tt["curve"]
@@ -391,7 +398,38 @@ async def run_eval(
         )
     result = _score(loaded, route, spec, dataset.name, resolved, tiers, items, notes, require_scores)
     result.group_key = group_key
+    result.calibration = calibration_of(items, notes)
     return result
+
+
+def calibration_of(items: Sequence[ItemResult], notes: list[str]) -> Reliability | None:
+    """Reliability of every decided item's P(success) per target against the target's recorded
+    outcome, turned into a good-enough label by its outcome type's bar
+    (:mod:`switchyard.eval.good_enough`); ``None`` when no decision carried P(success)."""
+    rule = GoodEnough()
+    probs: list[float] = []
+    labels: list[float] = []
+    unlabelled = 0
+    for r in items:
+        p = r.decided.p_success
+        if r.decided.skipped is not None or not p:
+            continue
+        for target, out in r.outcomes.items():
+            if target not in p:
+                continue
+            try:
+                label = rule.label(out.quality, binary=out.kind == "binary", outcome_type=r.outcome_type)
+            except GoodEnoughError:
+                unlabelled += 1
+                continue
+            probs.append(p[target])
+            labels.append(label)
+    if unlabelled:
+        notes.append(
+            f"{unlabelled} (item, target) outcome(s) left out of the calibration: their outcome type has no "
+            "good-enough bar (docs/learned-routers.md, 'Graded outcomes')"
+        )
+    return reliability(probs, labels) if probs else None
 
 
 def _score(

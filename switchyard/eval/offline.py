@@ -153,6 +153,8 @@ class Decided:
         router_output_tokens: Generated tokens of those calls.
         answered: Whether the router produced the answer itself (``selected`` answered it).
         skipped: Why no decision was made (an error message), else ``None``.
+        p_success: The router's estimated probability of success per target (the record's
+            ``details.p_success``: learned and decision-model routers), when given.
     """
 
     selected: str | None
@@ -167,6 +169,7 @@ class Decided:
     router_output_tokens: int = 0
     answered: bool = False
     skipped: str | None = None
+    p_success: dict[str, float] | None = None
 
     @classmethod
     def from_record(cls, record: DecisionRecord) -> Decided:
@@ -190,6 +193,7 @@ class Decided:
             router_output_tokens=rc.output_tokens,
             answered=bool(record.details.get("answered")),
             skipped=skipped,
+            p_success=_probabilities(record.details.get("p_success")),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -207,7 +211,20 @@ class Decided:
             "router_output_tokens": self.router_output_tokens,
             "answered": self.answered,
             "skipped": self.skipped,
+            "p_success": self.p_success,
         }
+
+
+def _probabilities(value: Any) -> dict[str, float] | None:
+    """``details.p_success`` when it is ``{target: probability in [0, 1]}``, else ``None``."""
+    if not isinstance(value, dict) or not value:
+        return None
+    out: dict[str, float] = {}
+    for key, p in value.items():
+        if isinstance(p, bool) or not isinstance(p, int | float) or not 0.0 <= float(p) <= 1.0:
+            return None
+        out[str(key)] = float(p)
+    return out
 
 
 async def decide(engine: Engine, request: ChatRequest, session_id: str | None) -> Decided:

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 
 from switchyard.eval.evaluate import EvalResult
 from switchyard.eval.metrics import Row
+from switchyard.eval.reliability import render as reliability_lines
 
 
 def pct(value: float | None, digits: int = 1) -> str:
@@ -100,6 +101,15 @@ def render(result: EvalResult) -> str:
     lines += ["  " + line for line in table]
     lines.append("")
     lines.append("share per target: " + ", ".join(f"{t} {pct(s)}" for t, s in result.row.shares.items()))
+    if result.calibration is not None:
+        cal = result.calibration
+        apgr = f"APGR {num(tt.apgr)}, " if tt is not None else ""
+        lines.append("")
+        lines.append(
+            f"{apgr}ECE {num(cal.ece)}: calibration of the route's P(success) per target against good-enough "
+            f"outcomes ({cal.n} item-target pairs)"
+        )
+        lines += ["  " + line for line in reliability_lines(cal, "reliability")[1:]]
     if result.groups:
         lines.append("")
         lines.append(f"per {result.group_key} (each in its own units):")

@@ -13,6 +13,7 @@ from typing import Any
 
 from switchyard._dataclass import dataclass
 from switchyard.eval.dataset import Dataset, DatasetError, EvalItem, Filter, outcome
+from switchyard.eval.good_enough import GoodEnough
 from switchyard.protocol.errors import SwitchyardError
 from switchyard.routers.learned.views import TextView, view_text
 from switchyard.wire import codec as get_codec
@@ -29,6 +30,8 @@ class Rows:
         fields: Other top-level fields per item (``benchmark`` …).
         quality: Per target, outcome per item (``NaN`` when the item lacks that model).
         binary: Per target, whether every known outcome is 0/1.
+        scored: Per target, per item: whether the outcome is a graded ``score`` (not
+            ``correct``), which :meth:`good` cuts at its outcome type's bar.
     """
 
     ids: list[str] = field(default_factory=list)
@@ -36,6 +39,7 @@ class Rows:
     fields: list[dict[str, Any]] = field(default_factory=list)
     quality: dict[str, Any] = field(default_factory=dict)
     binary: dict[str, bool] = field(default_factory=dict)
+    scored: dict[str, Any] = field(default_factory=dict)
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -52,7 +56,43 @@ class Rows:
             [self.fields[i] for i in idx],
             quality,
             {t: bool(np.all(np.isnan(q) | (q == 0) | (q == 1))) for t, q in quality.items()},
+            {t: q[idx] for t, q in self.scored.items()},
         )
+
+    def concat(self, other: Rows) -> Rows:
+        """These rows followed by ``other``'s (same targets)."""
+        import numpy as np
+
+        return Rows(
+            self.ids + other.ids,
+            self.texts + other.texts,
+            self.fields + other.fields,
+            {t: np.concatenate([q, other.quality[t]]) for t, q in self.quality.items()},
+            {t: self.binary[t] and other.binary[t] for t in self.binary},
+            {t: np.concatenate([q, other.scored[t]]) for t, q in self.scored.items()},
+        )
+
+    def good(self, targets: Sequence[str], rule: GoodEnough) -> Any:
+        """``[n, len(targets)]`` good-enough labels (``NaN`` unknown): ``correct`` outcomes as
+        they are, graded ones cut at their row's ``outcome_type`` bar
+        (:mod:`switchyard.eval.good_enough`).
+
+        Raises:
+            GoodEnoughError: A graded outcome whose type has no bar.
+        """
+        import numpy as np
+
+        out = np.full((len(self.ids), len(targets)), np.nan, dtype=np.float32)
+        for j, t in enumerate(targets):
+            q, scored = self.quality[t], self.scored[t]
+            for i in range(len(self.ids)):
+                kind = self.fields[i].get("outcome_type")
+                out[i, j] = rule.label(float(q[i]), binary=not bool(scored[i]), outcome_type=kind)
+        return out
+
+    def sources(self) -> list[str]:
+        """Per row, its source for per-source weights: the ``benchmark`` field, else ``-``."""
+        return [str(f.get("benchmark", "-")) for f in self.fields]
 
     def labels(self, targets: Sequence[str]) -> Any:
         """``[n, len(targets)]`` outcomes (``NaN`` unknown)."""
@@ -95,7 +135,7 @@ def row_text(messages: Sequence[Mapping[str, Any]], view: TextView, turns: int =
 
 def read_rows(
     path: str | Path,
-    mapping: Mapping[str, str],
+    mapping: Mapping[str, str | Sequence[str]],
     *,
     filters: Sequence[Filter] = (),
     ids: frozenset[str] | None = None,
@@ -106,7 +146,8 @@ def read_rows(
 
     Args:
         path: The JSONL dataset.
-        mapping: Target name → the dataset's model id.
+        mapping: Target name → the dataset's model id, or several ids (datasets mixed into one
+            training set name their models differently): the first one an item holds is read.
         filters: Keep items every filter accepts.
         ids: Keep only these ids.
         view: Which text of each row is read (the route's ``input``).
@@ -122,6 +163,8 @@ def read_rows(
 
     rows = Rows()
     values: dict[str, list[float]] = {t: [] for t in mapping}
+    scored: dict[str, list[bool]] = {t: [] for t in mapping}
+    models = {t: (m,) if isinstance(m, str) else tuple(m) for t, m in mapping.items()}
     skipped = 0
     source = Path(path).name
     item: EvalItem
@@ -130,11 +173,15 @@ def read_rows(
         if not text.strip():
             skipped += 1
             continue
-        for target, model in mapping.items():
-            if model in item.models:
-                values[target].append(outcome(item, model, source=source, target=target).quality)
+        for target, names in models.items():
+            model = next((m for m in names if m in item.models), None)
+            if model is not None:
+                got = outcome(item, model, source=source, target=target)
+                values[target].append(got.quality)
+                scored[target].append(got.kind == "score")
             else:
                 values[target].append(float("nan"))
+                scored[target].append(False)
         rows.ids.append(item.id)
         rows.texts.append(text)
         rows.fields.append(item.fields)
@@ -142,6 +189,7 @@ def read_rows(
         q = np.asarray(vals, dtype=np.float64)
         rows.quality[target] = q
         rows.binary[target] = bool(np.all(np.isnan(q) | (q == 0) | (q == 1)))
+        rows.scored[target] = np.asarray(scored[target], dtype=bool)
     return rows, skipped
 
 

@@ -14,9 +14,11 @@ from typing import Any
 
 from switchyard._dataclass import dataclass
 from switchyard.eval.dataset import Filter
+from switchyard.eval.good_enough import GoodEnough, GoodEnoughError
 from switchyard.eval.progress import Progress
 from switchyard.features import build_extractor
 from switchyard.features.cache import FeatureCache, find_cache
+from switchyard.probe.calibrated import calibrate
 from switchyard.probe.data import Rows, read_rows
 from switchyard.probe.operating import OperatingPoint, Scored, curve_lines, operating_points, render_points
 from switchyard.probe.report import SliceReport, baselines, evaluate_router, render, score_of
@@ -24,6 +26,8 @@ from switchyard.probe.train import ProbeParams, build_knn, split_rows, train_pro
 from switchyard.protocol.features import FeatureExtractor, FeatureRecipe
 from switchyard.routers.learned import checkpoint as ckpt
 from switchyard.routers.learned import novelty
+from switchyard.routers.learned.calibration import CALIBRATION_FILE, Calibration, weights_digest
+from switchyard.routers.learned.calibration import save as save_calibration
 from switchyard.routers.learned.views import TextView
 
 KNN_GRID = (5, 10, 20, 50, 100, 200, 400, 800)
@@ -38,8 +42,9 @@ class Plan:
     """What ``train-probe`` was asked to do.
 
     Attributes:
-        dataset: JSONL dataset (``switchyard eval`` format).
-        mapping: Target (head) name → dataset model id, in head order.
+        datasets: JSONL datasets (``switchyard eval`` format), read one after the other.
+        mapping: Target (head) name → dataset model ids (one per dataset whose models are
+            named differently; an item is read with the first it holds), in head order.
         features: A validated ``features`` block.
         out: Checkpoint directory.
         router: ``probe``, ``linear`` (scikit-learn), ``mf`` (RouteLLM-style matrix
@@ -58,10 +63,16 @@ class Plan:
         cache_dir: Feature cache root.
         view: Which text of each row is read (the route's ``input``).
         turns: Messages kept by the ``conversation`` view.
+        good_enough: Bars per outcome type that replace or extend the defaults
+            (:mod:`switchyard.eval.good_enough`): graded outcomes become good-enough labels.
+        source_weights: Row weight per source (the row's ``benchmark``; default 1).
+        calibration: ``auto`` (``isotonic`` for ``linear`` and ``knn``, none for ``probe``),
+            ``isotonic``, ``platt`` or ``none``: the calibration artifact's method.
+        calibration_folds: Folds of the out-of-fold predictions it is fitted on.
     """
 
-    dataset: Path
-    mapping: dict[str, str]
+    datasets: list[Path]
+    mapping: dict[str, tuple[str, ...]]
     features: Any
     out: Path
     router: str = "probe"
@@ -78,6 +89,10 @@ class Plan:
     cache_dir: Path = field(default_factory=lambda: Path.home() / ".cache" / "switchyard" / "features")
     view: TextView = "conversation"
     turns: int = 6
+    good_enough: dict[str, float] = field(default_factory=dict)
+    source_weights: dict[str, float] = field(default_factory=dict)
+    calibration: str = "auto"
+    calibration_folds: int = 5
 
 
 @dataclass(slots=True)
@@ -95,17 +110,29 @@ def _drop(rows: Rows, ids: set[str] | frozenset[str]) -> Rows:
     return rows.take([i for i, x in enumerate(rows.ids) if x not in ids])
 
 
+def _read(plan: Plan, **select: Any) -> tuple[Rows, int]:
+    """The rows of every dataset that ``select`` (``filters``/``ids``) keeps, concatenated."""
+    out: Rows | None = None
+    skipped = 0
+    for path in plan.datasets:
+        rows, n = read_rows(path, plan.mapping, view=plan.view, turns=plan.turns, **select)
+        out = rows if out is None else out.concat(rows)
+        skipped += n
+    assert out is not None
+    return out, skipped
+
+
 def _excluded(plan: Plan) -> set[str]:
     out: set[str] = set()
     for f in plan.exclude:
-        rows, _ = read_rows(plan.dataset, plan.mapping, view=plan.view, turns=plan.turns, filters=[f])
+        rows, _ = _read(plan, filters=[f])
         out.update(rows.ids)
     return out
 
 
 def load_splits(plan: Plan, log: Callable[[str], None]) -> tuple[Rows, dict[str, Rows]]:
     """Training rows and the report slices (``test`` first when ``test_ids`` is given)."""
-    rows, skipped = read_rows(plan.dataset, plan.mapping, view=plan.view, turns=plan.turns, filters=plan.where)
+    rows, skipped = _read(plan, filters=plan.where)
     if skipped:
         log(f"skipped {skipped} items without a user message")
     held = set(plan.test_ids or ())
@@ -114,22 +141,15 @@ def load_splits(plan: Plan, log: Callable[[str], None]) -> tuple[Rows, dict[str,
     if len(train) < 10:
         raise TrainError(f"only {len(train)} training items after filters and held-out ids; need at least 10")
     for t in plan.mapping:
-        # mf learns from which model did better, so graded outcomes (judge scores) work as they are
-        if not train.binary[t] and plan.router != "mf":
-            raise TrainError(
-                f"target {t!r}: training needs true/false outcomes ('correct'), but some items have scores; "
-                "filter them out with --where (e.g. --where benchmark=mmlu), or train --router mf, which "
-                "uses only which model scored higher"
-            )
         if bool((train.quality[t] != train.quality[t]).all()):
             raise TrainError(f"target {t!r}: no training item has an outcome for model {plan.mapping[t]!r}")
     slices: dict[str, Rows] = {}
     trained = set(train.ids)
     if plan.test_ids is not None:
-        test, _ = read_rows(plan.dataset, plan.mapping, view=plan.view, turns=plan.turns, ids=plan.test_ids)
+        test, _ = _read(plan, ids=plan.test_ids)
         slices["test"] = test
     for name, filters in plan.report_where:
-        part, _ = read_rows(plan.dataset, plan.mapping, view=plan.view, turns=plan.turns, filters=filters)
+        part, _ = _read(plan, filters=filters)
         slices[name] = _drop(part, trained)
     return train, slices
 
@@ -252,7 +272,15 @@ def run(plan: Plan, log: Callable[[str], None] = print) -> Outcome:
     x_all, recipe, timings = features_for(plan, texts, log)
     pos = {t: i for i, t in enumerate(texts)}
     x = x_all[[pos[t] for t in train.texts]]
-    y = train.labels(names)
+    rule = GoodEnough(plan.good_enough)
+    try:
+        # mf learns from which model did better, so it keeps graded outcomes as they are
+        y = train.labels(names) if plan.router == "mf" else train.good(names, rule)
+    except GoodEnoughError as exc:
+        raise TrainError(str(exc)) from None
+    weights = source_weights(train, plan.source_weights)
+    if weights is not None and plan.router != "linear":
+        raise TrainError("--source-weight works with --router linear only")
     means = {t: float(train.quality[t][~(train.quality[t] != train.quality[t])].mean()) for t in names}
     capable = plan.capable or max(names, key=lambda t: means[t])
     if capable not in names:
@@ -260,8 +288,10 @@ def run(plan: Plan, log: Callable[[str], None] = print) -> Outcome:
     efficient = min((t for t in names if t != capable), key=lambda t: means[t])
     strata = [str(f.get("benchmark", "")) for f in train.fields]
     meta: dict[str, Any] = {
-        "dataset": plan.dataset.name,
-        "map": plan.mapping,
+        "dataset": ", ".join(p.name for p in plan.datasets),
+        "map": {t: (m[0] if len(m) == 1 else list(m)) for t, m in plan.mapping.items()},
+        "good_enough": rule.describe(),
+        "source_weights": plan.source_weights,
         "n_train": len(train),
         "train_quality": means,
         "capable": capable,
@@ -275,9 +305,8 @@ def run(plan: Plan, log: Callable[[str], None] = print) -> Outcome:
     if plan.router == "linear":
         from switchyard.probe.sk_train import LinearParams, train_linear
 
-        linear = train_linear(
-            x, y, names, recipe, LinearParams(pca_dim=plan.params.pca_dim, seed=plan.params.seed, link=plan.link)
-        )
+        lparams = LinearParams(pca_dim=plan.params.pca_dim, seed=plan.params.seed, link=plan.link)
+        linear = train_linear(x, y, names, recipe, lparams, weights=weights)
         meta["linear"] = linear.chosen
         meta["link"] = linear.checkpoint.link
         if linear.note:
@@ -344,8 +373,111 @@ def run(plan: Plan, log: Callable[[str], None] = print) -> Outcome:
     text += "\n" + point_text
     meta["operating_points"] = [p.to_dict() for p in points]
     meta["report"] = {k: [r.to_dict() for r in v] for k, v in report.items()}
+    fit = _Fit(x, y, weights, strata, names, recipe, rule)
+    timings["calibration_s"], cals = _calibrate_all(plan, routers, main_router, held, slices, x_all, pos, meta, fit)
+    text += "".join(f"\n[{r}] {t}" for r, t in meta.pop("_calibration_text", {}).items())
     meta["timings"] = timings
-    ckpt.save(main_router, plan.out, meta)
+    _save(main_router, plan.out, meta, cals.get(plan.router))
     if plan.compare_knn and plan.router != "knn":
-        ckpt.save(routers["knn"], plan.out / "knn", meta)
+        _save(routers["knn"], plan.out / "knn", meta, cals.get("knn"))
     return Outcome(plan.out, report, text, timings, meta)
+
+
+def _calibrate_all(
+    plan: Plan,
+    routers: dict[str, ckpt.Checkpoint],
+    main_router: ckpt.Checkpoint,
+    held: dict[str, tuple[Any, Rows]],
+    slices: dict[str, Rows],
+    x_all: Any,
+    pos: dict[str, int],
+    meta: dict[str, Any],
+    fit: _Fit,
+) -> tuple[float, dict[str, Calibration]]:
+    """Fits each router's calibration artifact (``plan.calibration``; ``auto`` skips the MLP
+    probe); facts into ``meta["calibration"]``, report text into ``meta["_calibration_text"]``."""
+    t0 = time.perf_counter()
+    cals: dict[str, Calibration] = {}
+    for r, train_fn in _trainers(plan, fit.names, fit.recipe, meta, fit.weights).items():
+        method = {"auto": None if r == "probe" else "isotonic", "none": None}.get(plan.calibration, plan.calibration)
+        if method is None:
+            continue
+        own = held if routers[r] is main_router else _held(routers[r], slices, x_all, pos)
+        cal, cal_text, facts = calibrate(
+            train_fn,
+            fit.x,
+            fit.y,
+            fit.weights,
+            fit.strata,
+            fit.names,
+            method=method,
+            folds=plan.calibration_folds,
+            seed=plan.params.seed,
+            held=own,
+            rule=fit.rule,
+        )
+        cals[r] = cal
+        meta.setdefault("calibration", {})[r] = {"method": method, "ece": facts}
+        meta.setdefault("_calibration_text", {})[r] = cal_text
+    return time.perf_counter() - t0, cals
+
+
+@dataclass(slots=True)
+class _Fit:
+    """What the routers were trained on (the calibration's out-of-fold models retrain on it)."""
+
+    x: Any
+    y: Any
+    weights: Any
+    strata: list[str]
+    names: list[str]
+    recipe: FeatureRecipe
+    rule: GoodEnough
+
+
+def source_weights(rows: Rows, weights: dict[str, float]) -> Any:
+    """Per-row weights from per-source weights (the row's ``benchmark``; default 1), or ``None``
+    when every row weighs 1 (the unweighted fit)."""
+    import numpy as np
+
+    if not weights:
+        return None
+    return np.array([weights.get(s, 1.0) for s in rows.sources()], dtype=np.float64)
+
+
+def _held(cp: ckpt.Checkpoint, slices: dict[str, Rows], x_all: Any, pos: dict[str, int]) -> dict[str, tuple[Any, Rows]]:
+    return {n: (cp.predict(x_all[[pos[t] for t in r.texts]]) if len(r) else None, r) for n, r in slices.items()}
+
+
+def _trainers(
+    plan: Plan, names: list[str], recipe: FeatureRecipe, meta: dict[str, Any], weights: Any
+) -> dict[str, Callable[[Any, Any, Any], Any]]:
+    """The recipe of each trained router that has P(success) per target (not ``mf``, whose one
+    output is which model does better), for the out-of-fold models of its calibration."""
+    out: dict[str, Callable[[Any, Any, Any], Any]] = {}
+    seed, dim = plan.params.seed, plan.params.pca_dim
+    if plan.router == "linear":
+        from switchyard.probe.sk_train import LinearParams, train_linear
+
+        # The out-of-fold models reuse the regularisation the full fit chose (no inner search)
+        chosen = tuple(sorted({float(v["C"]) for v in meta.get("linear", {}).values()}))
+        lp = LinearParams(pca_dim=dim, seed=seed, link=plan.link, cs=chosen or LinearParams().cs)
+        out["linear"] = lambda xa, ya, wa: train_linear(xa, ya, names, recipe, lp, weights=wa).checkpoint
+    if plan.router == "probe":
+        out["probe"] = lambda xa, ya, wa: train_probe(xa, ya, names, recipe, plan.params).checkpoint
+    if "knn" in meta:
+        k, w = meta["knn"]["k"], meta["knn"]["weighting"]
+        out["knn"] = lambda xa, ya, wa: build_knn(xa, ya, names, recipe, pca_dim=dim, k=k, weighting=w, seed=seed)
+    return out
+
+
+def _save(cp: ckpt.Checkpoint, out: Path, meta: dict[str, Any], cal: Calibration | None) -> None:
+    """Writes the checkpoint, then its calibration tied to the written weights (a stale
+    ``calibration.json`` from an earlier run is removed: it would not match them)."""
+    ckpt.save(cp, out, meta)
+    stale = out / CALIBRATION_FILE
+    if cal is None:
+        stale.unlink(missing_ok=True)
+        return
+    cal.checkpoint_sha256 = weights_digest(out)
+    save_calibration(cal, out)

@@ -75,7 +75,12 @@ def fit_whitened_pca(x: Any, dim: int, seed: int) -> Transform:
 
 
 def train_linear(
-    x: Any, y: Any, names: Sequence[str], recipe: FeatureRecipe, params: LinearParams | None = None
+    x: Any,
+    y: Any,
+    names: Sequence[str],
+    recipe: FeatureRecipe,
+    params: LinearParams | None = None,
+    weights: Any = None,
 ) -> LinearResult:
     """Fits the transform and one calibrated logistic regression per head.
 
@@ -86,6 +91,9 @@ def train_linear(
         names: Head names, in column order.
         recipe: The features' recipe (stored in the checkpoint).
         params: Settings.
+        weights: ``[n]`` row weights (per-source weights of mixed training data), or ``None``
+            (every row 1). They weigh the fit, the cross-validated log-loss that picks ``C``
+            and the calibration alike.
 
     Raises:
         ValueError: A head has fewer than ``2 * folds`` known outcomes or only one class, or
@@ -100,34 +108,42 @@ def train_linear(
         known, classes = _joint_classes(y)
         note = _rare_joint_outcome(classes, names, p.folds)
         if note is None:
-            return _train_joint(x, known, classes, names, recipe, p)
+            return _train_joint(x, known, classes, names, recipe, p, _weights(weights, len(x)))
         note += ": trained one regression per target instead (link independent)"
     transform = fit_whitened_pca(x, p.pca_dim, p.seed)
     z = transform.apply(np.asarray(x, dtype=np.float32)).astype(np.float64)
     y = np.asarray(y, dtype=np.float64)
-    weights = np.zeros((len(names), z.shape[1]))
+    row_w = _weights(weights, len(x))
+    out_w = np.zeros((len(names), z.shape[1]))
     biases = np.zeros(len(names))
     chosen: dict[str, dict[str, float]] = {}
     for j, name in enumerate(names):
         known = ~np.isnan(y[:, j])
         zj, yj = z[known], y[known, j].astype(int)
+        wj = None if row_w is None else row_w[known]
         if len(yj) < 2 * p.folds or len(set(yj.tolist())) < 2:
             raise ValueError(f"head {name!r}: needs at least {2 * p.folds} known outcomes of both classes")
         folds = StratifiedKFold(p.folds, shuffle=True, random_state=p.seed)
-        scores = [float(cross_val_score(_logreg(c), zj, yj, cv=folds, scoring="neg_log_loss").mean()) for c in p.cs]
+        if wj is None:
+            scores = [float(cross_val_score(_logreg(c), zj, yj, cv=folds, scoring="neg_log_loss").mean()) for c in p.cs]
+        else:
+            scores = [weighted_cv_score(c, zj, yj, wj, folds) for c in p.cs]
         c = float(p.cs[int(np.argmax(scores))])
-        model = _logreg(c).fit(zj, yj)
+        model = _logreg(c).fit(zj, yj, sample_weight=wj)
         w, b = model.coef_[0].copy(), float(model.intercept_[0])
         slope, offset = 1.0, 0.0
         if p.calibrate:
             # Platt scaling on out-of-fold logits: p = sigmoid(slope * logit + offset), folded below.
-            oof = cross_val_predict(_logreg(c), zj, yj, cv=folds, method="decision_function")
-            platt = _logreg(1e6).fit(oof.reshape(-1, 1), yj)
+            if wj is None:
+                oof = cross_val_predict(_logreg(c), zj, yj, cv=folds, method="decision_function")
+            else:
+                oof = weighted_oof_logits(c, zj, yj, wj, folds)
+            platt = _logreg(1e6).fit(oof.reshape(-1, 1), yj, sample_weight=wj)
             slope, offset = float(platt.coef_[0, 0]), float(platt.intercept_[0])
-        weights[j] = slope * w
+        out_w[j] = slope * w
         biases[j] = slope * b + offset
         chosen[name] = {"C": c, "platt_slope": slope, "platt_offset": offset, "n": float(len(yj))}
-    cp = linear_checkpoint(names, recipe, transform, weights, biases, "independent_sigmoid")
+    cp = linear_checkpoint(names, recipe, transform, out_w, biases, "independent_sigmoid")
     return LinearResult(cp, chosen, note)
 
 
@@ -179,7 +195,13 @@ def _rare_joint_outcome(classes: Any, names: Sequence[str], folds: int) -> str |
 
 
 def _train_joint(
-    x: Any, known: Any, classes: Any, names: Sequence[str], recipe: FeatureRecipe, params: LinearParams
+    x: Any,
+    known: Any,
+    classes: Any,
+    names: Sequence[str],
+    recipe: FeatureRecipe,
+    params: LinearParams,
+    weights: Any = None,
 ) -> LinearResult:
     """Fits the transform and one multinomial regression over the joint classes of two heads
     (:func:`_joint_classes`; rows with a missing outcome are left out). ``C`` is chosen by
@@ -191,35 +213,87 @@ def _train_joint(
     transform = fit_whitened_pca(x, params.pca_dim, params.seed)
     z = transform.apply(np.asarray(x, dtype=np.float32)).astype(np.float64)[known]
     folds = StratifiedKFold(params.folds, shuffle=True, random_state=params.seed)
-    scores = [
-        float(cross_val_score(_logreg(c), z, classes, cv=folds, scoring="neg_log_loss").mean()) for c in params.cs
-    ]
+    w_rows = None if weights is None else weights[known]
+    if w_rows is None:
+        scores = [
+            float(cross_val_score(_logreg(c), z, classes, cv=folds, scoring="neg_log_loss").mean()) for c in params.cs
+        ]
+    else:
+        scores = [weighted_cv_score(c, z, classes, w_rows, folds) for c in params.cs]
     c = float(params.cs[int(np.argmax(scores))])
-    model = _logreg(c).fit(z, classes)
+    model = _logreg(c).fit(z, classes, sample_weight=w_rows)
     w, b = model.coef_.copy(), model.intercept_.copy()
     temperature = 1.0
     if params.calibrate:
-        oof = cross_val_predict(_logreg(c), z, classes, cv=folds, method="decision_function")
-        temperature = _temperature(oof, classes)
+        if w_rows is None:
+            oof = cross_val_predict(_logreg(c), z, classes, cv=folds, method="decision_function")
+        else:
+            oof = weighted_oof_logits(c, z, classes, w_rows, folds)
+        temperature = _temperature(oof, classes, w_rows)
     cp = linear_checkpoint(names, recipe, transform, w / temperature, b / temperature, "joint_softmax")
     chosen = {"joint": {"C": c, "temperature": temperature, "n": float(len(classes))}}
     chosen["joint"].update({f"class_{k}": float(v) for k, v in enumerate(np.bincount(classes, minlength=4))})
     return LinearResult(cp, chosen)
 
 
-def _temperature(logits: Any, classes: Any) -> float:
-    """The softmax temperature minimising the log-loss of ``logits`` (bounded search)."""
+def _temperature(logits: Any, classes: Any, weights: Any = None) -> float:
+    """The softmax temperature minimising the (weighted) log-loss of ``logits`` (bounded search)."""
     import numpy as np
     from scipy.optimize import minimize_scalar
+
+    w = np.ones(len(classes)) if weights is None else np.asarray(weights, dtype=np.float64)
 
     def loss(log_t: float) -> float:
         scaled = logits / np.exp(log_t)
         scaled = scaled - scaled.max(axis=1, keepdims=True)
         logp = scaled - np.log(np.exp(scaled).sum(axis=1, keepdims=True))
-        return float(-logp[np.arange(len(classes)), classes].mean())
+        return float(-(w * logp[np.arange(len(classes)), classes]).sum() / w.sum())
 
     found = minimize_scalar(loss, bounds=(-3.0, 3.0), method="bounded")
     return float(np.exp(found.x))
+
+
+def _weights(weights: Any, n: int) -> Any:
+    """Row weights as a float array (``None`` stays ``None``: the unweighted code path).
+
+    Raises:
+        ValueError: Wrong length, or a weight that is negative or not finite.
+    """
+    import numpy as np
+
+    if weights is None:
+        return None
+    w = np.asarray(weights, dtype=np.float64)
+    if w.shape != (n,) or not np.isfinite(w).all() or (w < 0).any() or w.sum() <= 0:
+        raise ValueError(f"row weights must be {n} finite numbers >= 0 with a positive sum")
+    return w
+
+
+def weighted_cv_score(c: float, z: Any, y: Any, w: Any, folds: Any) -> float:
+    """Mean over ``folds`` of the negative weighted log-loss of a logistic regression with ``C = c``
+    fitted with weights on the other folds (``cross_val_score`` with weights in fit and score)."""
+    import numpy as np
+    from sklearn.metrics import log_loss
+
+    losses = []
+    for tr, va in folds.split(z, y):
+        model = _logreg(c).fit(z[tr], y[tr], sample_weight=w[tr])
+        losses.append(log_loss(y[va], model.predict_proba(z[va]), sample_weight=w[va], labels=model.classes_))
+    return -float(np.mean(losses))
+
+
+def weighted_oof_logits(c: float, z: Any, y: Any, w: Any, folds: Any) -> Any:
+    """Out-of-fold decision values of a weighted fit (``cross_val_predict`` with weights)."""
+    import numpy as np
+
+    out: Any = None
+    for tr, va in folds.split(z, y):
+        model = _logreg(c).fit(z[tr], y[tr], sample_weight=w[tr])
+        d = model.decision_function(z[va])
+        if out is None:
+            out = np.zeros((len(y), *d.shape[1:]))
+        out[va] = d
+    return out
 
 
 def _logreg(c: float) -> Any:

@@ -148,8 +148,22 @@ def test_train_probe_mf_trains_on_pairwise_outcomes_graded_ones_too(trained: dic
     assert main([*args, "--router", "mf", "--out", str(root / "mf-graded")]) == 0
     assert json.loads((root / "mf-graded" / "router.json").read_text())["training"]["mf"]["comparisons"] > 50
     capsys.readouterr()
+    # linear learns good-enough labels: a graded outcome needs a bar on its scale
     assert main([*args, "--router", "linear", "--out", str(root / "linear-graded")]) == 1
-    assert "train --router mf" in capsys.readouterr().err
+    assert "--good-enough *=BAR" in capsys.readouterr().err
+    args += ["--test-ids", str(root / "test_ids.txt")]
+    assert main([*args, "--router", "linear", "--good-enough", "*=5", "--out", str(root / "linear-graded")]) == 0
+    meta = json.loads((root / "linear-graded" / "router.json").read_text())["training"]
+    assert {r["name"]: r for r in meta["report"]["test"]}["linear"]["apgr"] > 0.6
+    assert meta["good_enough"]["*"] == 5.0
+    # the calibration artifact beside the checkpoint, tied to its weights, with its held-out ECE
+    cal = json.loads((root / "linear-graded" / "calibration.json").read_text())
+    assert cal["format_version"] == 1 and cal["method"] == "isotonic" and set(cal["heads"]) == {"efficient", "capable"}
+    assert 0.0 <= meta["calibration"]["linear"]["ece"]["test"]["calibrated"] <= 1.0
+    assert "ECE" in capsys.readouterr().out
+    assert main([*args, "--router", "linear", "--good-enough", "*=5", "--calibration", "none",
+                 "--out", str(root / "linear-graded")]) == 0  # fmt: skip
+    assert not (root / "linear-graded" / "calibration.json").exists()  # stale artifact removed
 
 
 def test_train_probe_reports_bad_input(trained: dict[str, Any], capsys: Any) -> None:

@@ -134,6 +134,13 @@ async def test_eval_replays_a_controlled_route_in_dataset_order(tmp_path: Path) 
     assert [len(r["input"]) for r in app.requests if "input" in r] == [40]
     assert any("controls its threshold online" in note for note in result.notes)
     assert result.row.n == 40
+    # the route's P(success) per target against the recorded outcomes: ECE and the bins, next to APGR
+    from switchyard.eval.report import render
+
+    assert result.calibration is not None and result.calibration.n == 80
+    text = render(result)
+    assert f"ECE {result.calibration.ece:.3f}" in text and "P(success) bin" in text
+    assert result.to_dict()["ece"] == result.calibration.ece
 
 
 async def test_prefetch_extracts_in_batches_and_each_decision_uses_it_once(probe_dir: Path) -> None:

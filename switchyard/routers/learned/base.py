@@ -33,6 +33,8 @@ from switchyard.protocol.call import ModelCall
 from switchyard.protocol.features import FeatureExtractor, FeaturesConfig
 from switchyard.protocol.request import ChatRequest
 from switchyard.routers.base import BuildContext, Decision, RouteContext, RouterSpec, Tiers
+from switchyard.routers.learned.calibration import Calibration
+from switchyard.routers.learned.calibration import load as load_calibration
 from switchyard.routers.learned.checkpoint import Checkpoint, CheckpointError, load
 from switchyard.routers.learned.control import Observation, ThresholdControl, ThresholdController, warm_start
 from switchyard.routers.learned.novelty import NoveltySpec
@@ -61,6 +63,7 @@ class LearnedRouter:
             capable target (budget mode's cost estimate).
         clock: Wall-clock seconds (the controller's timestamps; tests inject one).
         novelty: What to do beyond the checkpoint's novelty bound (``None``: only record it).
+        calibration: The checkpoint's calibration artifact (``None``: raw probabilities).
     """
 
     def __init__(
@@ -80,8 +83,11 @@ class LearnedRouter:
         prices: tuple[tuple[float, float], tuple[float, float]] = ((0.0, 0.0), (0.0, 0.0)),
         clock: Callable[[], float] = time.time,
         novelty: NoveltySpec | None = None,
+        calibration: Calibration | None = None,
     ) -> None:
         self.checkpoint = checkpoint
+        self.calibration = calibration
+        self._head_names = [checkpoint.output_names[i] for i in heads]
         self.heads = heads
         self.policy = policy
         self.extractor = extractor
@@ -134,9 +140,16 @@ class LearnedRouter:
     ) -> Decision:
         """The decision for known probabilities (``threshold``: a controlled route's current one;
         ``distance``: the request's novelty)."""
-        choice = self.policy.choose(probs, threshold=threshold)
-        p = dict(zip(self.policy.targets, probs, strict=True))
+        cal = self.calibration
+        calibrated = probs if cal is None else cal.apply(self._head_names, probs)
+        choice = self.policy.choose(probs, threshold=threshold, calibrated=calibrated)
+        # p_success: the estimate per target (calibrated when the checkpoint ships a calibration);
+        # p_success_raw: the head's own output, which the route's score is computed from.
+        p = dict(zip(self.policy.targets, calibrated, strict=True))
         details: dict[str, Any] = {"p_success": p, "cached": cached}
+        if cal is not None:
+            details["p_success_raw"] = dict(zip(self.policy.targets, probs, strict=True))
+            details["calibration"] = cal.tag
         if choice.utilities:
             details["utility"] = choice.utilities
         if not cached:
@@ -163,7 +176,12 @@ class LearnedRouter:
         used = self.policy.threshold if threshold is None else threshold
         if threshold is not None:
             details["threshold"] = round(threshold, 6)
-        mode = f"score {choice.score:.3f} vs threshold {used:.4g}" if used is not None else f"lambda={self.policy.lam}"
+        if used is not None:
+            mode = f"score {choice.score:.3f} vs threshold {used:.4g}"
+        elif self.policy.tolerance is not None:
+            mode = f"cheapest within tolerance {self.policy.tolerance:g} of the best P(success)"
+        else:
+            mode = f"lambda={self.policy.lam}"
         if threshold is not None:
             mode += " (controlled)"
         return Decision(
@@ -182,8 +200,11 @@ class LearnedRouter:
     def margin(self, choice: Choice, threshold: float | None = None) -> float:
         """How far the decision is from flipping: with two targets ``|score - boundary|``
         (``threshold`` — a controlled route's current one — or ``1 / (2λ)`` in λ mode); with
-        more, the utility gap between the best two. A margin below ``abstain_band`` makes the
+        more, the utility gap between the best two; under ``tolerance``, the distance of the
+        nearest other target from the tolerance's cut. A margin below ``abstain_band`` makes the
         router abstain."""
+        if choice.margin is not None:
+            return choice.margin
         if len(self.policy.targets) == 2:
             return abs(choice.score - (self.policy.boundary() if threshold is None else threshold))
         ranked = sorted(choice.utilities.values(), reverse=True)
@@ -356,6 +377,11 @@ class LearnedSpec(RouterSpec):
         novelty: Beyond the checkpoint's novelty bound (a request far from every training
             row): ``{action: abstain}`` (a cascade's next stage decides), ``{action: capable}``
             or ``{action: efficient}``; unset: the distance is only recorded.
+        tolerance: The cost-aware rule: serve the cheapest target whose (calibrated)
+            P(success) is within this of the best target's; replaces ``lambda``, not together
+            with ``threshold``.
+        calibration: Read the checkpoint's ``calibration.json`` when it has one (default);
+            ``false`` serves the head's raw probabilities.
     """
 
     targets: list[str] = Field(min_length=2)
@@ -373,6 +399,8 @@ class LearnedSpec(RouterSpec):
     cache_size: NonNegativeInt = 4096
     abstain_band: float = Field(default=0.0, ge=0.0, le=0.5)
     novelty: NoveltySpec | None = None
+    tolerance: float | None = Field(default=None, ge=0.0, le=1.0)
+    calibration: bool = True
 
     @field_validator("targets")
     @classmethod
@@ -399,6 +427,8 @@ class LearnedSpec(RouterSpec):
     def _consistent(self) -> LearnedSpec:
         if self.threshold is not None and len(self.targets) != 2:
             raise ValueError("'threshold' needs exactly two targets; use 'lambda' for more")
+        if self.tolerance is not None and self.threshold is not None:
+            raise ValueError("'tolerance' and 'threshold' are two different rules; set one of them")
         for key, names in (("costs", self.costs or {}), ("heads", self.heads)):
             unknown = sorted(set(names) - set(self.targets))
             if unknown:
@@ -432,8 +462,9 @@ class LearnedSpec(RouterSpec):
 
     def threshold_key(self) -> str | None:
         """``threshold`` for two-target routes (capable iff ``Decision.score >= threshold``);
-        ``None`` for a controlled threshold, which ``calibrate`` must not overwrite with a number."""
-        if isinstance(self.threshold, ThresholdControl):
+        ``None`` for a controlled threshold, which ``calibrate`` must not overwrite with a number,
+        and under ``tolerance``, which a threshold would contradict."""
+        if isinstance(self.threshold, ThresholdControl) or self.tolerance is not None:
             return None
         return "threshold" if len(self.targets) == 2 else None
 
@@ -494,7 +525,9 @@ class LearnedSpec(RouterSpec):
             lam=0.75 if self.lambda_ is None else self.lambda_,
             threshold=threshold,
             capable=self.capable,
+            tolerance=self.tolerance,
         )
+        calibration = load_calibration(path, cp.output_names) if self.calibration else None
         prices = []
         for name in (policy.efficient, policy.capable):
             info = ctx.targets.get(name)
@@ -513,4 +546,5 @@ class LearnedSpec(RouterSpec):
             control=control,
             prices=(prices[0], prices[1]),
             novelty=self.novelty,
+            calibration=calibration,
         )

@@ -16,6 +16,18 @@ always picks the cheapest. With two targets the normalised costs are 0 (efficien
 ``score`` (in ``[0, 1]``, "how much more likely the capable model is to succeed") is what
 ``Decision.score`` carries, so ``switchyard eval --sweep`` and ``calibrate`` can sweep it; a route
 that sets ``threshold`` instead of ``lambda`` routes to capable iff ``score >= threshold``.
+
+**Tolerance (the cost-aware policy).** With ``tolerance: τ`` the route serves the *cheapest*
+target whose P(success) is within ``τ`` of the best target's::
+
+    first = cheapest t with  p_t >= max_u p_u - τ          (ties: route order)
+
+then the others by P(success), highest first. ``τ = 0`` buys the best predicted quality at any
+price; ``τ = 0.05`` accepts five points of predicted success to save money. Because ``τ`` is a
+difference of probabilities it means the same on every traffic mix only when the probabilities
+are calibrated, so this rule reads the calibrated P(success) (the checkpoint's
+``calibration.json``); ``score`` — what thresholds, sweeps and live control rank by — stays the
+head's own routing gain.
 """
 
 from __future__ import annotations
@@ -35,12 +47,15 @@ class Choice:
     Attributes:
         candidates: Targets, best first.
         score: ``(1 + p_capable - p_efficient) / 2``.
-        utilities: Per target, in route order (empty in threshold mode).
+        utilities: Per target, in route order (empty in threshold and tolerance mode).
+        margin: Tolerance mode: how far the nearest other target is from the tolerance's cut
+            (the decision flips when it crosses); ``None`` otherwise.
     """
 
     candidates: tuple[str, ...]
     score: float
     utilities: dict[str, float]
+    margin: float | None = None
 
 
 class UtilityPolicy:
@@ -52,6 +67,8 @@ class UtilityPolicy:
         lam: λ in ``[0, 1]`` (ignored when ``threshold`` is set).
         threshold: Two targets only: capable iff ``score >= threshold``.
         capable: The target that counts as capable (default: the costliest, first on ties).
+        tolerance: The cost-aware rule: the cheapest target whose P(success) is within this of
+            the best (``None``: λ or threshold). Not together with ``threshold``.
     """
 
     def __init__(
@@ -62,6 +79,7 @@ class UtilityPolicy:
         lam: float = 0.75,
         threshold: float | None = None,
         capable: str | None = None,
+        tolerance: float | None = None,
     ) -> None:
         if len(targets) != len(costs) or len(targets) < 2:
             raise ValueError("need at least two targets, each with a cost")
@@ -71,6 +89,9 @@ class UtilityPolicy:
         self.normcost = tuple(0.0 if span <= 0 else (c - lo) / span for c in costs)
         self.lam = lam
         self.threshold = threshold
+        self.tolerance = tolerance
+        if tolerance is not None and threshold is not None:
+            raise ValueError("tolerance and threshold are two different rules; set one")
         self.capable = capable or self.targets[max(range(len(costs)), key=lambda i: (costs[i], -i))]
         others = [i for i in range(len(costs)) if self.targets[i] != self.capable]
         self.efficient = self.targets[min(others, key=lambda i: (costs[i], i))]
@@ -88,13 +109,17 @@ class UtilityPolicy:
         p = dict(zip(self.targets, probs, strict=True))
         return 0.5 * (1.0 + float(p[self.capable]) - float(p[self.efficient]))
 
-    def choose(self, probs: Sequence[float], *, threshold: float | None = None) -> Choice:
+    def choose(
+        self, probs: Sequence[float], *, threshold: float | None = None, calibrated: Sequence[float] | None = None
+    ) -> Choice:
         """Orders the targets for predicted success ``probs`` (route order).
 
         Args:
-            probs: Predicted success per target.
+            probs: Predicted success per target (the head's own: ``score`` reads these).
             threshold: Overrides the configured threshold for this decision (a controlled
                 route's current value).
+            calibrated: The calibrated probabilities, when the checkpoint has a calibration:
+                the λ and tolerance rules read them (default: ``probs``).
         """
         score = self.score(probs)
         threshold = self.threshold if threshold is None else threshold
@@ -102,12 +127,23 @@ class UtilityPolicy:
             first = self.capable if score >= threshold else self.efficient
             rest = tuple(t for t in self.targets if t != first)
             return Choice((first, *rest), score, {})
+        p_use = [float(p) for p in (probs if calibrated is None else calibrated)]
+        if self.tolerance is not None:
+            return self._within_tolerance(p_use, score, self.tolerance)
         utilities = {
-            t: self.lam * float(p) - (1.0 - self.lam) * c
-            for t, p, c in zip(self.targets, probs, self.normcost, strict=True)
+            t: self.lam * p - (1.0 - self.lam) * c for t, p, c in zip(self.targets, p_use, self.normcost, strict=True)
         }
         order = sorted(range(len(self.targets)), key=lambda i: (-utilities[self.targets[i]], self.normcost[i], i))
         return Choice(tuple(self.targets[i] for i in order), score, utilities)
+
+    def _within_tolerance(self, p: list[float], score: float, tolerance: float) -> Choice:
+        """The cheapest target within ``tolerance`` of the best P(success), then the rest by P."""
+        cut = max(p) - tolerance
+        n = len(self.targets)
+        first = min((i for i in range(n) if p[i] >= cut), key=lambda i: (self.normcost[i], i))
+        rest = sorted((i for i in range(n) if i != first), key=lambda i: (-p[i], self.normcost[i], i))
+        margin = min(abs(p[i] - cut) for i in range(n) if i != first) if n > 1 else 0.0
+        return Choice(tuple(self.targets[i] for i in (first, *rest)), score, {}, margin)
 
     def fail_open(self) -> tuple[str, ...]:
         """Capable first, then the rest in route order."""
