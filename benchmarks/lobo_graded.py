@@ -143,8 +143,18 @@ def fold_rows(name: str, d: Data3, fname: str, bench: str) -> tuple[np.ndarray, 
     return rows, w[rows]
 
 
-def fit(z_tr: np.ndarray, eff_ok: np.ndarray, cap_ok: np.ndarray, w: np.ndarray | None) -> Any:
-    """The default head (``train_linear``, joint link, fold's whitened PCA 32) on good-enough labels."""
+def fit(
+    z_tr: np.ndarray, eff_ok: np.ndarray, cap_ok: np.ndarray, w: np.ndarray | None, cs: tuple[float, ...] = ()
+) -> Any:
+    """:func:`fit_linear`'s checkpoint."""
+    return fit_linear(z_tr, eff_ok, cap_ok, w, cs).checkpoint
+
+
+def fit_linear(
+    z_tr: np.ndarray, eff_ok: np.ndarray, cap_ok: np.ndarray, w: np.ndarray | None, cs: tuple[float, ...] = ()
+) -> Any:
+    """The default head (``train_linear``, joint link, fold's whitened PCA 32) on good-enough labels
+    (``cs``: the regularisation strengths to choose from; default the library's grid)."""
     import switchyard.probe.sk_train as sk
     from switchyard.protocol.features import FeatureRecipe
 
@@ -153,7 +163,8 @@ def fit(z_tr: np.ndarray, eff_ok: np.ndarray, cap_ok: np.ndarray, w: np.ndarray 
     original = sk.fit_whitened_pca
     sk.fit_whitened_pca = lobo._no_scaler_pca  # type: ignore[assignment]
     try:
-        return sk.train_linear(z_tr.astype(np.float32), y, ["efficient", "capable"], recipe, weights=w).checkpoint
+        params = sk.LinearParams(cs=cs or sk.C_GRID)
+        return sk.train_linear(z_tr.astype(np.float32), y, ["efficient", "capable"], recipe, params, weights=w)
     finally:
         sk.fit_whitened_pca = original  # type: ignore[assignment]
 
@@ -237,10 +248,14 @@ def calibration_check(d: Data3, z: np.ndarray, test_ids: frozenset[str], folds: 
 
     def fit_and_score(rows: np.ndarray, tests: dict[str, np.ndarray]) -> dict[str, Any]:
         y = np.stack([d.eff_ok[rows], d.cap_ok[rows]], axis=1)
-        cp = fit(z[rows], y[:, 0], y[:, 1], None)
-        oof = out_of_fold(
-            lambda xa, ya, wa: fit(xa, ya[:, 0], ya[:, 1], None), z[rows], y, None, list(d.bench[rows]), folds, 0
-        )
+        full = fit_linear(z[rows], y[:, 0], y[:, 1], None)
+        cp = full.checkpoint
+        chosen = tuple(float(v["C"]) for v in full.chosen.values())  # the out-of-fold models reuse it
+
+        def retrain(xa: Any, ya: Any, wa: Any) -> Any:
+            return fit(xa, ya[:, 0], ya[:, 1], None, chosen)
+
+        oof = out_of_fold(retrain, z[rows], y, None, list(d.bench[rows]), folds, 0)
         cal = fit_calibration(oof, y, ["efficient", "capable"], "")
         out = {}
         for name, test in tests.items():

@@ -34,6 +34,15 @@ Examples:
   # RouteLLM-style matrix factorisation on which model did better (judge scores work too)
   switchyard train-probe ... --router mf --out examples/probe/mf
 
+  # mix datasets: AlpacaEval's judge preferences next to RouteLLM's 0/1 outcomes, each target
+  # naming its model in each file; graded outcomes become good-enough labels by their type's bar
+  switchyard train-probe --dataset ../shared/data/routellm-evals/routellm_evals.jsonl \\
+      --dataset ../shared/data/alpaca-eval/alpaca_eval_gpt4_turbo.jsonl \\
+      --map efficient=mistralai/Mixtral-8x7B-Instruct-v0.1 --map efficient=Mixtral-8x7B-Instruct-v0.1_concise \\
+      --map capable=gpt-4-1106-preview --map capable=gpt4_1106_preview \\
+      --where benchmark=mmlu --where benchmark=gsm8k --where benchmark=alpaca_eval \\
+      --source-weight alpaca_eval=4 --router linear --pca-dim 32 --features ... --out DIR
+
   # the kNN baseline as the served router (k and weighting tuned on a validation split)
   switchyard train-probe ... --router knn --out examples/probe/knn
 
@@ -43,6 +52,8 @@ cached under --cache-dir by recipe and text, so a second run extracts nothing. H
 never trained or tuned on: early stopping and kNN tuning use a validation split carved from the
 training rows (--val-fraction, seeded). The checkpoint's heads are named by the --map targets;
 serve it with `type: prefill_probe` (or `knn`), `checkpoint: DIR`, the same `features` block.
+The linear head and the kNN also get DIR/calibration.json: P(success) per target calibrated on
+out-of-fold predictions (--calibration), which the route serves as details.p_success.
 """
 
 
