@@ -201,7 +201,7 @@ def centred(z: np.ndarray, bench: np.ndarray, file: np.ndarray) -> np.ndarray:
     return out
 
 
-def _no_scaler_pca(x: Any, dim: int, seed: int) -> Any:
+def no_scaler_pca(x: Any, dim: int, seed: int) -> Any:
     """``fit_whitened_pca`` without the per-column scaling: the columns here are already PCA
     components of standardised features, and rescaling each to unit variance would flatten the
     spectrum the fold's PCA has to find. Same centring → PCA → whitening otherwise."""
@@ -241,7 +241,7 @@ def fit_default(z_tr: np.ndarray, eff: np.ndarray, cap: np.ndarray) -> Any:
     y = np.stack([(eff >= 0.5).astype(np.float64), (cap >= 0.5).astype(np.float64)], axis=1)
     recipe = FeatureRecipe(source="lobo", model="pca768", layers=(0,), pooling=("mean",), hidden_size=z_tr.shape[1])
     original = sk.fit_whitened_pca
-    sk.fit_whitened_pca = _no_scaler_pca  # type: ignore[assignment]
+    sk.fit_whitened_pca = no_scaler_pca  # type: ignore[assignment]
     try:
         return sk.train_linear(z_tr.astype(np.float32), y, ["efficient", "capable"], recipe).checkpoint
     finally:

@@ -161,7 +161,7 @@ def fit_linear(
     y = np.stack([eff_ok, cap_ok], axis=1).astype(np.float64)
     recipe = FeatureRecipe(source="lobo", model="pca768", layers=(0,), pooling=("mean",), hidden_size=z_tr.shape[1])
     original = sk.fit_whitened_pca
-    sk.fit_whitened_pca = lobo._no_scaler_pca  # type: ignore[assignment]
+    sk.fit_whitened_pca = lobo.no_scaler_pca  # type: ignore[assignment]
     try:
         params = sk.LinearParams(cs=cs or sk.C_GRID)
         return sk.train_linear(z_tr.astype(np.float32), y, ["efficient", "capable"], recipe, params, weights=w)
@@ -239,7 +239,13 @@ def table(apgr: dict[str, dict[str, float]], extra: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def calibration_check(d: Data3, z: np.ndarray, test_ids: frozenset[str], folds: int = 5) -> dict[str, Any]:
+TOLERANCES = (0.0, 0.02, 0.05, 0.1, 0.2)
+"""``calibration``: the tolerance policy's capable share and quality at these ``τ``."""
+
+
+def calibration_check(
+    d: Data3, z: np.ndarray, test_ids: frozenset[str], folds: int = 5, dev_only: bool = False
+) -> dict[str, Any]:
     """ECE of the default recipe's P(success), raw and isotonic-calibrated on out-of-fold
     predictions of the training rows (``train-probe``'s calibration step), on RouteLLM's test
     split, on MT-Bench, and on every left-out benchmark of the ``default`` LOBO folds."""
@@ -264,7 +270,16 @@ def calibration_check(d: Data3, z: np.ndarray, test_ids: frozenset[str], folds: 
             labels = np.concatenate([d.eff_ok[test], d.cap_ok[test]])
             score = 0.5 * (1.0 + probs[:, 1] - probs[:, 0])
             r = evaluate_scores(score.tolist(), d.cap[test].tolist(), d.eff[test].tolist())
+            tol = {}
+            for tau in TOLERANCES:  # the cost-aware policy on the calibrated P(success)
+                cap_pick = ~(after[:, 0] >= after[:, 1] - tau)
+                q = np.where(cap_pick, d.cap[test], d.eff[test]).mean()
+                tol[str(tau)] = {
+                    "capable_share": float(cap_pick.mean()),
+                    "quality_vs_capable": float(q / d.cap[test].mean()),
+                }
             out[name] = {
+                "tolerance": tol,
                 "n": int(test.sum()),
                 "apgr": r.apgr,
                 "ece_raw": ece(np.concatenate([probs[:, 0], probs[:, 1]]), labels),
@@ -280,7 +295,7 @@ def calibration_check(d: Data3, z: np.ndarray, test_ids: frozenset[str], folds: 
         "dev": fit_and_score(train, {"test": routellm & in_test, "mt_bench": routellm & (d.bench == "mt_bench")})
     }
     keys = [(f, b) for f in ("routerdc", "routellm", "alpaca") for b in sorted(set(d.bench[(d.file == f) & d.keep]))]
-    for fname, b in keys:
+    for fname, b in [] if dev_only else keys:
         rows, _ = fold_rows("default", d, fname, b)
         test = (d.file == fname) & (d.bench == b) & d.keep
         results[f"{fname}/{b}"] = fit_and_score(rows, {f"{fname}/{b}": test})[f"{fname}/{b}"]
@@ -300,6 +315,7 @@ def main(argv: list[str] | None = None) -> int:
     c = sub.add_parser("calibration", help="ECE raw vs calibrated: test split, MT-Bench, every LOBO fold")
     c.add_argument("--features", default=str(lobo.REPO / ".features/lobo3"))
     c.add_argument("--json")
+    c.add_argument("--dev-only", action="store_true", help="only the test split and MT-Bench (no LOBO folds)")
     args = p.parse_args(argv)
     d = load()
     if args.cmd == "texts":
@@ -309,8 +325,8 @@ def main(argv: list[str] | None = None) -> int:
         from switchyard.eval.dataset import read_ids
 
         z = lobo.load_features(Path(args.features), d.ids)
-        out = calibration_check(d, z, read_ids(lobo.DATA / "routellm-evals/dev_test_ids.txt"))
-        folds = [v for k, v in out.items() if k != "dev"]
+        out = calibration_check(d, z, read_ids(lobo.DATA / "routellm-evals/dev_test_ids.txt"), dev_only=args.dev_only)
+        folds = [v for k, v in out.items() if k != "dev"] or [{"ece_raw": np.nan, "ece_calibrated": np.nan}]
         for k, v in out.items():
             print(f"{k}: {v}")
         print(

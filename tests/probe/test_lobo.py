@@ -18,7 +18,7 @@ def test_fold_pca_keeps_the_spectrum_of_pca_columns_and_whitens() -> None:
     # PCA must find the large-variance directions (a standardising PCA would treat all alike).
     rng = np.random.default_rng(0)
     x = rng.standard_normal((2000, 6)) * np.array([10.0, 5.0, 1.0, 0.1, 0.1, 0.1])
-    t = lobo._no_scaler_pca(x, 2, 0)
+    t = lobo.no_scaler_pca(x, 2, 0)
     z = t.apply(x.astype(np.float32)).astype(np.float64)
     np.testing.assert_allclose(np.cov(z.T), np.eye(2), atol=1e-3)
     loadings = np.abs(t.pca_components)
