@@ -30,6 +30,7 @@ _MODULE_OF = {
     "stats": "stats",
     "dashboard": "dashboard",
     "train-probe": "train_probe",
+    "train-trajectory": "train_trajectory",
     "demo": "demo",
     "vllm-command": "vllm_command",
     "fake-upstream": "fake_upstream",

@@ -25,6 +25,7 @@ _BUILTIN: dict[str, str] = {
     "advisor": "switchyard.routers.advisor.spec:AdvisorSpec",
     "plan_execute": "switchyard.routers.plan_execute.spec:PlanExecuteSpec",
     "profiles": "switchyard.routers.profiles:ProfilesSpec",
+    "trajectory": "switchyard.routers.trajectory.spec:TrajectorySpec",
 }
 
 _UNAVAILABLE: dict[str, str] = {}

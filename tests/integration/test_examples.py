@@ -44,6 +44,7 @@ SERVED = [
     "restricted.yaml",
     "stage-router.yaml",
     "coding-agent.yaml",
+    "agent-routing.yaml",
     "translation.yaml",
     "verify.yaml",
     "compose.yaml",
@@ -72,6 +73,12 @@ def _chat(route: str, text: str) -> dict[str, Any]:
 WALKTHROUGH: dict[str, list[tuple[dict[str, Any], dict[str, str], Expect]]] = {
     "coding-agent.yaml": [
         (_turn("repeating-errors.json"), {"x-switchyard-session-id": "run-1"}, ("persistent_errors", "capable")),
+    ],
+    "agent-routing.yaml": [
+        (_chat("agent", "list the files"), {"x-switchyard-session-id": "t-1"}, ("trajectory", "efficient")),
+        (_turn("repeating-errors.json"), {"x-switchyard-session-id": "t-2"}, ("persistent_errors", "capable")),
+        # the session stays on the capable model once switched
+        (_chat("agent", "list the files"), {"x-switchyard-session-id": "t-2"}, ("latched", "capable")),
     ],
     "compose.yaml": [
         (_chat("agent", "add a docstring to utils.py"), {}, ("cascade:2/llm_classifier", "efficient")),

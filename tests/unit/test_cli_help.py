@@ -18,6 +18,7 @@ COMMANDS = [
     ["replay"],
     ["stats"],
     ["train-probe"],
+    ["train-trajectory"],
     ["demo"],
     ["vllm-command"],
     ["fake-upstream"],
