@@ -354,7 +354,7 @@ class FeedbackConfig(_Strict):
     """
 
     max_entries: PositiveInt = 10_000
-    index_entries: PositiveInt = 100_000
+    index_entries: PositiveInt = 50_000
 
 
 class SwitchyardConfig(_Strict):

@@ -33,7 +33,7 @@ import logging
 import math
 import time
 import uuid
-from collections import deque
+from collections import OrderedDict, deque
 from collections.abc import Mapping
 from typing import Any
 
@@ -191,6 +191,38 @@ class FeedbackResult:
         return {**self.to_dict(), "ts": ts, "tenant": self.tenant, "api_key": api_key}
 
 
+class _LocalIndex:
+    """The memory backend's index of recent decisions: key → route, bounded (oldest written
+    evicted first) and expiring ``ttl_s`` after the last write. Synchronous, so the decision
+    sink writes it in place."""
+
+    __slots__ = ("_data", "_max", "_ttl")
+
+    def __init__(self, max_entries: int, ttl_s: float) -> None:
+        self._data: OrderedDict[str, tuple[float, str]] = OrderedDict()
+        self._max = max_entries
+        self._ttl = ttl_s
+
+    def put(self, key: str, route: str) -> None:
+        data = self._data
+        data[key] = (time.monotonic() + self._ttl, route)
+        data.move_to_end(key)
+        if len(data) > self._max:
+            data.popitem(last=False)
+
+    def get(self, key: str) -> str | None:
+        found = self._data.get(key)
+        if found is None:
+            return None
+        if found[0] < time.monotonic():
+            del self._data[key]
+            return None
+        return found[1]
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+
 class FeedbackStore:
     """Where reports and the index of known decisions live.
 
@@ -206,9 +238,11 @@ class FeedbackStore:
 
     def __init__(self, store: StateStore, *, ttl_s: float, max_entries: int, index_entries: int) -> None:
         self.ttl_s = ttl_s
+        self._local: _LocalIndex | None = None
         if isinstance(store, MemoryStore):
             self.reports: StateStore = MemoryStore(max_entries=max_entries, default_ttl_s=ttl_s)
-            self.index: StateStore = MemoryStore(max_entries=index_entries, default_ttl_s=ttl_s)
+            self._local = _LocalIndex(index_entries, ttl_s)  # written in the sink itself: no task
+            self.index: StateStore | None = None
         else:
             self.reports = NamespacedStore(store, "~fb:v:")
             self.index = NamespacedStore(store, "~fb:i:")
@@ -224,6 +258,12 @@ class FeedbackStore:
         """Decision sink: remembers the record's request id and session id (in its tenant's
         namespace) so that a report on either is matched. Written by one background task per
         burst of records, off the request path."""
+        local = self._local
+        if local is not None:
+            local.put(self._key(record.tenant, None, record.request_id), record.route)
+            if record.session_id is not None:
+                local.put(self._key(record.tenant, record.session_id, None), record.route)
+            return
         entry = {"route": record.route, "session_id": record.session_id}
         self._pending.append((self._key(record.tenant, None, record.request_id), entry))
         if record.session_id is not None:
@@ -235,10 +275,12 @@ class FeedbackStore:
                 self._writer = loop.create_task(self._write())
 
     async def _write(self) -> None:
+        index = self.index
+        assert index is not None  # pending writes exist only without a local index
         while self._pending:
             key, entry = self._pending.popleft()
             try:
-                await self.index.set(key, entry, ttl_s=self.ttl_s)
+                await index.set(key, entry, ttl_s=self.ttl_s)
             except Exception:  # a failing store must not break serving; the log keeps the record
                 logger.exception("could not index decision %s for feedback", key)
 
@@ -255,7 +297,13 @@ class FeedbackStore:
         decision of that tenant with its id is known."""
         await self.settle()  # a report right after its answer finds that answer's decision
         key = self._key(tenant, feedback.session_id, feedback.request_id)
-        known = await self.index.get(key)
+        if self._local is not None:
+            route: Any = self._local.get(key)
+            known = route is not None
+        else:
+            assert self.index is not None
+            found = await self.index.get(key)
+            known, route = found is not None, (found or {}).get("route")
         previous: list[dict[str, Any] | None] = [None]
         value = {**feedback.outcome, "labels": list(feedback.labels), "ts": time.time()}
 
@@ -264,10 +312,9 @@ class FeedbackStore:
             return value
 
         await self.reports.update(key, replace, ttl_s=self.ttl_s)
-        route = known.get("route") if known else None
         return FeedbackResult(
             id=f"fb_{uuid.uuid4().hex}",
-            matched=known is not None,
+            matched=known,
             replaced=previous[0] is not None,
             route=route if isinstance(route, str) else None,
             feedback=feedback,

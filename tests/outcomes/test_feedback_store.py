@@ -97,3 +97,15 @@ async def test_the_async_drop_in_client_reports_feedback(config: dict[str, Any])
     answer = await client.switchyard_feedback(session_id="dropin-2", score=0.75)
     assert answer["matched"] is True
     await client.switchyard.aclose()
+
+
+async def test_the_index_of_known_decisions_is_bounded_and_an_evicted_one_answers_unmatched() -> None:
+    from switchyard.engine.records import DecisionRecord
+
+    store = FeedbackStore(MemoryStore(), ttl_s=60, max_entries=50, index_entries=4)
+    for i in range(3):  # each record indexes its request id and its session id
+        store.seen(DecisionRecord(request_id=f"req-{i}", route="agent", router="random", session_id=f"s{i}"))
+    late = await store.report(parse_feedback({"session_id": "s0", "resolved": True}), None)
+    recent = await store.report(parse_feedback({"request_id": "req-2", "resolved": True}), None)
+    assert (late.matched, recent.matched, recent.route) == (False, True, "agent")
+    assert await store.outcome(None, session_id="s0") is not None  # the late report is kept all the same
