@@ -9,7 +9,7 @@ and costing a skewed (log-normal) amount with a known mean per arm. The sessions
 ``switchyard serve`` writes — one to four decision records per session with ``details.arm`` and
 their cost, and one ``POST /v1/feedback`` line per session — and
 :func:`switchyard.eval.experiment_stats.experiment_stats` (what ``switchyard stats
---experiment`` prints) estimates the routed − control differences with their 95 % intervals.
+--experiment`` prints) estimates the routed - control differences with their 95 % intervals.
 Coverage is the share of seeds whose interval holds the true difference; the mean half-width
 says how precise one deployment's estimate is.
 
