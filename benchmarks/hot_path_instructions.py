@@ -19,6 +19,13 @@ instructions per request without start-up and shutdown::
 ``sse-drip`` is the same stream with its events 2 ms apart (:data:`DRIP_S`), an event per upstream
 read as a model server streams: what each event costs on its own (timers, task steps, writes).
 
+``agent-1``, ``agent-50`` and ``agent-200`` send the agent-shaped Chat bodies of
+``benchmarks/agent_sized.py`` (20 tool schemas, 1/50/200 turns: about 21, 81 and 261 KiB, the
+newest tool result new text every request) to a passthrough route; ``agent-stage-N`` the same
+bodies to a stage-router route (``compat: nvidia``)::
+
+    python benchmarks/hot_path_instructions.py --modes agent-1 agent-200 agent-stage-200 --requests 20 80
+
 ``--import-only`` counts the instructions of ``python -c "import switchyard.server.app"`` and
 of ``python -c pass`` (the interpreter's own start-up), with byte code already compiled.
 Results and the command go to ``benchmarks/results/hot_path_instructions-<time>[-label].json``;
@@ -67,6 +74,29 @@ _USER = (
 )
 
 
+MODES = ["json", "sse", "sse-drip", *(f"agent-{k}{n}" for k in ("", "stage-") for n in (1, 50, 200))]
+
+
+def _post(port: int, data: bytes) -> bytes:
+    head = (
+        f"POST /v1/chat/completions HTTP/1.1\r\nhost: 127.0.0.1:{port}\r\n"
+        "content-type: application/json\r\nauthorization: Bearer sk-bench\r\n"
+        f"user-agent: hot-path-bench\r\naccept: */*\r\ncontent-length: {len(data)}\r\n\r\n"
+    )
+    return head.encode() + data
+
+
+def mode_requests(port: int, mode: str) -> list[bytes]:
+    """The requests of ``mode``, sent in turn."""
+    if mode.startswith("agent-"):
+        import agent_sized
+
+        *_, turns = mode.split("-")
+        route = agent_sized.ROUTES["stage" if mode.startswith("agent-stage-") else "passthrough"]
+        return [_post(port, body) for body in agent_sized.agent_bodies(int(turns), route)]
+    return [request_bytes(port, mode != "json")]
+
+
 def request_bytes(port: int, stream: bool) -> bytes:
     """One POST /v1/chat/completions as a client sends it."""
     body: dict[str, Any] = {
@@ -78,13 +108,7 @@ def request_bytes(port: int, stream: bool) -> bytes:
     }
     if stream:
         body["stream_options"] = {"include_usage": True}
-    data = json.dumps(body).encode()
-    head = (
-        f"POST /v1/chat/completions HTTP/1.1\r\nhost: 127.0.0.1:{port}\r\n"
-        "content-type: application/json\r\nauthorization: Bearer sk-bench\r\n"
-        f"user-agent: hot-path-bench\r\naccept: */*\r\ncontent-length: {len(data)}\r\n\r\n"
-    )
-    return head.encode() + data
+    return _post(port, json.dumps(body).encode())
 
 
 def _read_response(sock: socket.socket, buf: bytearray) -> int:
@@ -127,8 +151,12 @@ def _config(workdir: Path, upstream_port: int) -> Path:
         f"  c0: {{format: openai_chat, base_url: http://127.0.0.1:{upstream_port}/v1}}\n"
         "targets:\n"
         "  t0: {client: c0, model: gpt-4o-mini}\n"
+        "  t1: {client: c0, model: gpt-4o-mini-efficient}\n"
         "routes:\n"
         f"  {ROUTE}: {{type: passthrough, target: t0}}\n"
+        "  agent: {type: passthrough, target: t0}\n"
+        "  agent-stage: {type: stage_router, capable: t0, efficient: t1, picker: efficient_first,"
+        " confidence_threshold: 0.5, compat: nvidia}\n"
     )
     return path
 
@@ -190,11 +218,11 @@ def count(src: Path, mode: str, n: int, upstream: Upstream, out: Path, warmup: i
                     raise RuntimeError(f"proxy did not start (exit {proc.returncode})") from None
                 time.sleep(0.2)
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        request = request_bytes(port, mode != "json")
+        requests = mode_requests(port, mode)
         buf = bytearray()
         with sock:
-            for _ in range(warmup + n):
-                sock.sendall(request)
+            for i in range(warmup + n):
+                sock.sendall(requests[i % len(requests)])
                 status = _read_response(sock, buf)
                 if status != 200:
                     raise RuntimeError(f"proxy answered {status}")
@@ -225,7 +253,7 @@ def count_import(src: Path, out: Path) -> dict[str, int]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--modes", nargs="+", default=["json", "sse"], choices=["json", "sse", "sse-drip"])
+    parser.add_argument("--modes", nargs="+", default=["json", "sse"], choices=MODES)
     parser.add_argument("--requests", nargs=2, type=int, default=[200, 1200], metavar=("N1", "N2"))
     parser.add_argument("--warmup", type=int, default=20, help="requests before the N counted (default 20)")
     parser.add_argument("--src", type=Path, default=ROOT, help="tree with the switchyard package (default: this one)")

@@ -8,7 +8,9 @@ request bytes and reads responses with as little work as HTTP/1.1 allows.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import orjson
@@ -270,21 +272,23 @@ async def load(
     host: str,
     port: int,
     path: str,
-    body: bytes,
+    body: bytes | Sequence[bytes],
     *,
     concurrency: int,
     requests: int,
     warmup: int,
     headers: dict[str, str] | None = None,
 ) -> Run:
-    """Sends ``warmup`` then ``requests`` POSTs over ``concurrency`` keep-alive connections."""
-    req = request_bytes(host, port, path, body, headers)
+    """Sends ``warmup`` then ``requests`` POSTs over ``concurrency`` keep-alive connections
+    (``body`` a list: the bodies in turn, e.g. a conversation whose newest tool result varies)."""
+    bodies = [body] if isinstance(body, bytes) else list(body)
+    reqs = itertools.cycle([request_bytes(host, port, path, b, headers) for b in bodies])
     conns = [await asyncio.open_connection(host, port) for _ in range(concurrency)]
     run = Run()
 
     async def worker(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, n: int, keep: bool) -> None:
         for _ in range(n):
-            sample = await _one(reader, writer, req)
+            sample = await _one(reader, writer, next(reqs))
             if sample.status != 200:
                 run.errors += 1
             if keep:

@@ -26,7 +26,7 @@ from switchyard.engine.fallback import Fallback, FirstAttempt
 from switchyard.engine.health import Health
 from switchyard.engine.markup import check_answer
 from switchyard.engine.monitor import BackendMonitor
-from switchyard.engine.offload import decode_off_loop, release_off_loop
+from switchyard.engine.offload import PARSE_OFF_LOOP_BYTES, decode, decode_off_loop, release_off_loop
 from switchyard.engine.record_open import open_record
 from switchyard.engine.records import DecisionRecord, DecisionSink, mark_cancelled, prompt_preview
 from switchyard.engine.replies import (
@@ -97,9 +97,6 @@ Answer = ChatResponse | PlainAnswer
 
 KEEPALIVE_S = 15.0
 """Longest upstream silence on an open stream before the caller gets a keep-alive."""
-
-LARGE_BODY_BYTES = 256 * 1024
-"""A request body this large is decoded on a worker thread, off the event loop."""
 
 
 @dataclass(slots=True)
@@ -544,9 +541,10 @@ class Engine:
         prep: _Prepared | None = None
         plain: tuple[ChatRequest, SessionInfo] | None = None
         try:
-            if len(body) >= LARGE_BODY_BYTES:
+            if len(body) >= PARSE_OFF_LOOP_BYTES:
                 # Decoding 5 MB (100,000 messages) takes seconds of CPU: on a worker thread the event
                 # loop serves everyone else meanwhile (docs/benchmarks.md); so is freeing it, after.
+                # Smaller bodies are read here, once (engine/offload.py says where the line is).
                 raw, request = await decode_off_loop(codec, body)
                 release_off_loop(raw, request)
             else:
@@ -554,7 +552,7 @@ class Engine:
                 lane = None if self.preview_chars or self.hash_session_fallback else self._plain  # both read the IR
                 if lane and fmt is WireFormat.OPENAI_CHAT:
                     plain = plain_chat.view(raw, hdrs, lane, self.route, derive=self.derive_session)
-                request = codec.decode_request(raw) if plain is None else plain[0]
+                request = await decode(codec, raw) if plain is None else plain[0]
             prep = await self._prepare(request, hdrs, fmt, raw, t0, None if plain is None else plain[1])
             if plain is not None:  # the stand-in's full decode, should the prompt's size be needed
                 prep.decode = lambda: codec.decode_request(raw)

@@ -27,8 +27,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs
 
-from switchyard.engine.core import LARGE_BODY_BYTES
-from switchyard.engine.offload import decode_raw_off_loop, release_off_loop
+from switchyard.engine.offload import decode
 from switchyard.engine.replies import error_reply, lower, reply_headers
 from switchyard.engine.reply import Reply
 from switchyard.engine.state_watch import unwatch, watch
@@ -92,12 +91,8 @@ async def decision_reply(engine: Engine, body: bytes, headers: Mapping[str, str]
     try:
         raw = load_object(body)  # orjson: milliseconds even for a 5 MB body
         fmt = detect_format(query, hdrs, raw)
-        if len(body) >= LARGE_BODY_BYTES:
-            # As for proxied requests: decoding a huge body must not stall the event loop.
-            request = await decode_raw_off_loop(get_codec(fmt), raw)
-            release_off_loop(raw, request)
-        else:
-            request = get_codec(fmt).decode_request(raw)
+        # As for proxied requests: decoding a long conversation must not stall the event loop.
+        request = await decode(get_codec(fmt), raw)
         changes, token = watch()
         try:
             prep = await engine._prepare(request, hdrs, fmt, raw, t0)

@@ -4,7 +4,13 @@ Layer: ``engine``.
 
 A 5 MB Chat request (100,000 short messages) takes seconds of CPU to decode into the IR; on the
 event loop that would stall every other request for as long. It is decoded on a worker thread
-instead. Two things keep that thread from still stalling the loop through the GIL:
+instead. The hand-off is not free (the hop to the thread and back, pausing and freezing the
+collector, a release thread per request), so only work that costs more than the hop takes it:
+a body of :data:`PARSE_OFF_LOOP_BYTES` or more is parsed there, and a parsed body of
+:data:`DECODE_OFF_LOOP_MESSAGES` messages or more is decoded there (:func:`decode`). An agent's
+260 KiB conversation of a few hundred messages is read on the loop, once: parsing it takes a
+fraction of a millisecond, and a same-format relay (``plain_chat``) never decodes it at all
+(docs/benchmarks.md, *agent-sized requests*). Two things keep that thread from still stalling the loop through the GIL:
 
 - pure-Python work gives the GIL back every switch interval (5 ms), so the loop keeps turning;
 - the cyclic garbage collector is paused while the thread decodes: hundreds of thousands of new
@@ -25,6 +31,15 @@ from typing import Any
 
 from switchyard.protocol.request import ChatRequest
 from switchyard.wire.json import load_object
+
+PARSE_OFF_LOOP_BYTES = 1024 * 1024
+"""A request body this large is parsed (and decoded) on a worker thread. Below it, parsing on the
+loop costs less than the hand-off (orjson reads an agent's conversation at several hundred MB/s:
+about 0.35 ms for 260 KiB)."""
+
+DECODE_OFF_LOOP_MESSAGES = 2000
+"""A parsed body with this many messages (or Responses input items) is decoded into the IR on a
+worker thread: the IR decode costs several µs a message, so 2,000 are some 15 ms of the loop."""
 
 _lock = threading.Lock()
 _paused = 0  # decodes running with the collector paused by us
@@ -70,6 +85,32 @@ def _decode_raw(codec: Any, raw: dict[str, Any]) -> ChatRequest:
     finally:
         if paused:
             _resume_gc()
+
+
+def _items(raw: dict[str, Any]) -> int:
+    """How many messages (Chat, Anthropic) or input items (Responses) ``raw`` holds."""
+    n = 0
+    for key in ("messages", "input"):
+        value = raw.get(key)
+        if type(value) is list:
+            n += len(value)
+    return n
+
+
+async def decode(codec: Any, raw: dict[str, Any]) -> ChatRequest:
+    """The IR request of a parsed body: on the loop, or on a worker thread when it holds
+    :data:`DECODE_OFF_LOOP_MESSAGES` items or more (and then let go of off the loop as well,
+    :func:`release_off_loop`).
+
+    Raises:
+        SwitchyardError: As ``codec.decode_request``.
+    """
+    if _items(raw) < DECODE_OFF_LOOP_MESSAGES:
+        request: ChatRequest = codec.decode_request(raw)
+        return request
+    request = await decode_raw_off_loop(codec, raw)
+    release_off_loop(raw, request)
+    return request
 
 
 async def decode_raw_off_loop(codec: Any, raw: dict[str, Any]) -> ChatRequest:
