@@ -34,7 +34,7 @@ import math
 import time
 import uuid
 from collections import OrderedDict, deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from switchyard._dataclass import dataclass
@@ -246,6 +246,8 @@ class FeedbackStore:
         else:
             self.reports = NamespacedStore(store, "~fb:v:")
             self.index = NamespacedStore(store, "~fb:i:")
+        self.listeners: list[Callable[[dict[str, Any]], None]] = []
+        """Called with each report's decision-log line (the dashboard's panel); quick, never raising."""
         self._pending: deque[tuple[str, dict[str, Any]]] = deque(maxlen=_PENDING_MAX)
         self._writer: asyncio.Task[None] | None = None
 

@@ -42,6 +42,11 @@ async def record_feedback(
             log(line)
         except Exception:  # a broken log must not fail the report (it is kept in the store)
             logger.exception("could not write feedback %s to the decision log", result.id)
+    for listener in store.listeners:
+        try:
+            listener(line)
+        except Exception:  # a broken listener must not fail the report
+            logger.exception("feedback listener failed")
     if logger.isEnabledFor(logging.INFO):
         logger.info("%s", dumps(line).decode())
     return result

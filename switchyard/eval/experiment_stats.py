@@ -65,6 +65,17 @@ def difference_interval(a: list[float], b: list[float]) -> dict[str, Any]:
     return {"diff": diff, "low": diff - half, "high": diff + half}
 
 
+def _clipped(found: dict[str, Any], low: float, high: float) -> dict[str, Any]:
+    """``found`` with its interval cut to [low, high]: a rate's interval never leaves [0, 1]
+    (nor a difference of rates [-1, 1]), which the normal approximation does on few sessions."""
+    if found.get("low") is not None:
+        found["low"], found["high"] = max(found["low"], low), min(found["high"], high)
+    return found
+
+
+_BOUNDED = frozenset({"resolved", "score"})  # rates and scores in [0, 1]
+
+
 def _var(values: list[float], mean: float) -> float:
     return sum((v - mean) ** 2 for v in values) / (len(values) - 1)
 
@@ -166,7 +177,8 @@ def _route_view(
             a = [s.outcome[name] for s in routed if name in s.outcome]
             b = [s.outcome[name] for s in control if name in s.outcome]
             if a or b:
-                comparison[name] = difference_interval(a, b)
+                found = difference_interval(a, b)
+                comparison[name] = _clipped(found, -1.0, 1.0) if name in _BOUNDED else found
         view["routed_vs_control"] = comparison
     shadow = arms.get("shadow", [])
     if shadow:
@@ -189,7 +201,7 @@ def _arm_view(entries: list[_Session]) -> dict[str, Any]:
     for name in _OUTCOMES:
         values = [s.outcome[name] for s in entries if name in s.outcome]
         if values:
-            view[name] = mean_interval(values)
+            view[name] = _clipped(mean_interval(values), 0.0, 1.0) if name in _BOUNDED else mean_interval(values)
     return view
 
 

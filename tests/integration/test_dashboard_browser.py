@@ -30,6 +30,7 @@ USER = "sy-dashboard-test-user"
 HOSTILE_PROMPT = 'Fix it <img src=x onerror="window.__pwned=1"><script>window.__pwned=2</script> & "quote"'
 HOSTILE_SESSION = "sess-<b>bold</b>"
 TRACEBACK = "Traceback (most recent call last):\nValueError: bad input"
+TRIAL_SESSIONS = ("trial-0", "trial-1", "trial-2", "trial-3")
 
 
 def agent_turn(client: httpx.Client, session: str, turn: int, prompt: str, agent: str) -> None:
@@ -58,6 +59,13 @@ def stack() -> Iterator[tuple[ServerThread, list[DecisionRecord]]]:
         "efficient": "efficient",
         "hold_turns": {"capable": 1},
     }
+    # A control group (docs/rollout.md): the routed-vs-control panel of the Decisions page.
+    config["routes"]["trial"] = {
+        "type": "random",
+        "targets": ["efficient", "capable"],
+        "weights": [1, 0],
+        "experiment": {"control_share": 0.5, "baseline": "capable"},
+    }
     config["server"] = {
         "api_keys": [
             {"name": "operator", "hash": hash_key(ADMIN), "admin": True},
@@ -79,6 +87,11 @@ def stack() -> Iterator[tuple[ServerThread, list[DecisionRecord]]]:
                     "/v1/chat/completions", json={"model": "resilient", "messages": [{"role": "user", "content": "hi"}]}
                 )
                 assert reply.status_code == 200
+                for session in TRIAL_SESSIONS:  # control: trial-0, trial-3 (the sticky draw); routed: 1, 2
+                    hello = {"model": "trial", "messages": [{"role": "user", "content": "hi"}]}
+                    assert client.post("/v1/chat/completions", json=hello, headers={"x-switchyard-session-id": session})
+                    outcome = {"session_id": session, "resolved": session in ("trial-0", "trial-1")}
+                    assert client.post("/v1/feedback", json=outcome).json()["matched"] is True
             yield server, records
     finally:
         sy.close()
@@ -103,7 +116,7 @@ def test_the_page_shows_what_v1_stats_says_and_a_session_timeline(
     shots = screenshot_dir(tmp_path)
     stats = httpx.get(f"{server.root_url}/v1/stats", headers={"authorization": f"Bearer {ADMIN}"}).json()
     total = stats["usd"]["total"]
-    assert total["requests"] == len(records) == 7
+    assert total["requests"] == len(records) == 7 + len(TRIAL_SESSIONS)
     with browser_context() as context:
         page = context.new_page()
         errors: list[str] = []
@@ -143,6 +156,10 @@ def test_the_page_shows_what_v1_stats_says_and_a_session_timeline(
         sources = {(r.route, r.source) for r in records}
         for route, source in sources:
             assert page.locator(f'[data-row="source:{route}:{source}"]').count() == 1
+        for arm in ("control", "routed"):  # two sessions each, one resolved
+            cells = page.locator(f'[data-row="experiment:trial:{arm}"] td').all_inner_texts()
+            assert (cells[1], cells[4], cells[5].split(" ")[0]) == ("2", "2", "50.0%")
+        assert "routed \u2212 control: $ / session" in page.inner_text('[data-field="routed-vs-control:trial"]')
         page.screenshot(path=str(shots / "dashboard-decisions.png"), full_page=True)
 
         page.goto(f"{server.root_url}/dashboard/#reliability")
@@ -190,7 +207,8 @@ def test_the_page_shows_what_v1_stats_says_and_a_session_timeline(
         page.wait_for_selector("body[data-loaded=overview]", timeout=20_000)
         with httpx.Client(base_url=server.root_url, headers={"authorization": f"Bearer {USER}"}) as client:
             agent_turn(client, "late-session", 0, "One more thing.", agent="coder")
-        page.wait_for_selector('[data-field="since.requests"][data-value="8"]', timeout=20_000)
+        after = 8 + len(TRIAL_SESSIONS)
+        page.wait_for_selector(f'[data-field="since.requests"][data-value="{after}"]', timeout=20_000)
         later = httpx.get(f"{server.root_url}/v1/stats", headers={"authorization": f"Bearer {ADMIN}"}).json()
         assert float(field(page, "since.total_usd")[0]) == later["usd"]["total"]["total_usd"]
         assert errors == []

@@ -120,3 +120,14 @@ def test_the_cli_prints_and_dumps_the_experiment(tmp_path: Path, capsys: pytest.
     assert main(["stats", str(log), "--json"]) == 0
     captured = capsys.readouterr()
     assert "warning" not in captured.err and json.loads(captured.out)["skipped_lines"] == 0
+
+
+def test_a_rate_interval_stays_within_its_bounds_on_few_sessions() -> None:
+    log = [decision("tiny", "control", f"c{i}", 1.0) for i in range(2)]
+    log += [decision("tiny", "routed", f"r{i}", 1.0) for i in range(2)]
+    log += [report(f"c{i}", resolved=i == 0) for i in range(2)] + [report(f"r{i}", resolved=i == 0) for i in range(2)]
+    view = experiment_stats(log)["tiny"]
+    rate = view["arms"]["control"]["resolved"]
+    assert (rate["low"], rate["high"]) == (0.0, 1.0)
+    diff = view["routed_vs_control"]["resolved"]
+    assert (diff["low"], diff["high"]) == (-1.0, 1.0)

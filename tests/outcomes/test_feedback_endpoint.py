@@ -29,6 +29,7 @@ def proxy(
         "decision_log": str(log),
         "server": {
             "api_keys": [{"name": "alice", "hash": hash_key(KEY_A)}, {"name": "bob", "hash": hash_key(KEY_B)}],
+            "dashboard": {"enabled": True},
         },
     }
     with recording_proxy(config) as (server, records):
@@ -143,3 +144,14 @@ def test_the_openapi_document_lists_feedback(proxy: Any) -> None:
     doc = httpx.get(f"{root}/openapi.json", timeout=10).json()
     post = doc["paths"]["/v1/feedback"]["post"]
     assert {"200", "202", "400"} <= set(post["responses"])
+
+
+def test_a_tenant_key_reads_no_sessions_in_stats_nor_the_dashboard(proxy: Any) -> None:
+    # Every route's sessions and outcomes are the operator's view (an admin key): a tenant's key
+    # is refused, so Bob cannot find Alice's session there either.
+    root, _, _ = proxy
+    chat(root, KEY_A, "alice-hidden")
+    bob = {"authorization": f"Bearer {KEY_B}"}
+    assert httpx.get(f"{root}/v1/stats", headers=bob, timeout=10).status_code == 403
+    for view in ("summary", "sessions"):
+        assert httpx.get(f"{root}/dashboard/api/{view}", headers=bob, timeout=10).status_code == 403

@@ -58,6 +58,7 @@ class LiveTotals:
 
 def for_switchyard(sy: Switchyard, settings: ServerConfig, keys: KeyRing, host_allowed: Any = None) -> DashboardHttp:
     """The dashboard of a live router: registers the record ring as a decision callback."""
+    from switchyard.server.dashboard.experiment import Outcomes
     from switchyard.server.dashboard.fleet import Fleet
     from switchyard.server.dashboard.http import DashboardHttp
     from switchyard.server.dashboard.ring import RecordRing
@@ -67,7 +68,9 @@ def for_switchyard(sy: Switchyard, settings: ServerConfig, keys: KeyRing, host_a
     ring = RecordRing(cfg.max_records)
     sy.on_decision(ring)
     totals, replica = LiveTotals(sy), Replica.this()
-    views = Views(ring, totals, replica, window_s=cfg.window_s, poll_s=cfg.poll_s)
+    outcomes = Outcomes(cfg.max_records)  # feedback reports for the routed-vs-control panel
+    sy.feedback_store.listeners.append(outcomes)
+    views = Views(ring, totals, replica, window_s=cfg.window_s, poll_s=cfg.poll_s, outcomes=outcomes)
     http = DashboardHttp(views, keys, host_allowed)
     if sy.state_status().get("backend", "memory") != "memory":
         # A shared store (Redis): every replica publishes its totals there (fleet.py).

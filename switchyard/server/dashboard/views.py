@@ -19,6 +19,7 @@ from typing import Any, Protocol
 from switchyard._dataclass import dataclass
 from switchyard.engine.records import DecisionRecord
 from switchyard.server.dashboard.aggregate import BUCKET_S, MAX_WINDOW_S, Aggregator
+from switchyard.server.dashboard.experiment import Outcomes, experiment_view
 from switchyard.server.dashboard.ring import RecordRing
 
 # Keys of DecisionRecord.details that carry a judge's or advisor's verdict (routers/*).
@@ -88,6 +89,7 @@ class Views:
         poll_s: How often the page polls.
         clock: Wall clock; offline, the time of the log's last record.
         fleet: Totals of every replica sharing the state store (``None``: this one only).
+        outcomes: The feedback reports received (the routed-vs-control panel's outcomes).
     """
 
     def __init__(
@@ -100,6 +102,7 @@ class Views:
         poll_s: float = 5.0,
         clock: Callable[[], float] = time.time,
         fleet: Callable[[], dict[str, Any] | None] | None = None,
+        outcomes: Outcomes | None = None,
     ) -> None:
         self.ring = ring
         self.totals = totals
@@ -108,6 +111,7 @@ class Views:
         self.poll_s = poll_s
         self.clock = clock
         self.fleet = fleet
+        self.outcomes = outcomes
         self.aggregator = Aggregator(max_window_s=max(MAX_WINDOW_S, window_s))
 
     def refresh(self) -> None:
@@ -143,6 +147,8 @@ class Views:
             "window": window,
             "ring": {"records": len(self.ring), "size": self.ring.size, "sessions": len(agg.sessions)},
             "fleet": self.fleet() if self.fleet is not None else None,
+            # Over the records in memory (not the window): arms compare whole sessions.
+            "experiment": experiment_view((r for _, r in self.ring.snapshot()), self.outcomes),
         }
 
     def sessions(self, limit: int = 100, route: str | None = None, tenant: str | None = None) -> dict[str, Any]:

@@ -59,7 +59,7 @@
 
   // -- formatting ----------------------------------------------------------------------------
 
-  const usd = (v) => (v === null || v === undefined ? "—" : "$" + Number(v).toFixed(6));
+  const usd = (v) => (v === null || v === undefined ? "—" : (v < 0 ? "-$" : "$") + Math.abs(Number(v)).toFixed(6));
   const pct = (v) => (v === null || v === undefined ? "—" : (100 * v).toFixed(1) + "%");
   const ms = (v) => (v === null || v === undefined ? "—" : Number(v).toFixed(v < 10 ? 2 : 0) + " ms");
   const usdTick = (v) => (v === 0 ? "$0" : "$" + Number(v).toPrecision(3));
@@ -332,7 +332,48 @@
           )
         );
       }),
+      experimentCards(data.experiment),
     ]);
+  }
+
+  // A mean or difference with its 95 % interval: "0.41 [0.37, 0.45]".
+  function interval(found, key, fmt) {
+    if (!found || found[key] === null || found[key] === undefined) return "—";
+    if (found.low === null || found.low === undefined) return fmt(found[key]);
+    return fmt(found[key]) + " [" + fmt(found.low) + ", " + fmt(found.high) + "]";
+  }
+
+  const num3 = (v) => (v === null || v === undefined ? "—" : Number(v).toFixed(3));
+
+  // Routes with an experiment: block (docs/rollout.md): arms, routed vs control, shadow's saving.
+  function experimentCards(experiment) {
+    const routes = Object.entries(experiment || {});
+    if (!routes.length) return [];
+    return [
+      el("h2", {}, "Experiments — routed vs control (records in memory)"),
+      el("p", { class: "muted" }, "Per session, with 95 % intervals; outcomes from POST /v1/feedback. See docs/rollout.md."),
+      routes.map(([route, view]) => {
+        const rows = Object.entries(view.arms).map(([arm, a]) => el("tr", { "data-row": "experiment:" + route + ":" + arm },
+          el("td", {}, arm), el("td", { class: "num" }, int(a.sessions)), el("td", { class: "num" }, int(a.requests)),
+          el("td", { class: "num" }, interval(a.cost_per_session, "mean", usd)), el("td", { class: "num" }, int(a.with_feedback)),
+          el("td", { class: "num" }, interval(a.resolved, "mean", pct)), el("td", { class: "num" }, interval(a.score, "mean", num3))));
+        const vs = view.routed_vs_control;
+        const shadow = view.shadow;
+        return el(
+          "div",
+          { class: "card", "data-experiment": route },
+          el("h3", {}, "Route " + route),
+          table(["arm", "sessions", "requests", "$ / session", "with feedback", "resolved", "mean score"], rows),
+          vs ? el("p", { "data-field": "routed-vs-control:" + route },
+            "routed − control: $ / session " + interval(vs.cost_per_session, "diff", usd) +
+            (vs.resolved ? "; resolved " + interval(vs.resolved, "diff", pct) : "") +
+            (vs.score ? "; score " + interval(vs.score, "diff", num3) : "")) : null,
+          shadow ? el("p", { "data-field": "shadow-saving:" + route },
+            "shadow: predicted saving per session " + interval(shadow.predicted_saving_per_session, "mean", usd) +
+            " (" + pct(shadow.predicted_saved_share) + " of the baseline's cost)") : null
+        );
+      }),
+    ];
   }
 
   function renderReliability(data) {
