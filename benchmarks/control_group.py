@@ -8,7 +8,7 @@ resolved with a known probability per arm (control 0.70, routed 0.65: a true los
 and costing a skewed (log-normal) amount with a known mean per arm. The sessions become what
 ``switchyard serve`` writes — one to four decision records per session with ``details.arm`` and
 their cost, and one ``POST /v1/feedback`` line per session — and
-:func:`switchyard.eval.experiment_stats.experiment_stats` (what ``switchyard stats
+:func:`switchyard.engine.experiment_stats.experiment_stats` (what ``switchyard stats
 --experiment`` prints) estimates the routed - control differences with their 95 % intervals.
 Coverage is the share of seeds whose interval holds the true difference; the mean half-width
 says how precise one deployment's estimate is.
@@ -32,7 +32,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from switchyard.eval.experiment_stats import experiment_stats
+from switchyard.engine.experiment_stats import experiment_stats
 from switchyard.routers.experiment import control_draw
 
 RESOLVE = {"control": 0.70, "routed": 0.65}

@@ -1,6 +1,6 @@
 """``switchyard stats --experiment``: routed vs control, and shadow mode's predicted saving.
 
-The numbers come from :func:`switchyard.eval.experiment_stats.experiment_stats`; this module
+The numbers come from :func:`switchyard.engine.experiment_stats.experiment_stats`; this module
 reads the log and prints them.
 """
 
@@ -32,7 +32,7 @@ def _lines(path: str, warn: list[str]) -> Iterator[dict[str, Any]]:
 
 def run_experiment(path: str, *, route: str | None, tenant: str | None, as_json: bool) -> int:
     """Prints the experiment's numbers per route (``route``: only that one)."""
-    from switchyard.eval.experiment_stats import experiment_stats
+    from switchyard.engine.experiment_stats import experiment_stats
 
     warn: list[str] = []
     try:

@@ -13,7 +13,7 @@ import orjson
 import pytest
 
 from switchyard.cli import main
-from switchyard.eval.experiment_stats import Z95, experiment_stats
+from switchyard.engine.experiment_stats import Z95, experiment_stats
 
 
 def decision(

@@ -11,8 +11,8 @@ from collections import deque
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from switchyard.engine.experiment_stats import experiment_stats
 from switchyard.engine.records import DecisionRecord
-from switchyard.eval.experiment_stats import experiment_stats
 
 
 class Outcomes:

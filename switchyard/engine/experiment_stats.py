@@ -1,6 +1,7 @@
 """Routed vs control, and what shadow mode predicts: per route, with 95 % intervals.
 
-Layer: ``eval`` — pure Python over decision-log lines (no numpy).
+Layer: ``engine`` — pure Python over decision-log lines (no numpy); the CLI and the dashboard
+both read it.
 
 Reads what ``switchyard serve --decision-log`` writes: decision records (their ``details.arm``
 from a route's ``experiment:`` block, their cost, a shadow request's ``would_cost_usd``) and the
