@@ -28,6 +28,7 @@ _MODULE_OF = {
     "calibrate": "calibrate",
     "replay": "replay",
     "stats": "stats",
+    "tune": "tune",
     "dashboard": "dashboard",
     "train-probe": "train_probe",
     "train-trajectory": "train_trajectory",
@@ -57,6 +58,7 @@ Start here:
   switchyard route -c router.yaml -m ROUTE --message "fix the failing test"   # show a decision
   switchyard vllm-command --profile h100   # a checked vllm serve command for Nemotron 3.5 Lightning
   switchyard eval -c router.yaml --route ROUTE --dataset outcomes.jsonl       # APGR, CPT, cost offline
+  switchyard stats decisions.jsonl --experiment   # shadow / control group results (docs/rollout.md)
 
 Docs: docs/index.md (every key: docs/configuration.md). `switchyard COMMAND --help` for each command.
 """
