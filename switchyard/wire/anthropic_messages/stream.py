@@ -41,6 +41,7 @@ from switchyard.wire.anthropic_messages.response import (
 )
 from switchyard.wire.ids import anthropic_tool_id, new_id
 from switchyard.wire.sse import SSEEvent, frame
+from switchyard.wire.stream_decode import TextTemplate, event_json, learn
 from switchyard.wire.text_run import TextRun
 
 PING = frame(b'{"type":"ping"}', "ping")
@@ -68,23 +69,36 @@ class AnthropicStreamDecoder:
         self._tool_args: dict[int, bool] = {}  # block index -> any argument fragment seen
         self._stop: StopReason | None = None
         self._stop_sequence: str | None = None
+        self._template: TextTemplate | None = None  # a text delta, learned (``stream_decode``)
 
     @property
     def done(self) -> bool:
         return self._done
 
     def feed(self, sse: SSEEvent) -> list[StreamEvent]:
+        template = self._template
+        if template is not None:
+            text = template.text(sse.data)
+            if text is not None:
+                return [TextDelta(text=text)] if text else []
         if sse.data.startswith("[DONE]"):
             return self.finish()
-        try:
-            data = orjson.loads(sse.data)
-        except orjson.JSONDecodeError as exc:
-            raise UpstreamProtocolError(f"malformed JSON in upstream stream: {sse.data[:200]!r}") from exc
-        if not isinstance(data, dict):
-            raise UpstreamProtocolError(f"unexpected upstream stream payload: {sse.data[:200]!r}")
+        data = event_json(sse.data)
         kind = data.get("type") or sse.event
         handler = _HANDLERS.get(str(kind))
-        return handler(self, data) if handler is not None else []
+        if handler is None:
+            return []
+        out = handler(self, data)
+        if template is None and kind == "content_block_delta" and len(out) == 1 and type(out[0]) is TextDelta:
+            # Only an event that names its own type: the event's name is not part of a template.
+            if data.get("type"):
+                self._learn(sse.data, out[0].text)
+        return out
+
+    def _learn(self, data: str, text: str) -> None:
+        """Keeps ``data``, a text delta, as the fast path's template: such an event means its
+        block index and its text, nothing else."""
+        self._template = learn(data, '"text":', text)
 
     def _message_start(self, data: dict[str, Any]) -> list[StreamEvent]:
         msg = data.get("message") or {}

@@ -33,10 +33,10 @@ from switchyard.wire.openai_chat.response import (
     stop_reason,
 )
 from switchyard.wire.sse import DONE, SSEEvent, SSEParser, frame
+from switchyard.wire.stream_decode import TextTemplate, event_json, learn
 from switchyard.wire.text_run import TextRun
 
 _MARK = '"delta":{"content":'
-_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')  # one JSON string literal, escapes included
 # The string of a plain text chunk, as bytes on one line (``ChatStreamDecoder.read``).
 _LITERAL = rb'"[^"\\\r\n]*(?:\\.[^"\\\r\n]*)*"'  # a JSON string on one line, escapes included
 _TEXT_LITERAL = re.compile(rb'"delta":\{"content":(' + _LITERAL + rb")\}")
@@ -66,19 +66,17 @@ class ChatStreamDecoder:
     Nearly every chunk of an answer is the previous one with other text: the same ``id``,
     ``created``, ``model`` and ``index``, ``delta: {"content": ...}``, ``finish_reason: null``.
     Once such a chunk has been decoded in full, its text before and after the content string is
-    kept as a template: a later chunk that is that template around one JSON string means exactly
-    what the template meant with that text, so only the string is parsed (a third of the cost
-    of parsing the chunk whole). Anything else is decoded in full.
+    kept as a template (:class:`~switchyard.wire.stream_decode.TextTemplate`, the fast path all
+    three stream decoders share): a later chunk that is that template around one JSON string
+    means exactly what the template meant with that text, so only the string is parsed (a third
+    of the cost of parsing the chunk whole). Anything else is decoded in full.
     """
 
     guards_itself = True
     """``feed`` raises ``UpstreamProtocolError`` for any malformed chunk (see ``wire/guard.py``)."""
 
     def __init__(self) -> None:
-        self._prefix: str | None = None  # a plain text chunk up to its content string
-        self._suffix = ""  # ... and after it
-        self._raw_prefix = b""  # both UTF-8 encoded
-        self._raw_suffix = b""
+        self._template: TextTemplate | None = None  # a plain text chunk, learned
         self._row_head = b""  # an event of the template up to its string (``read``), when it has one line
         self._row_tail = b""  # ... and after it, the blank line included
         self._row_joint = b""  # the two, between two events of a row
@@ -93,6 +91,11 @@ class ChatStreamDecoder:
     @property
     def done(self) -> bool:
         return self._done
+
+    @property
+    def _prefix(self) -> str | None:
+        """The learned template up to its content string; ``None`` until one is learned."""
+        return self._template.prefix if self._template is not None else None
 
     def feed(self, event: SSEEvent) -> list[StreamEvent]:
         try:
@@ -139,7 +142,7 @@ class ChatStreamDecoder:
                     if got > i:
                         i, slow = got, 0
                         continue
-                if slow > (3 if self._prefix is not None else 7):
+                if slow > (3 if self._template is not None else 7):
                     # Event by event costs more than the rest at once: after a few events that
                     # were not a row (or taught no template), the parser takes the rest whole.
                     end = n
@@ -195,7 +198,8 @@ class ChatStreamDecoder:
         """Decodes ``events`` onto ``out`` (see :meth:`gather`), continuing a run that ends it."""
         last = out[-1] if out else None
         texts = last.texts if type(last) is TextRun else None  # the texts of the run ending ``out``
-        prefix, suffix = self._raw_prefix, self._raw_suffix
+        template = self._template
+        prefix, suffix = (template.raw_prefix, template.raw_suffix) if template is not None else (b"", b"")
         for event in events:
             text: Any = None
             if type(event) is bytes:
@@ -214,7 +218,9 @@ class ChatStreamDecoder:
                 if decoded:
                     out.extend(decoded)
                     texts = None
-                prefix, suffix = self._raw_prefix, self._raw_suffix  # learned, perhaps
+                if template is None and self._template is not None:  # learned
+                    template = self._template
+                    prefix, suffix = template.raw_prefix, template.raw_suffix
                 if self._done:
                     break
             elif text:
@@ -225,31 +231,20 @@ class ChatStreamDecoder:
 
     def _template_text(self, data: str) -> str | None:
         """The text of a chunk that is the learned template around one JSON string, else ``None``."""
-        prefix = self._prefix
-        if prefix is not None and data.startswith(prefix) and data.endswith(self._suffix):
-            literal = data[len(prefix) : len(data) - len(self._suffix)]
-            try:
-                text = orjson.loads(literal)
-            except orjson.JSONDecodeError:
-                return None  # not one string after all: decoded in full
-            if type(text) is str:
-                return text
-        return None
+        template = self._template
+        return template.text(data) if template is not None else None
 
     def _feed(self, event: SSEEvent) -> list[StreamEvent]:
         data = event.data
-        text = self._template_text(data)
-        if text is not None:
-            return [TextDelta(text=text)] if text else []
+        template = self._template
+        if template is not None:
+            text = template.text(data)
+            if text is not None:
+                return [TextDelta(text=text)] if text else []
         if data.startswith("[DONE]"):
             self._done = True
             return self._stop_events()
-        try:
-            chunk = orjson.loads(data)
-        except orjson.JSONDecodeError as exc:
-            raise UpstreamProtocolError(f"malformed JSON in upstream stream: {data[:200]!r}") from exc
-        if type(chunk) is not dict:  # orjson makes plain dicts
-            raise UpstreamProtocolError(f"unexpected upstream stream payload: {data[:200]!r}")
+        chunk = event_json(data)
         out: list[StreamEvent] = []
         get = chunk.get
         if get("error"):
@@ -276,7 +271,7 @@ class ChatStreamDecoder:
                 content = delta["content"]
                 if isinstance(content, str) and content:
                     out.append(TextDelta(text=content))
-                    if self._prefix is None:
+                    if self._template is None:
                         self._learn(data, chunk)
             else:
                 self._delta(delta, out)
@@ -304,22 +299,14 @@ class ChatStreamDecoder:
             return
         if any(choice.get(k) is not None for k in ("finish_reason", "logprobs", "stop_reason")):
             return
-        start = data.find(_MARK)
-        if start < 0 or data.rfind(_MARK) != start:
+        # The content string closes its delta: a row of events is matched by ``_TEXT_LITERAL``.
+        template = learn(data, _MARK, choice["delta"]["content"], then="}")
+        if template is None:
             return
-        start += len(_MARK)
-        literal = _STRING.match(data, start)
-        if literal is None or data[literal.end() : literal.end() + 1] != "}":
-            return
-        if orjson.loads(literal.group()) != choice["delta"]["content"]:
-            return
-        self._prefix = data[:start]
-        self._suffix = data[literal.end() :]
-        self._raw_prefix = self._prefix.encode()
-        self._raw_suffix = self._suffix.encode()
+        self._template = template
         if not any(c in data for c in "\r\n"):  # lines joined: no row of one-line events to read
-            self._row_head = b"data: " + self._raw_prefix
-            self._row_tail = self._raw_suffix + b"\n\n"
+            self._row_head = b"data: " + template.raw_prefix
+            self._row_tail = template.raw_suffix + b"\n\n"
             self._row_joint = self._row_tail + self._row_head
 
     def _delta(self, delta: Any, out: list[StreamEvent]) -> None:

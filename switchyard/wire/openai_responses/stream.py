@@ -47,6 +47,7 @@ from switchyard.wire.openai_responses.response import (
     stop_from_status,
 )
 from switchyard.wire.sse import SSEEvent, frame
+from switchyard.wire.stream_decode import TextTemplate, event_json, learn
 
 # -- decoding -------------------------------------------------------------------------------
 
@@ -58,23 +59,28 @@ class ResponsesStreamDecoder:
         self._done = False
         self._ordinals: dict[str, int] = {}  # item id -> tool call ordinal
         self._kinds: dict[str, Literal["function", "custom"]] = {}
-        self._streamed: dict[str, str] = {}  # item id -> text/arguments already emitted
+        # item id -> the text/arguments already emitted, in pieces (joined once, when the item ends)
+        self._streamed: dict[str, list[str]] = {}
         self._summary_index: dict[str, int] = {}
         self._has_calls = False
+        self._template: TextTemplate | None = None  # a text delta, learned (``stream_decode``)
+        self._template_item = ""  # the item its text belongs to
 
     @property
     def done(self) -> bool:
         return self._done
 
     def feed(self, sse: SSEEvent) -> list[StreamEvent]:
+        template = self._template
+        if template is not None:
+            text = template.text(sse.data)
+            if text is not None:
+                item_id = self._template_item
+                self._streamed.setdefault(item_id, []).append(text)
+                return [TextDelta(text=text)] if text else []
         if sse.data.startswith("[DONE]"):
             return self.finish()
-        try:
-            data = orjson.loads(sse.data)
-        except orjson.JSONDecodeError as exc:
-            raise UpstreamProtocolError(f"malformed JSON in upstream stream: {sse.data[:200]!r}") from exc
-        if not isinstance(data, dict):
-            raise UpstreamProtocolError(f"unexpected upstream stream payload: {sse.data[:200]!r}")
+        data = event_json(sse.data)
         kind = str(data.get("type") or sse.event or "")
         if kind == "response.created":
             resp = data.get("response") or {}
@@ -93,7 +99,9 @@ class ResponsesStreamDecoder:
         if kind in ("response.output_text.delta", "response.refusal.delta"):
             delta = str(data.get("delta") or "")
             item_id = str(data.get("item_id") or "")
-            self._streamed[item_id] = self._streamed.get(item_id, "") + delta
+            self._streamed.setdefault(item_id, []).append(delta)
+            if template is None and data.get("type") and type(data.get("delta")) is str:
+                self._learn(sse.data, delta, item_id)
             return [TextDelta(text=delta)] if delta else []
         if kind in ("response.function_call_arguments.delta", "response.custom_tool_call_input.delta"):
             return self._tool_delta(str(data.get("item_id") or ""), str(data.get("delta") or ""))
@@ -111,6 +119,12 @@ class ResponsesStreamDecoder:
             return [StreamError(error=_error_info(data))]
         return []
 
+    def _learn(self, data: str, text: str, item_id: str) -> None:
+        """Keeps ``data``, a text delta of ``item_id``, as the fast path's template: such an event
+        means its type, its item and its text, nothing else (``sequence_number`` is not read)."""
+        self._template = learn(data, '"delta":', text, number='"sequence_number":')
+        self._template_item = item_id
+
     def _item_added(self, item: dict[str, Any]) -> list[StreamEvent]:
         kind = item.get("type")
         if kind not in ("function_call", "custom_tool_call"):
@@ -122,7 +136,7 @@ class ResponsesStreamDecoder:
         tool_kind: Literal["function", "custom"] = "custom" if kind == "custom_tool_call" else "function"
         self._kinds[item_id] = tool_kind
         initial = str(item.get("input" if tool_kind == "custom" else "arguments") or "")
-        self._streamed[item_id] = initial
+        self._streamed[item_id] = [initial]
         return [
             ToolCallDelta(
                 index=ordinal,
@@ -136,7 +150,7 @@ class ResponsesStreamDecoder:
     def _tool_delta(self, item_id: str, delta: str) -> list[StreamEvent]:
         if item_id not in self._ordinals or not delta:
             return []
-        self._streamed[item_id] += delta
+        self._streamed[item_id].append(delta)
         kind = self._kinds[item_id]
         return [ToolCallDelta(index=self._ordinals[item_id], arguments=delta, kind=kind)]
 
@@ -149,13 +163,13 @@ class ResponsesStreamDecoder:
             if last is not None and index != last:
                 delta = "\n\n" + delta
             self._summary_index[item_id] = index if isinstance(index, int) else 0
-        self._streamed[item_id] = self._streamed.get(item_id, "") + delta
+        self._streamed.setdefault(item_id, []).append(delta)
         return [ReasoningDelta(text=delta, item_id=item_id, provider=FORMAT)] if delta else []
 
     def _item_done(self, item: dict[str, Any]) -> list[StreamEvent]:
         kind = item.get("type")
         item_id = str(item.get("id") or item.get("call_id") or "")
-        seen = self._streamed.get(item_id, "")
+        seen = "".join(self._streamed.get(item_id, ()))
         if kind in ("function_call", "custom_tool_call"):
             if item_id not in self._ordinals:
                 self._item_added({**item, "arguments": "", "input": ""})
