@@ -43,6 +43,20 @@ def event_json(data: str) -> dict[str, Any]:
     return payload
 
 
+class TemplateDecoder:
+    """What every stream decoder keeps: whether its stream has ended, and the template of a
+    plain text event once it has learned one (its ``feed`` tries the template first)."""
+
+    def __init__(self) -> None:
+        self._done = False
+        self._template: TextTemplate | None = None
+
+    @property
+    def done(self) -> bool:
+        """Whether the stream has ended (its last event, or an error, was fed)."""
+        return self._done
+
+
 class TextTemplate:
     """A learned plain text event: ``prefix`` + one JSON string + ``suffix`` (see the module).
 
@@ -167,4 +181,4 @@ def learn(data: str, mark: str, text: str, *, then: str = "", number: str | None
     return None
 
 
-__all__ = ["NumberedTemplate", "TextTemplate", "event_json", "learn"]
+__all__ = ["NumberedTemplate", "TemplateDecoder", "TextTemplate", "event_json", "learn"]

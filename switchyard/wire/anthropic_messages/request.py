@@ -26,7 +26,6 @@ from typing import Any
 import orjson
 from pydantic import ValidationError
 
-from switchyard.protocol.errors import InvalidRequestError
 from switchyard.protocol.messages import (
     ContentPart,
     ImagePart,
@@ -39,6 +38,8 @@ from switchyard.protocol.messages import (
 from switchyard.protocol.request import ChatRequest, ReasoningConfig
 from switchyard.protocol.tools import ToolChoice, ToolDefinition
 from switchyard.wire import diagnostics, guard, reasoning, strict
+from switchyard.wire.content import bad as _bad
+from switchyard.wire.content import decode_content
 
 FORMAT = "anthropic_messages"
 
@@ -62,10 +63,6 @@ _KNOWN = frozenset(
 # Keys of a custom tool the IR models; others (``defer_loading``, ``input_examples`` …) ride in
 # ``ToolDefinition.native`` back to Anthropic upstreams.
 _TOOL_KEYS = frozenset({"type", "name", "description", "input_schema", "strict", "cache_control"})
-
-
-def _bad(msg: str, param: str) -> InvalidRequestError:
-    return InvalidRequestError(msg, param=param)
 
 
 # -- decoding -------------------------------------------------------------------------------
@@ -101,27 +98,18 @@ def _cache(block: dict[str, Any]) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
+def _result_block(block: dict[str, Any], path: str) -> TextPart | ImagePart | None:
+    kind = block.get("type")
+    if kind == "text":
+        return _text_block(block, path)
+    if kind == "image":
+        return decode_image(block, path)
+    diagnostics.report("anthropic_messages.tool_result_block_dropped", f"tool_result block {kind!r} dropped")
+    return None
+
+
 def _result_content(content: Any, path: str) -> list[TextPart | ImagePart]:
-    if content is None:
-        return []
-    if isinstance(content, str):
-        return [TextPart(text=content)]
-    if not isinstance(content, list):
-        raise _bad(f"{path} must be a string or a list of blocks", path)
-    out: list[TextPart | ImagePart] = []
-    for j, block in enumerate(content):
-        if not isinstance(block, dict):
-            raise _bad(f"{path}[{j}] must be an object", f"{path}[{j}]")
-        kind = block.get("type")
-        if kind == "text":
-            out.append(_text_block(block, f"{path}[{j}]"))
-        elif kind == "image":
-            image = decode_image(block, f"{path}[{j}]")
-            if image is not None:
-                out.append(image)
-        else:
-            diagnostics.report("anthropic_messages.tool_result_block_dropped", f"tool_result block {kind!r} dropped")
-    return out
+    return decode_content(content, path, _result_block, listing="a list of blocks")
 
 
 def _thinking(block: dict[str, Any], path: str) -> ReasoningPart:

@@ -206,14 +206,14 @@ DETAIL_CODES = frozenset({"thread_not_found"})
 answers; the SDKs branch on them (``thread_not_found`` makes a thread replay the conversation)."""
 
 
-def encode_error(error: ErrorInfo) -> dict[str, Any]:
+def encode_error(error: ErrorInfo, *, details: bool = True) -> dict[str, Any]:
     """An Anthropic error envelope; ``type`` follows the status (400 → invalid_request_error …).
 
     A code in :data:`DETAIL_CODES` goes into ``error.details.error_code``, where the Anthropic
-    SDKs read it.
+    SDKs read it — in an answer's body; a stream's ``error`` event (``details=False``) has none.
     """
     body: dict[str, Any] = {"type": error_type(error.status), "message": error.message}
-    if error.code in DETAIL_CODES:
+    if details and error.code in DETAIL_CODES:
         body["details"] = {"error_code": error.code}
     return {"type": "error", "error": body}
 

@@ -34,14 +34,14 @@ from switchyard.wire.anthropic_messages.response import (
     FORMAT,
     STOP_TO_ANTHROPIC,
     decode_usage,
+    encode_error,
     encode_usage,
-    error_type,
     status_for_type,
     stop_reason,
 )
 from switchyard.wire.ids import anthropic_tool_id, new_id
 from switchyard.wire.sse import SSEEvent, frame
-from switchyard.wire.stream_decode import TextTemplate, event_json, learn
+from switchyard.wire.stream_decode import TemplateDecoder, event_json, learn
 from switchyard.wire.text_run import TextRun
 
 PING = frame(b'{"type":"ping"}', "ping")
@@ -53,7 +53,7 @@ def event(payload: dict[str, Any]) -> bytes:
     return frame(orjson.dumps(payload), str(payload["type"]))
 
 
-class AnthropicStreamDecoder:
+class AnthropicStreamDecoder(TemplateDecoder):
     """Decodes an Anthropic event stream.
 
     Tool-use blocks are numbered 0, 1, … in order of appearance (``ToolCallDelta.index``).
@@ -62,18 +62,13 @@ class AnthropicStreamDecoder:
     """
 
     def __init__(self) -> None:
-        self._done = False
+        super().__init__()
         self._started = False
         self._blocks: dict[int, str] = {}  # block index -> kind
         self._tool_ordinal: dict[int, int] = {}  # block index -> tool call ordinal
         self._tool_args: dict[int, bool] = {}  # block index -> any argument fragment seen
         self._stop: StopReason | None = None
         self._stop_sequence: str | None = None
-        self._template: TextTemplate | None = None  # a text delta, learned (``stream_decode``)
-
-    @property
-    def done(self) -> bool:
-        return self._done
 
     def feed(self, sse: SSEEvent) -> list[StreamEvent]:
         template = self._template
@@ -391,4 +386,4 @@ class AnthropicStreamEncoder:
 
 def stream_error(error: ErrorInfo) -> bytes:
     """An ``error`` event (the Anthropic SDK raises on it)."""
-    return event({"type": "error", "error": {"type": error_type(error.status), "message": error.message}})
+    return event(encode_error(error, details=False))

@@ -22,6 +22,8 @@ from switchyard.protocol.messages import (
 from switchyard.protocol.request import ChatRequest, ReasoningConfig
 from switchyard.protocol.tools import ToolChoice, ToolDefinition
 from switchyard.wire import custom_tools, diagnostics, guard, reasoning, strict
+from switchyard.wire.content import bad as _bad
+from switchyard.wire.content import decode_content, put_present
 from switchyard.wire.extras import extras_for
 
 FORMAT = "openai_chat"
@@ -49,9 +51,18 @@ _KNOWN = frozenset(
     }
 )
 
-
-def _bad(msg: str, param: str) -> InvalidRequestError:
-    return InvalidRequestError(msg, param=param)
+# The request fields Chat carries unchanged, in the order they are written: max_tokens as the
+# current field (OpenAI's reasoning models reject max_tokens; vLLM reads both).
+_OPTIONAL = (
+    ("max_completion_tokens", "max_tokens"),
+    ("temperature", "temperature"),
+    ("top_p", "top_p"),
+    ("stop", "stop"),
+    ("seed", "seed"),
+    ("response_format", "response_format"),
+    ("user", "user"),
+    ("metadata", "metadata"),
+)
 
 
 def _obj(value: Any) -> dict[str, Any]:
@@ -67,32 +78,25 @@ def _image_from_url(url: str, detail: str | None) -> ImagePart:
     return ImagePart(url=url, detail=detail)
 
 
+def _decode_part(item: dict[str, Any], path: str) -> TextPart | ImagePart | None:
+    kind = item.get("type")
+    if kind == "text":
+        return TextPart(text=str(item.get("text", "")), cache_control=item.get("cache_control"))
+    if kind == "refusal":
+        return TextPart(text=str(item.get("refusal", "")))
+    if kind == "image_url":
+        spec = item.get("image_url")
+        if isinstance(spec, str):
+            spec = {"url": spec}
+        if not isinstance(spec, dict) or not isinstance(spec.get("url"), str):
+            raise _bad(f"{path}.image_url.url is required", f"{path}.image_url")
+        return _image_from_url(spec["url"], spec.get("detail"))
+    diagnostics.report("openai_chat.unsupported_content_part", f"content part type {kind!r} dropped")
+    return None
+
+
 def _decode_parts(content: Any, path: str) -> list[TextPart | ImagePart]:
-    if content is None:
-        return []
-    if isinstance(content, str):
-        return [TextPart(text=content)]
-    if not isinstance(content, list):
-        raise _bad(f"{path} must be a string or a list of content parts", path)
-    parts: list[TextPart | ImagePart] = []
-    for i, item in enumerate(content):
-        if not isinstance(item, dict):
-            raise _bad(f"{path}[{i}] must be an object", f"{path}[{i}]")
-        kind = item.get("type")
-        if kind == "text":
-            parts.append(TextPart(text=str(item.get("text", "")), cache_control=item.get("cache_control")))
-        elif kind == "refusal":
-            parts.append(TextPart(text=str(item.get("refusal", ""))))
-        elif kind == "image_url":
-            spec = item.get("image_url")
-            if isinstance(spec, str):
-                spec = {"url": spec}
-            if not isinstance(spec, dict) or not isinstance(spec.get("url"), str):
-                raise _bad(f"{path}[{i}].image_url.url is required", f"{path}[{i}].image_url")
-            parts.append(_image_from_url(spec["url"], spec.get("detail")))
-        else:
-            diagnostics.report("openai_chat.unsupported_content_part", f"content part type {kind!r} dropped")
-    return parts
+    return decode_content(content, path, _decode_part)
 
 
 def _decode_tool_calls(calls: Any, path: str) -> list[ToolCallPart]:
@@ -405,20 +409,7 @@ def encode_request(request: ChatRequest, *, model: str, stream: bool) -> dict[st
         if request.parallel_tool_calls is not None:
             body["parallel_tool_calls"] = request.parallel_tool_calls
     # tool_choice without tools is rejected by vLLM (and "none" is the default anyway).
-    optional = {
-        # The current field: OpenAI's reasoning models reject max_tokens; vLLM reads both.
-        "max_completion_tokens": request.max_tokens,
-        "temperature": request.temperature,
-        "top_p": request.top_p,
-        "stop": request.stop,
-        "seed": request.seed,
-        "response_format": request.response_format,
-        "user": request.user,
-        "metadata": request.metadata,
-    }
-    for key, value in optional.items():
-        if value is not None:
-            body[key] = value
+    put_present(body, request, _OPTIONAL)
     effort = reasoning.effort_for(request.reasoning) if request.reasoning is not None else None
     if effort is not None:
         body["reasoning_effort"] = effort

@@ -8,10 +8,12 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from switchyard.protocol.errors import ErrorInfo, UpstreamProtocolError
+from switchyard.protocol.errors import UpstreamProtocolError
 from switchyard.protocol.messages import ContentPart, ReasoningPart, TextPart, ToolCallPart
 from switchyard.protocol.response import ChatResponse, StopReason, Usage
 from switchyard.wire import diagnostics
+from switchyard.wire.openai_errors import decode_error as decode_error  # the codec's, shared with Responses
+from switchyard.wire.openai_errors import encode_error as encode_error
 
 FINISH_TO_STOP: dict[str, StopReason] = {
     "stop": "end_turn",
@@ -181,25 +183,3 @@ def completion(
         "choices": [{"index": 0, "message": message, "finish_reason": finish_reason, "logprobs": None}],
         "usage": usage,
     }
-
-
-def encode_error(error: ErrorInfo) -> dict[str, Any]:
-    """An OpenAI error envelope."""
-    return {"error": {"message": error.message, "type": error.type, "param": error.param, "code": error.code}}
-
-
-def decode_error(body: Any, status: int) -> ErrorInfo:
-    """Reads an OpenAI/vLLM error envelope (vLLM puts the HTTP status in ``code``)."""
-    err = body.get("error") if isinstance(body, dict) else None
-    if isinstance(err, dict):
-        code = err.get("code")
-        return ErrorInfo(
-            status=status,
-            type=str(err.get("type") or "api_error"),
-            code=None if code is None else str(code),
-            message=str(err.get("message") or ""),
-            param=err.get("param"),
-        )
-    if isinstance(err, str):
-        return ErrorInfo(status=status, message=err)
-    return ErrorInfo(status=status, message=str(body)[:500])

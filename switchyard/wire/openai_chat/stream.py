@@ -29,11 +29,12 @@ from switchyard.wire.openai_chat.response import (
     STOP_TO_FINISH,
     decode_error,
     decode_usage,
+    encode_error,
     encode_usage,
     stop_reason,
 )
 from switchyard.wire.sse import DONE, SSEEvent, SSEParser, frame
-from switchyard.wire.stream_decode import TextTemplate, event_json, learn
+from switchyard.wire.stream_decode import TemplateDecoder, event_json, learn
 from switchyard.wire.text_run import TextRun
 
 _MARK = '"delta":{"content":'
@@ -56,7 +57,7 @@ def _add_texts(out: list[StreamEvent | TextRun], texts: list[str]) -> None:
         out.pop()
 
 
-class ChatStreamDecoder:
+class ChatStreamDecoder(TemplateDecoder):
     """Decodes ``chat.completion.chunk`` events.
 
     Tool-call indexes are renumbered into contiguous ordinals: a delta whose ``id`` differs from
@@ -76,21 +77,16 @@ class ChatStreamDecoder:
     """``feed`` raises ``UpstreamProtocolError`` for any malformed chunk (see ``wire/guard.py``)."""
 
     def __init__(self) -> None:
-        self._template: TextTemplate | None = None  # a plain text chunk, learned
+        super().__init__()
         self._row_head = b""  # an event of the template up to its string (``read``), when it has one line
         self._row_tail = b""  # ... and after it, the blank line included
         self._row_joint = b""  # the two, between two events of a row
         self._started = False
-        self._done = False
         self._stop: StopReason | None = None
         self._stop_sequence: str | None = None
         self._slots: dict[int, tuple[int, str | None]] = {}  # upstream index -> (ordinal, id)
         self._next_ordinal = 0
         self._last_ordinal = -1
-
-    @property
-    def done(self) -> bool:
-        return self._done
 
     @property
     def _prefix(self) -> str | None:
@@ -238,9 +234,15 @@ class ChatStreamDecoder:
         data = event.data
         template = self._template
         if template is not None:
-            text = template.text(data)
-            if text is not None:
-                return [TextDelta(text=text)] if text else []
+            # ``template.text(data)`` inline: the call alone costs 2-3% of a Chat stream's decode.
+            prefix, suffix = template.prefix, template.suffix
+            if data.startswith(prefix) and data.endswith(suffix):
+                try:
+                    text = orjson.loads(data[len(prefix) : len(data) - len(suffix)])
+                except orjson.JSONDecodeError:
+                    text = None  # not one string after all: decoded in full
+                if type(text) is str:
+                    return [TextDelta(text=text)] if text else []
         if data.startswith("[DONE]"):
             self._done = True
             return self._stop_events()
@@ -512,5 +514,4 @@ def stream_error(error: ErrorInfo) -> bytes:
     openai-python raises ``APIError`` on the error event, so the caller never mistakes the
     truncated stream for a complete answer.
     """
-    body = {"error": {"message": error.message, "type": error.type, "param": error.param, "code": error.code}}
-    return frame(orjson.dumps(body)) + DONE
+    return frame(orjson.dumps(encode_error(error))) + DONE

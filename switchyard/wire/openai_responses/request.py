@@ -24,7 +24,6 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
-from switchyard.protocol.errors import InvalidRequestError
 from switchyard.protocol.messages import (
     ContentPart,
     ImagePart,
@@ -37,6 +36,8 @@ from switchyard.protocol.messages import (
 from switchyard.protocol.request import ChatRequest, ReasoningConfig
 from switchyard.protocol.tools import ToolDefinition
 from switchyard.wire import diagnostics, guard, reasoning, strict
+from switchyard.wire.content import bad as _bad
+from switchyard.wire.content import decode_content, put_present
 from switchyard.wire.extras import extras_for
 from switchyard.wire.ids import new_id
 from switchyard.wire.openai_chat.request import decode_tool_choice
@@ -62,12 +63,17 @@ _KNOWN = frozenset(
     }
 )
 
+# The request fields Responses carries unchanged, in the order they are written.
+_OPTIONAL = (
+    ("max_output_tokens", "max_tokens"),
+    ("temperature", "temperature"),
+    ("top_p", "top_p"),
+    ("user", "user"),
+    ("metadata", "metadata"),
+)
+
 _ASSISTANT_ITEMS = frozenset({"reasoning", "function_call", "custom_tool_call"})
 _OUTPUT_ITEMS = frozenset({"function_call_output", "custom_tool_call_output"})
-
-
-def _bad(msg: str, param: str) -> InvalidRequestError:
-    return InvalidRequestError(msg, param=param)
 
 
 # -- decoding -------------------------------------------------------------------------------
@@ -87,32 +93,23 @@ def _image(part: dict[str, Any], path: str) -> ImagePart | None:
     return None
 
 
+def _part(part: dict[str, Any], path: str) -> TextPart | ImagePart | None:
+    kind = part.get("type")
+    if kind in ("input_text", "output_text", "text"):
+        text = part.get("text")
+        if not isinstance(text, str):
+            raise _bad(f"{path}.text must be a string", f"{path}.text")
+        return TextPart(text=text)
+    if kind == "refusal":
+        return TextPart(text=str(part.get("refusal") or ""))
+    if kind == "input_image":
+        return _image(part, path)
+    diagnostics.report("openai_responses.content_part_dropped", f"content part {kind!r} is not translated")
+    return None
+
+
 def _parts(content: Any, path: str) -> list[TextPart | ImagePart]:
-    if content is None:
-        return []
-    if isinstance(content, str):
-        return [TextPart(text=content)]
-    if not isinstance(content, list):
-        raise _bad(f"{path} must be a string or a list of content parts", path)
-    out: list[TextPart | ImagePart] = []
-    for j, part in enumerate(content):
-        if not isinstance(part, dict):
-            raise _bad(f"{path}[{j}] must be an object", f"{path}[{j}]")
-        kind = part.get("type")
-        if kind in ("input_text", "output_text", "text"):
-            text = part.get("text")
-            if not isinstance(text, str):
-                raise _bad(f"{path}[{j}].text must be a string", f"{path}[{j}].text")
-            out.append(TextPart(text=text))
-        elif kind == "refusal":
-            out.append(TextPart(text=str(part.get("refusal") or "")))
-        elif kind == "input_image":
-            image = _image(part, f"{path}[{j}]")
-            if image is not None:
-                out.append(image)
-        else:
-            diagnostics.report("openai_responses.content_part_dropped", f"content part {kind!r} is not translated")
-    return out
+    return decode_content(content, path, _part)
 
 
 def _reasoning_item(item: dict[str, Any]) -> ReasoningPart:
@@ -468,16 +465,7 @@ def encode_request(request: ChatRequest, *, model: str, stream: bool) -> dict[st
                 body["tool_choice"] = choice.mode
         if request.parallel_tool_calls is not None:
             body["parallel_tool_calls"] = request.parallel_tool_calls
-    optional = {
-        "max_output_tokens": request.max_tokens,
-        "temperature": request.temperature,
-        "top_p": request.top_p,
-        "user": request.user,
-        "metadata": request.metadata,
-    }
-    for key, value in optional.items():
-        if value is not None:
-            body[key] = value
+    put_present(body, request, _OPTIONAL)
     if request.stop:
         diagnostics.report("openai_responses.stop_dropped", "stop sequences have no Responses equivalent")
     if request.seed is not None:

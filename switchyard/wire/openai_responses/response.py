@@ -13,6 +13,8 @@ from switchyard.protocol.messages import ContentPart, ReasoningPart, TextPart, T
 from switchyard.protocol.response import ChatResponse, StopReason, Usage
 from switchyard.wire import diagnostics, reasoning
 from switchyard.wire.ids import new_id
+from switchyard.wire.openai_errors import decode_error as decode_error  # Responses answers errors as Chat does
+from switchyard.wire.openai_errors import encode_error as encode_error
 
 FORMAT = "openai_responses"
 
@@ -277,15 +279,3 @@ def encode_response(response: ChatResponse, *, model: str) -> dict[str, Any]:
         usage=response.usage,
         stop=response.stop_reason,
     )
-
-
-def encode_error(error: ErrorInfo) -> dict[str, Any]:
-    """An OpenAI error envelope (Responses uses the Chat one)."""
-    return {"error": {"message": error.message, "type": error.type, "param": error.param, "code": error.code}}
-
-
-def decode_error(body: Any, status: int) -> ErrorInfo:
-    """Reads an OpenAI error envelope."""
-    from switchyard.wire.openai_chat.response import decode_error as chat_decode_error
-
-    return chat_decode_error(body, status)

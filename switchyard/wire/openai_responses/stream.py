@@ -47,28 +47,23 @@ from switchyard.wire.openai_responses.response import (
     stop_from_status,
 )
 from switchyard.wire.sse import SSEEvent, frame
-from switchyard.wire.stream_decode import TextTemplate, event_json, learn
+from switchyard.wire.stream_decode import TemplateDecoder, event_json, learn
 
 # -- decoding -------------------------------------------------------------------------------
 
 
-class ResponsesStreamDecoder:
+class ResponsesStreamDecoder(TemplateDecoder):
     """Decodes a Responses event stream (OpenAI's named events or vLLM's ``data:``-only ones)."""
 
     def __init__(self) -> None:
-        self._done = False
+        super().__init__()
         self._ordinals: dict[str, int] = {}  # item id -> tool call ordinal
         self._kinds: dict[str, Literal["function", "custom"]] = {}
         # item id -> the text/arguments already emitted, in pieces (joined once, when the item ends)
         self._streamed: dict[str, list[str]] = {}
         self._summary_index: dict[str, int] = {}
         self._has_calls = False
-        self._template: TextTemplate | None = None  # a text delta, learned (``stream_decode``)
-        self._template_item = ""  # the item its text belongs to
-
-    @property
-    def done(self) -> bool:
-        return self._done
+        self._template_item = ""  # the item the learned template's text belongs to
 
     def feed(self, sse: SSEEvent) -> list[StreamEvent]:
         template = self._template
