@@ -57,6 +57,21 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         default=0.5,
         help="default threshold: lose at most this share of always-efficient's points",
     )
+    p.add_argument(
+        "--leave-out",
+        action="append",
+        default=[],
+        metavar="BENCHMARK[:GROUP]",
+        help="train without these runs: a benchmark (AgentDojo, Terminal-Bench) or one group of it "
+        "(an AgentDojo suite, a Terminal-Bench task family), e.g. AgentDojo:banking (repeatable)",
+    )
+    p.add_argument(
+        "--leave-out-model",
+        action="append",
+        default=[],
+        metavar="MODEL",
+        help="pair no run with this model, on either side (repeatable)",
+    )
     p.add_argument("--heldout", action="store_true", help="also score the issue's pairs held out and print the table")
     p.add_argument("--resamples", type=int, default=1000, help="task-bootstrap resamples of the held-out intervals")
     p.add_argument("--json", metavar="FILE", help="write the held-out results as JSON")
@@ -134,12 +149,20 @@ def run(args: argparse.Namespace) -> int:
         corpus = read_corpus(args.data, config.dims)
     except TrajectoryDataError as exc:
         return fail(str(exc))
-    rows = rows_for(corpus)
+    left_out = [tuple(item.split(":", 1)) if ":" in item else (item, None) for item in args.leave_out]
+
+    def keep(r: Any) -> bool:
+        return not any(r.benchmark == b and (g is None or r.group == g) for b, g in left_out)
+
+    banned = set(args.leave_out_model)
+    rows = rows_for(corpus, keep_run=keep, exclude_models=banned)
+    if not rows.x:
+        return fail("nothing left to train on after --leave-out / --leave-out-model")
     model = fit(rows, config)
     oob = oob_sets(rows.task, config)
-    threshold = choose_threshold(corpus, model, oob, lambda r: True, set(), args.recover)
-    per_cost = choose_threshold(corpus, model, oob, lambda r: True, set(), args.recover, Policy(per_cost=True))
-    with_rules = choose_threshold(corpus, model, oob, lambda r: True, set(), args.recover, Policy(rules=True))
+    threshold = choose_threshold(corpus, model, oob, keep, banned, args.recover)
+    per_cost = choose_threshold(corpus, model, oob, keep, banned, args.recover, Policy(per_cost=True))
+    with_rules = choose_threshold(corpus, model, oob, keep, banned, args.recover, Policy(rules=True))
     training: dict[str, Any] = {
         **describe(config, rows),
         "default_threshold": threshold,
@@ -147,7 +170,13 @@ def run(args: argparse.Namespace) -> int:
         "default_threshold_with_rules": with_rules,
         "recover": args.recover,
         "data": ["agentdojo", "terminal-bench-trajectories", "terminal-bench-paired"],
-        "command": "switchyard train-trajectory --data ../shared/data --out " + str(args.out),
+        "left_out": args.leave_out,
+        "left_out_models": sorted(banned),
+        "command": " ".join(
+            ["switchyard train-trajectory --data ../shared/data --out", str(args.out)]
+            + [f"--leave-out {x}" for x in args.leave_out]
+            + [f"--leave-out-model {m}" for m in sorted(banned)]
+        ),
     }
     results: dict[str, Any] = {}
     if args.heldout:
