@@ -242,3 +242,22 @@ def test_the_default_threshold_follows_the_mode(tmp_path: Path) -> None:
     (tmp_path / "plain.json").write_text(json.dumps(error_model().to_dict()))
     with pytest.raises(ValueError, match="cost head"):
         _build({"checkpoint": "plain.json", "score": "gain_per_cost"}, tmp_path)
+
+
+def test_tool_results_inside_user_messages_count_as_results() -> None:
+    """Anthropic Messages (Claude Code) sends tool results as user messages: they are results,
+    not follow-up instructions, and the task stays the first user text."""
+    from routers._routing_helpers import anthropic_tool_result
+
+    msgs = [user("Fix the build"), assistant_call("a", "bash"), anthropic_tool_result("a", "ValueError: bad flag")]
+    tally = advance(None, msgs, DIMS)
+    assert tally.results == 1 and tally.errors == 1 and tally.users == 0
+    assert tally.task == read_task("Fix the build", DIMS)
+
+
+async def test_without_a_session_every_turn_is_decided_afresh() -> None:
+    r = router(error_model(), threshold=0.6)
+    first = await r.route(request(*session(1)), context(session=None), ScriptedCall({}))
+    clean = await r.route(request(user("Pay the bill in bill.txt")), context(session=None), ScriptedCall({}))
+    assert first.candidates[0] == "strong" and first.source == "trajectory"
+    assert clean.candidates[0] == "weak" and clean.source == "trajectory"
