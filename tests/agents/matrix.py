@@ -27,7 +27,7 @@ from switchyard.testing import FakeModel, FakeUpstream, serve_fake
 from switchyard.testing.agent_loop import ToolLoop
 
 AGENT_TIMEOUT_S = 150.0
-ROUTES = ("chat", "anthropic", "responses", "staged", "planned")
+ROUTES = ("chat", "anthropic", "responses", "staged", "planned", "learned")
 """Route names = the upstream format they reach; ``staged`` starts on chat and escalates to anthropic."""
 
 TARGET_OF_ROUTE = {"chat": "vllm", "anthropic": "claude", "responses": "gpt"}
@@ -66,6 +66,14 @@ def router_config(upstream_port: int) -> dict[str, Any]:
             "staged": {"type": "stage_router", "efficient": "vllm", "capable": "claude"},
             # Plan on the anthropic target, execute on the chat target (docs/plan-execute.md).
             "planned": {"type": "plan_execute", "efficient": "vllm", "capable": "claude"},
+            # The learned trajectory router with the stage router's run rule, as in
+            # examples/agent-routing.yaml (docs/trajectory-router.md).
+            "learned": {
+                "type": "trajectory",
+                "efficient": "vllm",
+                "capable": "claude",
+                "persistent_errors": {"repeats": 2},
+            },
         },
     }
 

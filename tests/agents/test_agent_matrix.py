@@ -85,6 +85,15 @@ def check(outcome: Outcome, route: str, agent: str = "") -> None:
         assert "claude" in selected, why
         escalated = next(r for r in mine if r["selected"] == "claude")
         assert escalated["source"] == "override", why
+    elif route == "learned":
+        # The trajectory router decides every turn from its estimate (or a run rule) until it
+        # switches; from then on the run stays on the capable tier (the latch holds per session,
+        # with or without a session header).
+        assert all(r["source"] in ("trajectory", "persistent_errors", "latched") for r in mine), why
+        assert all("gain_interval" in (r.get("details") or {}) for r in mine if r["source"] == "trajectory"), why
+        switched = next((i for i, r in enumerate(mine) if r["selected"] == "claude"), None)
+        if switched is not None:
+            assert all((r["selected"], r["source"]) == ("claude", "latched") for r in mine[switched + 1 :]), why
     else:
         assert set(selected) == {TARGET_OF_ROUTE[route]}, why
 
@@ -97,12 +106,12 @@ def _run(stack: Stack, agent: str, route: str, api: str | None = None) -> None:
 # -- CLI agents ---------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("route", ["anthropic", "chat", "staged", "planned"])
+@pytest.mark.parametrize("route", ["anthropic", "chat", "staged", "planned", "learned"])
 def test_claude_code(stack: Stack, route: str) -> None:
     _run(stack, "claude-code", route)
 
 
-@pytest.mark.parametrize("route", ["responses", "chat", "anthropic", "staged", "planned"])
+@pytest.mark.parametrize("route", ["responses", "chat", "anthropic", "staged", "planned", "learned"])
 def test_codex(stack: Stack, route: str) -> None:
     _run(stack, "codex", route)
 
@@ -112,7 +121,7 @@ def test_qwen_code(stack: Stack, route: str) -> None:
     _run(stack, "qwen-code", route)
 
 
-@pytest.mark.parametrize("route", ["chat", "anthropic", "staged"])
+@pytest.mark.parametrize("route", ["chat", "anthropic", "staged", "learned"])
 def test_hermes(stack: Stack, route: str) -> None:
     _run(stack, "hermes", route)
 
@@ -154,7 +163,7 @@ def test_smolagents(stack: Stack, route: str) -> None:
     _run(stack, "smolagents", route, "chat")
 
 
-@pytest.mark.parametrize("route", ["anthropic", "chat", "responses", "staged"])
+@pytest.mark.parametrize("route", ["anthropic", "chat", "responses", "staged", "learned"])
 @pytest.mark.parametrize("api", ["anthropic", "anthropic-stream"])
 def test_anthropic_sdk_py(stack: Stack, api: str, route: str) -> None:
     _run(stack, "anthropic-sdk-py", route, api)

@@ -77,6 +77,11 @@ class TrajectorySpec(RouterSpec):
     def target_refs(self) -> list[tuple[str, str]]:
         return [("capable", self.capable), ("efficient", self.efficient)]
 
+    def hashes_first_message(self) -> bool:
+        # The latch is per session: an agent that sends no session id (Hermes, most SDK agents)
+        # is kept on its run by a hash of its first user message, i.e. per task.
+        return self.latch
+
     def tiers(self) -> Tiers:
         """The route's two tiers."""
         return Tiers(capable=self.capable, efficient=self.efficient)
