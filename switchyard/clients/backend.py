@@ -31,6 +31,7 @@ from switchyard.clients.http_parts import (
 from switchyard.clients.http_parts import Timeouts as Timeouts
 from switchyard.clients.limits import clamp_output, may_clamp
 from switchyard.clients.models import ModelListError, parse_model_list, served_window
+from switchyard.clients.token_count import count_tokens
 from switchyard.protocol.call import CallOptions
 from switchyard.protocol.errors import (
     UpstreamError,
@@ -584,8 +585,6 @@ class HttpBackend:
         Raises:
             UpstreamError: The upstream has no such endpoint or failed.
         """
-        from switchyard.clients.token_count import count_tokens
-
         return await count_tokens(self, request, target, options)
 
     def _transport_error(self, exc: BaseException, target: TargetInfo, limits: Timeouts | None = None) -> UpstreamError:
