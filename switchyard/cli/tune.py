@@ -9,8 +9,10 @@ from pathlib import Path
 from typing import Any
 
 from switchyard.cli._common import HelpFormatter, fail, load_or_exit
+from switchyard.cli.tune_log import LOG_EPILOG, add_log_args, run_log
 
-_EPILOG = """\
+_EPILOG = (
+    """\
 Examples:
   switchyard tune -c router.yaml --route agent --suite examples/eval/agent-suite.yaml \\
       --train dev --test test --grid confidence_threshold=0.3,0.5,0.7,0.9
@@ -27,21 +29,26 @@ scored once on the --test split, which the choice never saw: those two rows, wit
 intervals and the random-latch null, are what the change is worth. --write FILE writes the config
 with the chosen setting (comments kept) only when the setting changed. See docs/rollout.md.
 """
+    + LOG_EPILOG
+)
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "tune",
-        help="choose a route setting on a suite's train split and score it on the test split",
-        description="Choose one route setting by replay on a train split; score it on a held-out test split.",
+        help="choose a route setting by replay: on a suite's train split, or on your own logged sessions",
+        description=(
+            "Choose one route setting by replay on a suite's train split (scored on its held-out test split), "
+            "or on your own logged sessions joined with their feedback (cross-validated by session)."
+        ),
         epilog=_EPILOG,
         formatter_class=HelpFormatter,
     )
     p.add_argument("-c", "--config", required=True, metavar="FILE", help="router config")
     p.add_argument("--route", required=True, help="the route to tune")
-    p.add_argument("--suite", required=True, metavar="SUITE.yaml", help="datasets x model pairs (docs/agent-suite.md)")
-    p.add_argument("--train", required=True, metavar="SPLIT", help="the suite's split the setting is chosen on")
-    p.add_argument("--test", required=True, metavar="SPLIT", help="the suite's split it is scored on (held out)")
+    p.add_argument("--suite", metavar="SUITE.yaml", help="datasets x model pairs (docs/agent-suite.md)")
+    p.add_argument("--train", metavar="SPLIT", help="with --suite: the split the setting is chosen on")
+    p.add_argument("--test", metavar="SPLIT", help="with --suite: the split it is scored on (held out)")
     p.add_argument("--grid", required=True, metavar="KEY=v1,v2,...", help="the route setting and its values")
     p.add_argument(
         "--max-points-lost",
@@ -56,6 +63,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed")
     p.add_argument("--write", metavar="FILE", help="write the config with the chosen setting here (when it changed)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    add_log_args(p)
     p.set_defaults(func=run)
 
 
@@ -73,6 +81,12 @@ def run(args: argparse.Namespace) -> int:
     loaded = load_or_exit(args.config)
     if loaded is None:
         return 1
+    if args.decision_log:
+        if args.suite or args.train or args.test or args.pair or args.data_dir:
+            return fail("give --suite (recorded runs) or --decision-log (your own sessions), not both")
+        return run_log(args, loaded)
+    if not (args.suite and args.train and args.test):
+        return fail("give --suite SUITE.yaml --train SPLIT --test SPLIT, or --decision-log LOG")
     try:
         key, values = parse_sweep(args.grid)
         suite = load_suite(args.suite, data_dir=args.data_dir)

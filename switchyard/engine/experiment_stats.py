@@ -7,10 +7,10 @@ Reads what ``switchyard serve --decision-log`` writes: decision records (their `
 from a route's ``experiment:`` block, their cost, a shadow request's ``would_cost_usd``) and the
 feedback lines of ``POST /v1/feedback``. The unit is the **session** (a request without a
 session id counts as its own session): arms are assigned per session, so costs and outcomes
-are compared per session, never per request. Sessions are keyed by tenant and session id, and a
-report joins only its own tenant's sessions — the rule the live store follows
-(:mod:`switchyard.engine.feedback`). When several reports name one session, the latest (by
-``ts``) counts.
+are compared per session, never per request. The sessions and their outcomes come from
+:func:`switchyard.engine.joined_log.join_log` — the join replay and tune read too: keyed by
+tenant and session id, a report joining only its own tenant's sessions, the latest (by ``ts``)
+counting.
 
 Intervals are normal-approximation (Welch) 95 % intervals of a mean, or of a difference of two
 independent means; ``benchmarks/control_group.py`` checks their coverage on simulated sessions.
@@ -24,11 +24,11 @@ from dataclasses import field
 from typing import Any
 
 from switchyard._dataclass import dataclass
+from switchyard.engine.joined_log import OUTCOMES as _OUTCOMES
+from switchyard.engine.joined_log import join_log
 
 Z95 = 1.959964
 """The normal quantile of a two-sided 95 % interval."""
-
-_OUTCOMES = ("resolved", "score", "reward")
 
 
 @dataclass(slots=True)
@@ -37,7 +37,6 @@ class _Session:
     would: float = 0.0
     requests: int = 0
     outcome: dict[str, float] = field(default_factory=dict)
-    outcome_ts: float = -math.inf
 
 
 def mean_interval(values: list[float]) -> dict[str, Any]:
@@ -88,17 +87,6 @@ def _cost(obj: Mapping[str, Any]) -> float:
     return sum(float(p) for p in parts if isinstance(p, int | float) and not isinstance(p, bool))
 
 
-def _outcome(line: Mapping[str, Any]) -> dict[str, float]:
-    found: dict[str, float] = {}
-    for name in _OUTCOMES:
-        value = line.get(name)
-        if isinstance(value, bool):
-            found[name] = 1.0 if value else 0.0
-        elif isinstance(value, int | float) and math.isfinite(value):
-            found[name] = float(value)
-    return found
-
-
 def experiment_stats(lines: Iterable[Mapping[str, Any]], *, tenant: str | None = None) -> dict[str, Any]:
     """Per route and arm, from decision-log lines: sessions, cost per session, outcomes, and
     the comparisons (see the module docstring).
@@ -112,56 +100,21 @@ def experiment_stats(lines: Iterable[Mapping[str, Any]], *, tenant: str | None =
         routes whose records carry an arm.
     """
     sessions: dict[tuple[str, str], dict[tuple[str | None, str], _Session]] = {}
-    by_request: dict[tuple[str | None, str], tuple[str | None, str]] = {}
-    reports: list[Mapping[str, Any]] = []
-    for obj in lines:
-        if tenant is not None and obj.get("tenant") != tenant:
-            continue
-        if obj.get("object") == "switchyard.feedback":
-            reports.append(obj)
-            continue
-        details = obj.get("details")
-        arm = details.get("arm") if isinstance(details, Mapping) else None
-        route, request_id = obj.get("route"), obj.get("request_id")
-        if not isinstance(arm, str) or not isinstance(route, str) or not isinstance(request_id, str):
-            continue
-        status = obj.get("status", 200)
-        if isinstance(status, int) and status >= 400:
-            continue
-        who = obj.get("tenant") if isinstance(obj.get("tenant"), str) else None
-        session_id = obj.get("session_id")
-        unit = (who, session_id if isinstance(session_id, str) else f"request:{request_id}")
-        by_request[(who, request_id)] = unit
-        entry = sessions.setdefault((route, arm), {}).setdefault(unit, _Session())
-        entry.cost += _cost(obj)
-        would = details.get("would_cost_usd") if isinstance(details, Mapping) else None
-        router = _cost({"router_cost": obj.get("router_cost"), "feature_cost_usd": obj.get("feature_cost_usd")})
-        entry.would += (float(would) + router) if isinstance(would, int | float) else _cost(obj)
-        entry.requests += 1
-    _join(sessions, by_request, reports)
+    for joined in join_log(lines, tenant=tenant).sessions.values():
+        for obj in joined.records:
+            details = obj.get("details")
+            arm = details.get("arm") if isinstance(details, Mapping) else None
+            route = obj.get("route")
+            if not isinstance(arm, str) or not isinstance(route, str):
+                continue
+            entry = sessions.setdefault((route, arm), {}).setdefault(joined.key, _Session())
+            entry.cost += _cost(obj)
+            would = details.get("would_cost_usd") if isinstance(details, Mapping) else None
+            router = _cost({"router_cost": obj.get("router_cost"), "feature_cost_usd": obj.get("feature_cost_usd")})
+            entry.would += (float(would) + router) if isinstance(would, int | float) else _cost(obj)
+            entry.requests += 1
+            entry.outcome = joined.outcome
     return {route: _route_view(sessions, route) for route in sorted({r for r, _ in sessions})}
-
-
-def _join(
-    sessions: dict[tuple[str, str], dict[tuple[str | None, str], _Session]],
-    by_request: Mapping[tuple[str | None, str], tuple[str | None, str]],
-    reports: list[Mapping[str, Any]],
-) -> None:
-    for line in reports:
-        who = line.get("tenant") if isinstance(line.get("tenant"), str) else None
-        session_id, request_id = line.get("session_id"), line.get("request_id")
-        if isinstance(session_id, str):
-            unit: tuple[str | None, str] | None = (who, session_id)
-        else:
-            unit = by_request.get((who, request_id)) if isinstance(request_id, str) else None
-        outcome, ts = _outcome(line), line.get("ts")
-        at = float(ts) if isinstance(ts, int | float) else 0.0
-        if unit is None or not outcome:
-            continue
-        for arms in sessions.values():
-            entry = arms.get(unit)
-            if entry is not None and at >= entry.outcome_ts:  # the latest report counts
-                entry.outcome, entry.outcome_ts = outcome, at
 
 
 def _route_view(

@@ -1,0 +1,199 @@
+"""``switchyard tune --decision-log``: a route's threshold fitted on the user's own logged sessions."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from switchyard.cli._common import fail
+from switchyard.config.load import LoadedConfig
+
+LOG_EPILOG = """
+Your own sessions (docs/rollout.md, step 4):
+  switchyard tune -c router.yaml --route agent --decision-log decisions.jsonl \\
+      --grid threshold=-0.1,0,0.05,0.1,0.2 --max-points-lost 2
+  switchyard tune ... --feedback outcomes.jsonl --folds 5 --write router-tuned.yaml
+
+--decision-log reads serve --decision-log's records and the feedback lines in it (plus
+--feedback FILE), joined by tenant and session or request id, the latest report winning. It
+tunes a type: trajectory route's threshold: each turn's logged score (the net gain of switching)
+is replayed against each value. A session switched earlier than logged is scored with the mean
+outcome of the control/shadow sessions (served by the capable model whole), so the log needs
+some: keep experiment: {control_share: 0.1}. Sessions are split into --folds folds; each fold is
+scored under the value chosen on the others, next to the current one. Below --min-sessions
+routed sessions with feedback, or when the intervals overlap, the current threshold is kept.
+"""
+
+
+def add_log_args(p: argparse.ArgumentParser) -> None:
+    """The flags of tuning on a decision log."""
+    g = p.add_argument_group("your own sessions (with --decision-log)")
+    g.add_argument("--decision-log", metavar="LOG", help="serve --decision-log's file: records and feedback lines")
+    g.add_argument("--feedback", metavar="FILE", help="more feedback lines (JSONL, POST /v1/feedback's fields)")
+    g.add_argument("--tenant", help="only this tenant's sessions and reports")
+    g.add_argument(
+        "--outcome", choices=("resolved", "score", "reward"), default="resolved", help="which report field counts"
+    )
+    g.add_argument("--folds", type=int, default=5, metavar="K", help="cross-validation folds by session (default 5)")
+    g.add_argument(
+        "--min-sessions",
+        type=int,
+        default=30,
+        metavar="N",
+        help="fewest routed sessions with feedback to change anything (default 30)",
+    )
+
+
+def _lines(path: str) -> Iterator[dict[str, Any]]:
+    import orjson
+
+    with open(path, "rb") as fh:
+        for raw in fh:
+            if not raw.strip():
+                continue
+            try:
+                obj = orjson.loads(raw)
+            except orjson.JSONDecodeError:
+                continue
+            if isinstance(obj, dict):
+                yield obj
+
+
+def run_log(args: argparse.Namespace, loaded: LoadedConfig) -> int:
+    """Tunes on the log; prints the config diff, the held-out rows and notes."""
+    from switchyard.engine.joined_log import join_log
+    from switchyard.eval.agent_replay import parse_sweep
+    from switchyard.eval.log_tune import LogTuneError, sessions_from, tune_log
+    from switchyard.eval.paired import PairedError
+
+    if args.folds < 2:
+        return fail("--folds must be >= 2")
+    route = loaded.raw.get("routes", {}).get(args.route)
+    if not isinstance(route, dict) or route.get("type") != "trajectory":
+        kind = route.get("type") if isinstance(route, dict) else None
+        return fail(
+            f"routes.{args.route}.type is {kind!r}: tune --decision-log replays a type: trajectory route's "
+            "threshold (its records carry each turn's score); tune other routers with --suite"
+        )
+    try:
+        key, values = parse_sweep(args.grid)
+    except PairedError as exc:
+        return fail(str(exc))
+    if key != "threshold" or not all(isinstance(v, int | float) and not isinstance(v, bool) for v in values):
+        return fail("--grid: tune --decision-log takes threshold=v1,v2,... (numbers in [-1, 1])")
+    current = route.get("threshold")
+    if isinstance(current, dict):
+        return fail(
+            f"routes.{args.route}.threshold is {current!r}: a controlled threshold (target_capable_share) moves "
+            "with traffic, so a fixed one cannot be replayed against it; set a number first"
+        )
+    try:
+        feedback = list(_lines(args.feedback)) if args.feedback else []
+        joined = join_log(_lines(args.decision_log), tenant=args.tenant, route=args.route, feedback=feedback)
+    except OSError as exc:
+        return fail(f"cannot read {exc.filename}: {exc.strerror or exc}")
+    if current is None:  # the checkpoint's default: the one the logged decisions compared with
+        current = _logged_threshold(joined)
+        if current is None:
+            return fail(f"routes.{args.route}.threshold is unset and no record says which one served; set it")
+    data = sessions_from(joined, capable_target=str(route.get("capable")), outcome=args.outcome)
+    try:
+        result = tune_log(
+            data,
+            [float(v) for v in values],
+            float(current),
+            max_points_lost=args.max_points_lost,
+            folds=args.folds,
+            min_sessions=args.min_sessions,
+            resamples=args.bootstrap,
+            seed=args.seed,
+        )
+    except LogTuneError as exc:
+        return fail(f"{exc}; keeping routes.{args.route}.threshold: {current}")
+    result["route"] = args.route
+    result["unmatched_reports"] = len(joined.unmatched)
+    if args.write and result["verdict"] == "changed":
+        from switchyard.eval.yaml_edit import YamlEditError, set_route_key
+
+        try:
+            text = set_route_key(
+                Path(args.config).read_text(encoding="utf-8"), args.route, "threshold", result["chosen"]
+            )
+        except YamlEditError as exc:
+            return fail(f"cannot write {args.write}: {exc}")
+        Path(args.write).write_text(text, encoding="utf-8")
+        result["wrote"] = args.write
+    if args.json:
+        print(json.dumps(result, indent=2, default=str))
+    else:
+        _print(result, Path(args.decision_log).name)
+    return 0
+
+
+def _logged_threshold(joined: Any) -> float | None:
+    from collections import Counter
+
+    seen: Counter[float] = Counter()
+    for session in joined.sessions.values():
+        for record in session.records:
+            details = record.get("details")
+            value = details.get("threshold") if isinstance(details, dict) else None
+            if isinstance(value, int | float) and not isinstance(value, bool):
+                seen[float(value)] += 1
+    return seen.most_common(1)[0][0] if seen else None
+
+
+def _iv(row: dict[str, Any], key: str, pct: bool) -> str:
+    found = row["intervals"].get(key)
+    if not found:
+        return ""
+    lo, hi = found
+    return f"[{100 * lo:+.0f}, {100 * hi:+.0f}]" if pct else f"[{lo:+.1f}, {hi:+.1f}]"
+
+
+def _line(name: str, row: dict[str, Any]) -> str:
+    return (
+        f"  {name:<26} {row['points_lost']:>+8.1f} {_iv(row, 'points_lost', False):>14} "
+        f"{100 * row['cost_saved']:>6.0f}% {_iv(row, 'cost_saved', True):>11}"
+    )
+
+
+def _print(d: dict[str, Any], log: str) -> None:
+    head = f"  {'threshold':<26} {'pts lost':>8} {'[95%]':>14} {'saved':>7} {'[95%]':>11}"
+    print(
+        f"{log}: {d['sessions']} routed sessions with a {d['outcome']!r} report, {d['capable_sessions']} "
+        f"control/shadow ({d['outcome']} {d['capable_rate']:.1%}: the outcome after a would-be switch), "
+        f"{d['without_outcome']} without a report, {d['unmatched_reports']} report(s) matching no session"
+    )
+    print("all sessions: points lost / cost saved against always-capable")
+    print(head)
+    for r in d["rows"]:
+        mark = " (current)" if r["current"] else ""
+        print(_line(f"{r['value']:g}{mark}", r) + f"  moved {r['moved']}, censored {r['censored']}")
+    print(f"\nrule: the most cost saved within {d['max_points_lost']:g} points lost -> {d['verdict']}")
+    key = f"routes.{d['route']}.threshold"
+    if d["verdict"] == "changed":
+        print(f"  - {key}: {d['current']:g}\n  + {key}: {d['chosen']:g}")
+    else:
+        print(f"  keeping {key}: {d['current']:g}")
+    print(f"\nheld out ({d['folds']} folds by session; each fold scored under the value chosen on the others)")
+    print(head)
+    for r in d["held_out"]:
+        print(_line(r["name"], r))
+    diff = d["held_out_difference"]
+    iv = diff["intervals"]
+    if iv:
+        print(
+            f"  tuned - current: points lost {diff['points_lost']:+.1f} [{iv['points_lost'][0]:+.1f}, "
+            f"{iv['points_lost'][1]:+.1f}], cost saved {100 * diff['cost_saved']:+.1f} pts "
+            f"[{100 * iv['cost_saved'][0]:+.1f}, {100 * iv['cost_saved'][1]:+.1f}]"
+        )
+    b = d["bootstrap"]
+    print(f"intervals: session bootstrap, {b['resamples']} resamples, seed {b['seed']}, 95% percentile")
+    for note in d["notes"]:
+        print(f"note: {note}")
+    if "wrote" in d:
+        print(f"wrote {d['wrote']}")
