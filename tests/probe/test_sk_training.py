@@ -118,3 +118,17 @@ def test_checkpoint_link_is_validated(tmp_path: Path) -> None:
     meta_path.write_text(json.dumps(meta))
     with pytest.raises(ckpt.CheckpointError, match=r"output.weight.*shape \[4, 4\], expected \[2, 4\]"):
         ckpt.load(tmp_path)
+
+
+@pytest.mark.parametrize("link", ["joint", "independent"])
+def test_row_weights_of_one_reproduce_the_unweighted_fit_and_others_change_it(link: str) -> None:
+    x, y = data(400)
+    params = LinearParams(pca_dim=6, seed=0, link=link, cs=(0.01, 0.1, 1.0))
+    plain = train_linear(x, y, NAMES, RECIPE, params).checkpoint.predict(x[:50])
+    ones = train_linear(x, y, NAMES, RECIPE, params, weights=np.ones(len(x))).checkpoint.predict(x[:50])
+    assert np.allclose(plain, ones, atol=1e-5)  # the weighted code path (own CV loop) is the same fit
+    heavy = np.where(y[:, 0] == 1, 5.0, 1.0)  # efficient successes weigh 5x: P(efficient) rises
+    weighted = train_linear(x, y, NAMES, RECIPE, params, weights=heavy).checkpoint.predict(x[:50])
+    assert weighted[:, 0].mean() > plain[:, 0].mean() + 0.05
+    with pytest.raises(ValueError, match="row weights"):
+        train_linear(x, y, NAMES, RECIPE, params, weights=-np.ones(len(x)))
