@@ -2,7 +2,8 @@
 
 Layer: ``probe``.
 
-Every training row is predicted by the router's own recipe retrained without the row's fold
+Every training row is predicted by the router's own head retrained without the row's fold (on
+the full fit's standardise + PCA, which saw no outcomes)
 (:func:`switchyard.probe.calibration_fit.out_of_fold`); one monotone map per head is fitted from
 those predictions to the rows' good-enough labels; the maps are applied to the held-out slices'
 predictions of the checkpoint trained on all rows, and the reliability before and after is

@@ -405,7 +405,10 @@ def _calibrate_all(
         own = held if routers[r] is main_router else _held(routers[r], slices, x_all, pos)
         cal, cal_text, facts = calibrate(
             train_fn,
-            fit.x,
+            # The fold models start from the full fit's standardise + PCA (unsupervised: it saw
+            # no outcomes) and refit only the head: held-out for the labels, at a fraction of
+            # the cost of re-extracting principal components from thousands of columns per fold.
+            routers[r].project(fit.x),
             fit.y,
             fit.weights,
             fit.strata,
