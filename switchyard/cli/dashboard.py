@@ -51,12 +51,13 @@ def run(args: argparse.Namespace) -> int:
         return fail("--window-s must be positive")
     try:
         from switchyard._listen import bind
-        from switchyard.server.dashboard.offline import OfflineApp, offline_views, read_log
+        from switchyard.server.dashboard.offline import OfflineApp, offline_views, read_feedback, read_log
     except ImportError:
         return fail("the dashboard needs the server extra: pip install 'switchyard-router[server]'")
     try:
         records: list[DecisionRecord]
         records, warnings = read_log(args.log, reprice=reprice)
+        outcomes = read_feedback(args.log)
     except OSError as exc:
         return fail(f"cannot read {args.log}: {exc.strerror or exc}")
     for warning in warnings[:20]:
@@ -67,7 +68,7 @@ def run(args: argparse.Namespace) -> int:
         return fail(f"{args.log} holds no decision records")
     import uvicorn
 
-    app = OfflineApp(offline_views(records, args.log, window_s=args.window_s))
+    app = OfflineApp(offline_views(records, args.log, window_s=args.window_s, outcomes=outcomes))
     sock = bind(args.host, args.port)
     host, port = sock.getsockname()[:2]
     print(

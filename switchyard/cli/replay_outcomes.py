@@ -249,6 +249,20 @@ def print_report(data: dict[str, Any]) -> None:
                 f"  {p['value']!s:>10} {_pct(r['resolve'], 1):>7} {r['cost_usd']:>9.3f} {_pct(r['cost_saved']):>6} "
                 f"{r['points_lost']:>+8.1f} {r['points_lost'] - n['points_lost']:>+8.1f} {_pct(r['task_share']):>9}"
             )
+    reported = data.get("reported")
+    if reported is not None:
+        print(
+            f"\nthe sessions' own feedback (POST /v1/feedback lines of the log): {reported['with_feedback']} of "
+            f"{reported['sessions']} sessions reported, {reported['unmatched']} report(s) matching no session"
+        )
+        for name in ("resolved", "score", "reward"):
+            found = reported.get(name)
+            if found:
+                bounds = "" if found["low"] is None else f" [95% {found['low']:.3f}, {found['high']:.3f}]"
+                print(
+                    f"  reported {name}: mean {found['mean']:.3f}{bounds} (n={found['n']})"
+                    " — the route's row above predicts it"
+                )
     for note in data["notes"]:
         print(f"note: {note}")
     print("wrote " + ", ".join(data["files"].values()))

@@ -99,6 +99,8 @@ class AgentReplay:
         report: The counterfactual.
         source: Where the decisions came from (``replay`` or ``decision log``).
         setting: ``(key, value)`` for a sweep point.
+        notes: Remarks printed under the tables.
+        reported: With a decision log, the sessions' own feedback (:func:`reported_outcomes`).
     """
 
     route: str
@@ -109,6 +111,7 @@ class AgentReplay:
     source: str
     setting: tuple[str, Any] | None = None
     notes: list[str] = field(default_factory=list)
+    reported: dict[str, Any] | None = None
 
     def to_dict(self, *, per_run: bool = False) -> dict[str, Any]:
         """JSON-ready."""
@@ -125,6 +128,7 @@ class AgentReplay:
             "router_cost": ROUTER_COST_RULE,
             **({"setting": {"key": self.setting[0], "value": self.setting[1]}} if self.setting else {}),
             "notes": self.notes,
+            **({"reported": self.reported} if self.reported is not None else {}),
             **self.report.to_dict(per_run=per_run),
         }
 
@@ -198,7 +202,34 @@ def score_log(
     runs = runs_from_log(
         log, route, setup.tier_map, setup.outcomes, session_tasks=session_tasks, session_pattern=session_pattern
     )
-    return _score(loaded, route, setup, runs, "decision log", **sim)
+    scored = _score(loaded, route, setup, runs, "decision log", **sim)
+    scored.reported = reported_outcomes(log, route)
+    return scored
+
+
+def reported_outcomes(log: str | Path, route: str) -> dict[str, Any]:
+    """What the sessions' own feedback says (``POST /v1/feedback`` lines of the log, joined by
+    tenant and session or request id, the latest report winning): the check on the counterfactual.
+
+    Returns:
+        ``{sessions, with_feedback, unmatched, <outcome>: {n, mean, low, high}}`` per outcome kind.
+    """
+    from switchyard.engine.experiment_stats import mean_interval
+    from switchyard.engine.joined_log import OUTCOMES, join_log
+    from switchyard.eval.dataset import json_lines
+
+    joined = join_log((obj for _, _, obj in json_lines(Path(log)) if isinstance(obj, dict)), route=route)
+    sessions = list(joined.sessions.values())
+    found: dict[str, Any] = {
+        "sessions": len(sessions),
+        "with_feedback": sum(1 for s in sessions if s.outcome),
+        "unmatched": len(joined.unmatched),
+    }
+    for name in OUTCOMES:
+        values = [s.outcome[name] for s in sessions if name in s.outcome]
+        if values:
+            found[name] = mean_interval(values)
+    return found
 
 
 def parse_sweep(spec: str) -> tuple[str, list[Any]]:

@@ -356,7 +356,9 @@ def runs_from_log(
     ``router_cost_usd``, ``task_id``). A session's task: ``session_tasks`` (``--sessions``),
     else the first group of ``session_pattern`` (``--session-task``), else the line's ``task_id``,
     else the session id itself. Records with an error status are not decisions that served a
-    turn and are left out; records without a session id cannot form runs and are counted.
+    turn and are left out; records without a session id cannot form runs and are counted. A
+    session is keyed by tenant and id (the run is ``<tenant>/<session>`` with inbound keys);
+    feedback lines are not decisions and are passed over.
 
     Raises:
         DatasetError: The file is missing, or a line is not a JSON object with the fields.
@@ -374,6 +376,8 @@ def runs_from_log(
     for where, _, obj in json_lines(p):
         if not isinstance(obj, dict):
             raise DatasetError(f"{where}: each line must be a JSON object")
+        if obj.get("object") == "switchyard.feedback":
+            continue  # an outcome report (POST /v1/feedback), joined by score_log, not a decision
         if obj.get("route", route) != route:
             continue
         status = obj.get("status", 200)
@@ -396,9 +400,11 @@ def runs_from_log(
         step = _Step(
             selected, str(obj.get("source", "")), str(obj.get("reason", "")), usd, calls, tin, tout, skipped, tier
         )
-        if session not in groups:
-            groups[session] = (_session_task(session, obj, session_tasks, pattern), [])
-        groups[session][1].append(step)
+        tenant = obj.get("tenant")
+        key = f"{tenant}/{session}" if isinstance(tenant, str) else session  # ids are unique per tenant
+        if key not in groups:
+            groups[key] = (_session_task(session, obj, session_tasks, pattern), [])
+        groups[key][1].append(step)
     runs = _collect(((k, task, steps) for k, (task, steps) in groups.items()), tiers, tasks)
     if out_of_session:
         runs.skipped["records without a session id (not part of any run)"] += out_of_session

@@ -147,6 +147,58 @@ def test_decision_log_and_replay_output_score_like_the_replay(
     assert base_rows(res)["route"]["resolve"] == pytest.approx((0.8 + 0.5) / 2)
 
 
+def test_decision_log_joins_its_feedback_by_tenant(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Feedback lines are no decisions; sessions are keyed by tenant; the latest report counts."""
+    cfg, _, tasks = files(tmp_path)
+    common = ["-c", str(cfg), "--route", "scored", "--outcomes", str(tasks), "--bootstrap", "0"]
+    common += ["--runs-out", str(tmp_path / "r.jsonl"), "--session-task", r"^(\w+):"]
+    records = [
+        DecisionRecord("a1", "scored", "test_score", session_id="A:1", selected="capable", tier="capable", tenant="x"),
+        DecisionRecord(
+            "b1", "scored", "test_score", session_id="A:1", selected="efficient", tier="efficient", tenant="y"
+        ),
+    ]
+    reports = [
+        {
+            "object": "switchyard.feedback",
+            "route": "scored",
+            "session_id": "A:1",
+            "tenant": "x",
+            "resolved": False,
+            "ts": 2,
+        },
+        {
+            "object": "switchyard.feedback",
+            "route": "scored",
+            "session_id": "A:1",
+            "tenant": "x",
+            "resolved": True,
+            "ts": 3,
+        },
+        {
+            "object": "switchyard.feedback",
+            "route": "scored",
+            "request_id": "b1",
+            "tenant": "y",
+            "resolved": False,
+            "ts": 1,
+        },
+        {"object": "switchyard.feedback", "route": None, "session_id": "A:1", "tenant": "z", "resolved": True, "ts": 4},
+    ]
+    log = tmp_path / "decisions.jsonl"
+    log.write_bytes(
+        b"".join(r.to_json() + b"\n" for r in records) + b"".join(json.dumps(r).encode() + b"\n" for r in reports)
+    )
+    res = run_json(capsys, *common, "--decision-log", str(log))
+    assert res["runs"] == 2  # one run per tenant's session; the reports are not decision steps
+    assert base_rows(res)["route"]["resolve"] == pytest.approx((0.8 + 0.2) / 2)
+    reported = res["reported"]
+    assert reported["sessions"] == 2 and reported["with_feedback"] == 2 and reported["unmatched"] == 1
+    assert reported["resolved"]["mean"] == pytest.approx(0.5)  # x: latest True; y: False by request id
+    main(["replay", *common, "--decision-log", str(log)])
+    assert "2 of 2 sessions reported, 1 report(s) matching no session" in capsys.readouterr().out
+
+
 def test_task_level_on_the_tasks_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     cfg, runs, tasks = files(tmp_path)
     argv = ["-c", str(cfg), "--route", "scored", "--outcomes", str(tasks), "--bootstrap", "0"]

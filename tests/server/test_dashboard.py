@@ -18,7 +18,7 @@ from switchyard.protocol.request import ChatRequest
 from switchyard.server.app import SwitchyardApp
 from switchyard.server.auth import hash_key
 from switchyard.server.dashboard.aggregate import BUCKET_S, Aggregator, Histogram
-from switchyard.server.dashboard.offline import OfflineApp, offline_views, read_log
+from switchyard.server.dashboard.offline import OfflineApp, offline_views, read_feedback, read_log
 from switchyard.server.dashboard.ring import RecordRing
 
 ADMIN = "sy-admin-key"
@@ -245,6 +245,30 @@ async def test_offline_views_of_a_decision_log(tmp_path: Path) -> None:
     assert [t["tier"] for t in timeline["turns"]] == ["efficient", "capable"]
     assert (await get(app, "/dashboard/api/summary", client=("10.0.0.1", 1))).status_code == 403
     assert (await get(app, "/v1/chat/completions")).status_code == 404
+
+
+async def test_offline_experiment_panel_joins_the_logs_feedback(tmp_path: Path) -> None:
+    """The offline panel reads the log's feedback lines through the same join as stats: by tenant
+    and session, the latest report winning."""
+    rows = [
+        record(100.0, session="c1", cost_usd=0.02, details={"arm": "control"}),
+        record(110.0, session="c2", cost_usd=0.02, details={"arm": "control"}),
+        record(120.0, session="r1", cost_usd=0.002, details={"arm": "routed"}),
+    ]
+    reports = [
+        {"object": "switchyard.feedback", "session_id": "c1", "resolved": False, "ts": 130.0, "tenant": None},
+        {"object": "switchyard.feedback", "session_id": "c1", "resolved": True, "ts": 140.0, "tenant": None},
+        {"object": "switchyard.feedback", "session_id": "c2", "resolved": True, "ts": 150.0, "tenant": "other"},
+        {"object": "switchyard.feedback", "session_id": "r1", "resolved": False, "ts": 160.0, "tenant": None},
+    ]
+    path = write_log(tmp_path, rows)
+    with path.open("ab") as fh:
+        fh.write(b"".join(json.dumps(r).encode() + b"\n" for r in reports))
+    records, _ = read_log(path)
+    app = OfflineApp(offline_views(records, "decisions.jsonl", outcomes=read_feedback(path)))
+    arms = (await get(app, "/dashboard/api/summary")).json()["experiment"]["agent"]["arms"]
+    assert arms["control"]["with_feedback"] == 1 and arms["control"]["resolved"]["mean"] == 1.0
+    assert arms["routed"]["with_feedback"] == 1 and arms["routed"]["resolved"]["mean"] == 0.0
 
 
 def test_dashboard_cli_reports_a_missing_log(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -21,6 +21,7 @@ from switchyard.engine.feedback import FEEDBACK_LINE
 from switchyard.engine.records import Attempt, DecisionRecord
 from switchyard.server.auth import KeyRing
 from switchyard.server.dashboard.aggregate import BUCKET_S, Reliability, clamp_ms
+from switchyard.server.dashboard.experiment import Outcomes
 from switchyard.server.dashboard.http import DashboardHttp, is_dashboard_path
 from switchyard.server.dashboard.ring import RecordRing
 from switchyard.server.dashboard.views import Replica, Views
@@ -184,8 +185,35 @@ class LogTotals:
         return {"backend": "none (decision log)", "degraded": False}
 
 
-def offline_views(records: list[DecisionRecord], source: str, *, window_s: float | None = None) -> Views:
-    """Views over ``records`` (oldest first): "now" is the last record's time."""
+def read_feedback(path: str | Path) -> Outcomes:
+    """The feedback lines of a decision log (``POST /v1/feedback``'s reports), for the
+    routed-vs-control panel; unreadable lines are passed over (:func:`read_log` tells them).
+
+    Raises:
+        OSError: The file cannot be read.
+    """
+    found: list[dict[str, Any]] = []
+    with Path(path).open("rb") as fh:
+        for raw in fh:
+            if FEEDBACK_LINE.encode() not in raw:
+                continue  # a decision record: not parsed twice
+            try:
+                obj = orjson.loads(raw)
+            except orjson.JSONDecodeError:
+                continue
+            if isinstance(obj, dict) and obj.get("object") == FEEDBACK_LINE:
+                found.append(obj)
+    outcomes = Outcomes(max(1, len(found)))
+    for line in found:
+        outcomes(line)
+    return outcomes
+
+
+def offline_views(
+    records: list[DecisionRecord], source: str, *, window_s: float | None = None, outcomes: Outcomes | None = None
+) -> Views:
+    """Views over ``records`` (oldest first): "now" is the last record's time; ``outcomes``:
+    the log's feedback reports (:func:`read_feedback`), joined to the records' sessions."""
     ring = RecordRing(max(1, len(records)))
     for record in records:
         ring(record)
@@ -193,7 +221,7 @@ def offline_views(records: list[DecisionRecord], source: str, *, window_s: float
     last = records[-1].ts if records else 0.0
     span = window_s or max(BUCKET_S, last - first)
     replica = Replica.this(mode="offline", source=source, started=first)
-    return Views(ring, LogTotals(records), replica, window_s=span, poll_s=30.0, clock=lambda: last)
+    return Views(ring, LogTotals(records), replica, window_s=span, poll_s=30.0, clock=lambda: last, outcomes=outcomes)
 
 
 class OfflineApp:
