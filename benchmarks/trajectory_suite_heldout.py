@@ -75,9 +75,19 @@ async def main() -> int:
     parser.add_argument("--data", default="../shared/data")
     parser.add_argument("--bootstrap", type=int, default=1000)
     parser.add_argument("--json", metavar="FILE")
+    parser.add_argument(
+        "--share",
+        type=float,
+        metavar="S",
+        help="hold S of the calls on the capable target (threshold: {target_capable_share: S}) instead of the "
+        "checkpoint's threshold",
+    )
     args = parser.parse_args()
     started = time.perf_counter()
     base = load_config(args.config)
+    if args.share is not None:
+        control = {"target_capable_share": args.share, "warmup": 8, "window": 32, "feedback_window": 32}
+        base = with_setting(base, args.route, "threshold", control)
     spec = base.raw["routes"][args.route]
     rules = spec.get("persistent_errors") is not None
     suite = load_suite(args.suite)
