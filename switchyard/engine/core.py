@@ -1,34 +1,51 @@
-"""The one request path: decode → identify → route → answer with fallback → encode → record.
+"""The one request path, composed: decode → identify → restrict → decide → attempt/verify →
+answer/stream → book and record.
 
 Layer: ``engine`` — imports ``protocol``, ``wire``, ``routers`` and ``state``; never ``httpx``.
 Backends arrive as :class:`~switchyard.protocol.call.ModelBackend` objects built by ``config``.
 
 The proxy (``switchyard.server``), the in-process transport behind the drop-in SDK clients and
-the library API all call this module, so their behaviour cannot drift apart.
+the library API all call this module, so their behaviour cannot drift apart. Each stage is a
+module of its own that says what it reads and what it may change (docs/architecture.md draws
+them):
+
+==========  ==============================  ==============================================
+stage       module                          hands on
+==========  ==============================  ==============================================
+decode      :mod:`~switchyard.engine.intake`    the parsed body, the request (or a plain stand-in)
+identify    :mod:`~switchyard.engine.identify`  the session, a thread's labels, the open record
+restrict    :mod:`~switchyard.engine.restrict`  the restriction (or none)
+decide      :mod:`~switchyard.engine.decide`    the decision and its ordered candidates
+attempt     :mod:`~switchyard.engine.attempt`   the serving target and its answer (verified)
+answer      :mod:`~switchyard.engine.answer`    a completion, a plain answer or an event stream
+book        :mod:`~switchyard.engine.book`      the finished record, to the sinks
+==========  ==============================  ==============================================
+
+The engine holds what the stages share (targets, health, the state store, the sinks: the
+:class:`~switchyard.engine.handoff.Serving` they read) and the per-route tables built once at
+start-up; the stages hand each other :class:`~switchyard.engine.handoff.Prepared`.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable, Iterable, Mapping
-from dataclasses import field, replace
+from collections.abc import Iterable, Mapping
 from functools import partial
 from types import MappingProxyType
 from typing import Any
 
-from switchyard._dataclass import dataclass
-from switchyard.engine import caller_view, own_answer, plain_chat, relay, served_model, stored_responses, threads
+from switchyard.engine import answer as answer_stage
+from switchyard.engine import book, caller_view, plain_chat
 from switchyard.engine.counting import count_tokens
-from switchyard.engine.event_stream import EventStream, open_first
-from switchyard.engine.fallback import Fallback, FirstAttempt
+from switchyard.engine.decide import decided
+from switchyard.engine.event_stream import EventStream
+from switchyard.engine.handoff import Prepared
 from switchyard.engine.health import Health
-from switchyard.engine.markup import check_answer
+from switchyard.engine.identify import identified
+from switchyard.engine.intake import decode
 from switchyard.engine.monitor import BackendMonitor
-from switchyard.engine.offload import PARSE_OFF_LOOP_BYTES, decode, decode_off_loop, release_off_loop
-from switchyard.engine.record_open import open_record
-from switchyard.engine.records import DecisionRecord, DecisionSink, mark_cancelled, prompt_preview
+from switchyard.engine.records import DecisionRecord, DecisionSink
 from switchyard.engine.replies import (
     HEADER_OVERHEAD,
     HEADER_REQUEST_ID,
@@ -43,38 +60,24 @@ from switchyard.engine.replies import (
 from switchyard.engine.reply import Reply
 from switchyard.engine.reply_model import DEFAULT as REPLY_MODEL_DEFAULT
 from switchyard.engine.reply_model import ReplyModel, reply_model
-from switchyard.engine.restriction import RestrictedError, Restriction, restriction_for
-from switchyard.engine.router_call import RouterCall
-from switchyard.engine.session import identify
-from switchyard.engine.state_watch import watched
-from switchyard.engine.stream_health import StreamHealth
+from switchyard.engine.restrict import restricted
+from switchyard.engine.restriction import RestrictedError
 from switchyard.engine.stream_out import TAKES_RUNS, stream_reply
 from switchyard.engine.target import Completion, Route, Target, close_all, find_route
-from switchyard.engine.timeouts import Budget, budget
-from switchyard.engine.verify import gate, gated_stream
-from switchyard.engine.windows import PromptSize
-from switchyard.protocol.access import current_caller
+from switchyard.engine.timeouts import budget
 from switchyard.protocol.call import CallOptions
 from switchyard.protocol.errors import (
     InvalidRequestError,
     PreviousResponseNotFoundError,
-    RouterError,
     SwitchyardError,
     ThreadNotFoundError,
-    UpstreamError,
 )
 from switchyard.protocol.request import ChatRequest
-from switchyard.protocol.response import ChatResponse
 from switchyard.protocol.session import NamespacedStore, SessionInfo, StateStore
-from switchyard.protocol.stream import MessageStart, response_to_events
 from switchyard.protocol.targets import TargetInfo
-from switchyard.routers.base import Decision, RouteContext
-from switchyard.routers.static import PassthroughRouter
 from switchyard.state.memory import MemoryStore
 from switchyard.wire import codec as get_codec
 from switchyard.wire.base import WireFormat
-from switchyard.wire.json import load_object
-from switchyard.wire.openai_chat.plain_answer import PlainAnswer
 
 __all__ = [
     "HEADER_OVERHEAD",
@@ -92,33 +95,8 @@ __all__ = [
 
 logger = logging.getLogger("switchyard.engine")
 
-Answer = ChatResponse | PlainAnswer
-"""An answer call's result: the IR, or a plain Chat answer relayed without it (the plain lane)."""
-
 KEEPALIVE_S = 15.0
 """Longest upstream silence on an open stream before the caller gets a keep-alive."""
-
-
-@dataclass(slots=True)
-class _Prepared:
-    route: Route
-    request: ChatRequest
-    decision: Decision
-    record: DecisionRecord
-    candidates: list[str]
-    options: CallOptions
-    t0: float
-    headers: Mapping[str, str] = field(default_factory=dict)
-    budget: Budget = field(default_factory=Budget)
-    body_bytes: int | None = None  # the caller's body size, when the request is that body unchanged
-    restriction: Restriction | None = None  # the labels the request requires (None: unrestricted)
-    decode: Callable[[], ChatRequest] | None = None  # the full decode of a plain Chat stand-in
-    first: FirstAttempt | None = None  # an attempt the relay lane made (engine/relay.py)
-
-
-def _prompt(prep: _Prepared) -> PromptSize:
-    """The size of ``prep``'s prompt, computed when first asked (a plain stand-in is decoded then)."""
-    return PromptSize(prep.decode or prep.request, prep.body_bytes)
 
 
 class Engine:
@@ -206,9 +184,9 @@ class Engine:
             await self.monitor.probe()
         return self.monitor.report(self.targets)
 
-    # -- routing ----------------------------------------------------------------------------
+    # -- the deciding stages ----------------------------------------------------------------
 
-    async def _prepare(
+    async def prepare(
         self,
         request: ChatRequest,
         headers: Mapping[str, str],
@@ -216,113 +194,75 @@ class Engine:
         raw: dict[str, Any] | None,
         t0: float,
         session: SessionInfo | None = None,
-    ) -> _Prepared:
+    ) -> Prepared:
+        """``request`` identified, restricted and decided: what the answering stages read.
+
+        Args:
+            request: The decoded request (or a plain Chat stand-in, with ``session``).
+            headers: Its headers, lower-cased.
+            inbound: Its wire format (``None`` for library calls).
+            raw: The caller's body, when it may be replayed verbatim.
+            t0: ``time.perf_counter()`` when it arrived.
+            session: The session a plain Chat stand-in named (the intake stage's).
+
+        Raises:
+            SwitchyardError: The request names no route, its thread or stored response is not
+                the caller's to continue, no target may see it, or its router failed (recorded).
+        """
         if not request.model:
             raise InvalidRequestError("'model' is required: name a route (see GET /v1/models)", param="model")
         route = self.route(request.model)
         limits = budget(headers, time.perf_counter() - t0)
         plain = session is not None  # read off a plain Chat body (plain_chat.view): no thread, no restriction
-        inherited: list[str] | None = []  # the labels a continued thread required (None: unknown thread)
-        if session is None:
-            fallback = self.hash_session_fallback or route.hash_session_fallback
-            session = identify(headers, request, hash_fallback=fallback, derive=self.derive_session)
-        if (caller := current_caller.get()) is not None:  # its state is its tenant's (protocol/tenancy.py)
-            session = replace(session, tenant=caller.tenant)
-        if not plain:  # a thread's `continue` keeps its session and its restriction:
-            session, inherited = await threads.resume(self.store, request, session)
-        # Bound to its caller here, in the request's task: whoever hands the record out later.
-        record = open_record(headers, route.name, route.kind, inbound._value_ if inbound else None, request, session)
-        relevant, carried = self._relevant[route.name], threads.carried(request, inherited)
-        restriction = (
-            None if plain else restriction_for(request, headers, route.restrict, self._infos, relevant, raw, carried)
+        fmt = inbound._value_ if inbound else None
+        session, inherited, record = await identified(
+            self.store,
+            route,
+            request,
+            headers,
+            fmt,
+            session,
+            hash_fallback=self.hash_session_fallback,
+            derive=self.derive_session,
         )
-        if restriction is not None:
-            record.details["restriction"], record._redact = restriction.to_dict(), restriction.redact
-        if self.preview_chars:  # server.dashboard's session timeline (memory only), without what a rule matched
-            record._preview = prompt_preview(request, self.preview_chars, restriction.redact if restriction else None)
+        relevant = self._relevant[route.name]
+        restriction = restricted(
+            request,
+            headers,
+            route,
+            self._infos,
+            relevant,
+            raw,
+            inherited,
+            record,
+            plain=plain,
+            preview_chars=self.preview_chars,
+        )
         fwd = forwarded(headers)
         try:
-            if not plain:  # before routing
-                answerers = self._answerers.get(route.name) or (*route.targets, *route.fallbacks)
-                known = inherited is not None or (not route.restrict and session.tenant is None)
-                threads.check_route(request, answerers, self.targets, known=known)
-                await stored_responses.check(self.store, request, session.tenant)  # another tenant's response
-            if route.experiment is None:
-                decision = await self._decide(route, request, session, headers, record, limits, restriction, fwd)
-            else:  # shadow mode or a control group (engine/experiment.py)
-                decide = partial(self._decide, route, request, session, headers, record, limits, restriction, fwd)
-                decision = await route.experiment.decide(session, record, decide)
-            candidates = route.order(decision.candidates)
-            if restriction is not None:
-                candidates = restriction.narrow(route.name, decision, candidates, record)
-            if decision.response is not None:  # a router's own answer can be continued as well
-                await threads.remember_answer(self.store, request, decision, self.targets, session, restriction)
-            elif not plain:  # a stand-in continues no thread
-                candidates = threads.servable(decision.request or request, candidates, self.targets)
+            decision, candidates = await decided(
+                self,
+                route,
+                request,
+                session,
+                headers,
+                record,
+                limits,
+                restriction,
+                fwd,
+                self._route_targets[route.name],
+                inherited=inherited,
+                answerers=self._answerers.get(route.name),
+                plain=plain,
+                warned=self._warned_no_session,
+            )
         except (ThreadNotFoundError, RestrictedError, PreviousResponseNotFoundError) as exc:
-            raise self._exhausted(record, exc, t0) from None
+            raise book.exhausted(self, record, exc, t0) from None
         record.candidates = candidates
-        options = CallOptions(
-            raw_body=raw if decision.request is None else None,
-            raw_format=inbound._value_ if inbound else None,
-            headers=fwd,
-        )
-        prep = _Prepared(route, decision.request or request, decision, record, candidates, options, t0, headers, limits)
+        options = CallOptions(raw_body=raw if decision.request is None else None, raw_format=fmt, headers=fwd)
+        prep = Prepared(route, decision.request or request, decision, record, candidates, options, t0, headers, limits)
         prep.restriction = restriction
         return prep
-
-    async def _decide(
-        self,
-        route: Route,
-        request: ChatRequest,
-        session: SessionInfo,
-        headers: Mapping[str, str],
-        record: DecisionRecord,
-        limits: Budget | None = None,
-        restriction: Restriction | None = None,
-        fwd: Mapping[str, str] | None = None,
-    ) -> Decision:
-        if route.stateful and session.key is None and route.name not in self._warned_no_session:
-            self._warned_no_session.add(route.name)
-            logger.warning(
-                "route %r keeps per-session state but requests carry no session id "
-                "(send x-switchyard-session-id); each request is routed on its own",
-                route.name,
-            )
-        # A passthrough reads nothing of the request or its context: no context is built for it.
-        decision = route.router.fixed() if isinstance(route.router, PassthroughRouter) else None
-        router_call: RouterCall | None = None
-        if decision is None:  # the router's context, its session's state and its model calls
-            store: StateStore
-            if session.key is None:
-                store = MemoryStore(max_entries=64)
-            else:
-                assert route.store is not None
-                # The session's slot of the route (watched when POST /v1/decision reports changes).
-                store = watched(NamespacedStore(route.store, f"{session.key}:"))
-            ctx = RouteContext(route.name, session, self._route_targets[route.name], store, headers, route.store)
-            fwd = forwarded(headers) if fwd is None else fwd
-            router_call = RouterCall(self.targets, self.health, record, limits, restriction, route.name, fwd)
-            try:
-                decision = await route.router.route(request, ctx, router_call)
-            except SwitchyardError:
-                raise
-            except Exception as exc:
-                logger.exception("router of route %r failed", route.name)
-                raise RouterError(f"router of route {route.name!r} failed: {type(exc).__name__}: {exc}") from exc
-        unknown = [c for c in decision.candidates if c not in self.targets]
-        if unknown:
-            raise RouterError(f"router of route {route.name!r} chose unknown target(s) {unknown}")
-        if decision.response is not None and router_call is not None:
-            answer_ms = router_call.unbook(decision.response)
-            if answer_ms is not None:
-                record.details["answer_elapsed_ms"] = answer_ms
-        record.source = decision.source
-        record.reason = decision.reason
-        record.score, record.confidence = decision.score, decision.confidence
-        if decision.details:
-            record.details.update(decision.details)
-        return decision
 
     async def decide(self, request: ChatRequest, headers: Mapping[str, str] | None = None) -> DecisionRecord:
         """Routes without making the answer call.
@@ -331,7 +271,7 @@ class Engine:
         router produced the answer itself, ``record.details["answered"]`` is ``True``.
         """
         t0 = time.perf_counter()
-        prep = await self._prepare(request, lower(headers), None, None, t0)
+        prep = await self.prepare(request, lower(headers), None, None, t0)
         record = prep.record
         record.selected = prep.decision.answered_by or (prep.candidates[0] if prep.candidates else None)
         if record.selected in self.targets:
@@ -346,175 +286,19 @@ class Engine:
     async def complete(self, request: ChatRequest, headers: Mapping[str, str] | None = None) -> Completion:
         """Routes and answers ``request`` (non-streaming)."""
         t0 = time.perf_counter()
-        prep = await self._prepare(request, lower(headers), None, None, t0)
-        return await self._answer(prep)
+        prep = await self.prepare(request, lower(headers), None, None, t0)
+        return await answer_stage.completion(self, prep)
 
     async def stream(self, request: ChatRequest, headers: Mapping[str, str] | None = None) -> EventStream:
         """Routes and opens a streamed answer."""
         t0 = time.perf_counter()
-        prep = await self._prepare(request, lower(headers), None, None, t0)
-        return await self._answer_stream(prep)
+        prep = await self.prepare(request, lower(headers), None, None, t0)
+        return await answer_stage.stream(self, prep)
 
-    def _fallback(self, prep: _Prepared, *, stream: bool = False) -> Fallback:
-        return Fallback(
-            self.targets,
-            self.health,
-            budget=prep.budget,
-            auth_fallback=prep.route.fallback_on_auth_error,
-            attempts=prep.record.attempts,
-            skipped=prep.record.skipped,
-            prompt=_prompt(prep),
-            defer_success=stream,
-            allowed=prep.restriction.allowed if prep.restriction is not None else None,
-            first=prep.first,
-        )
-
-    async def _complete(self, target: Target, prep: _Prepared, options: CallOptions) -> ChatResponse:
-        """One answer call, with the markup check for Chat upstreams that ask for it."""
-        response = await target.backend.complete(prep.request, target.info, options)
-        check_answer(self.health, target, prep.record, response)
-        return response
-
-    async def _complete_plain(self, target: Target, prep: _Prepared, options: CallOptions) -> Answer:
-        """The plain Chat lane's answer call: a plain answer comes back without the IR
-        (``HttpBackend.complete_plain``, wire/openai_chat/plain_answer.py)."""
-        call = getattr(target.backend, "complete_plain", None) or target.backend.complete
-        answer: Answer = await call(prep.request, target.info, options)
-        check_answer(self.health, target, prep.record, answer)
-        return answer
-
-    async def _answer(self, prep: _Prepared, *, emit: bool = True) -> Completion:
-        if prep.decision.response is not None:
-            return own_answer.answered(prep, self.targets, self.health, self._emit)
-        target, response = await self._served(prep, self._complete, emit=emit)
-        assert isinstance(response, ChatResponse)  # self._complete's
-        return Completion(response, prep.record, target.info.name)
-
-    async def _served(
-        self, prep: _Prepared, call: Callable[[Target, _Prepared, CallOptions], Awaitable[Answer]], *, emit: bool = True
-    ) -> tuple[Target, Answer]:
-        """The answer from the first candidate that gives one (fallback, verification), booked."""
-        record, verify = prep.record, prep.route.verify
-        if prep.first is None:  # else measured before the relay lane's attempt
-            record.overhead_ms = (time.perf_counter() - prep.t0) * 1000
-        if not prep.candidates:
-            raise self._exhausted(record, None, prep.t0)
-        runner = self._fallback(prep)
-        try:
-            target, response = await runner.run(prep.candidates, lambda t, o: call(t, prep, o), prep.options)
-            if verify is not None and verify.gates(target.info.name, prep.request):  # docs/verify.md
-                assert isinstance(response, ChatResponse)  # the plain lane takes no verified route
-                again = lambda names: runner.run(names, lambda t, o: self._complete(t, prep, o), prep.options)  # noqa: E731
-                target, response = await gate(verify, prep.request, record, target, response, again)
-        except UpstreamError as exc:
-            raise self._exhausted(record, exc, prep.t0, runner) from None
-        except asyncio.CancelledError as exc:
-            self._cancelled(record, prep.t0, runner, exc)
-            raise
-        await self._book(prep, target, response, len(runner.tried), emit=emit)
-        return target, response
-
-    async def _book(self, prep: _Prepared, target: Target, response: Answer, tried: int, *, emit: bool) -> None:
-        """Books an answer on the record: who served it, its usage and cost (``tried``: the
-        targets attempted), and hands the record to the sinks unless held (``emit``)."""
-        record = prep.record
-        record.fallbacks_tried = tried - 1
-        record.served_by(target.info)
-        await self._answered_by(prep, target, response.id, response.model)
-        record.set_usage(response.usage)
-        record.cost_usd = target.info.price.cost(response.usage)
-        record.duration_ms = (time.perf_counter() - prep.t0) * 1000
-        if emit:
-            self._emit(record)
-
-    async def _answer_stream(self, prep: _Prepared, *, runs: bool = False, relayed: bool = False) -> EventStream:
-        """Opens the answer stream on the first candidate that accepts it; with ``runs`` (a Chat
-        or Anthropic caller's reply: ``handle``), through ``open_stream_runs`` where it exists;
-        ``relayed`` (a plain Chat relay), through the relay lane when it can."""
-        record = prep.record
-        if prep.decision.response is not None:
-            return own_answer.answered_stream(prep, self.targets, self.health, self._emit)
-        verify = prep.route.verify
-        if verify is not None and verify.buffers(prep.candidates, prep.request):
-            return await self._buffered(prep)
-        record.overhead_ms = (time.perf_counter() - prep.t0) * 1000
-        if not prep.candidates:
-            raise self._exhausted(record, None, prep.t0)
-
-        opened = partial(open_first, self.health, prep.request, record, runs)
-        found = await relay.first_attempt(self, prep, opened, stream=True) if relayed else None  # else the walk
-        if found is not None:
-            (target, (events, first)), tried, prompt = found, 1, _prompt(prep)
-        else:
-            runner = self._fallback(prep, stream=True)
-            try:
-                target, (events, first) = await runner.run(prep.candidates, opened, prep.options)
-            except UpstreamError as exc:
-                raise self._exhausted(record, exc, prep.t0, runner) from None
-            except asyncio.CancelledError as exc:
-                self._cancelled(record, prep.t0, runner, exc)
-                raise
-            tried, prompt = len(runner.tried), runner.prompt or _prompt(prep)
-        record.fallbacks_tried = tried - 1
-        record.served_by(target.info)
-        start = next((e for e in first if isinstance(e, MessageStart)), MessageStart(id="", model=""))
-        await self._answered_by(prep, target, start.id, start.model)
-        events = gated_stream(verify, prep.request, record, target.info.name, first, events)  # docs/verify.md
-        hooks = StreamHealth(self.health, target, record)
-        return EventStream(
-            first,
-            events,
-            record,
-            target,
-            self._emit,
-            prep.t0,
-            on_failure=hooks.failed_mid_stream,
-            on_markup=hooks.leaked if target.reliability.markup_leak != "off" else None,
-            on_end=hooks.ended,
-            # Charged when no usage report came; the fallback's own size (counted at most once).
-            prompt_tokens=prompt.tokens,
-        )
-
-    async def _buffered(self, prep: _Prepared) -> EventStream:
-        """Active verification of a stream: the answer is checked whole before any is released."""
-        prep.options = replace(prep.options, raw_body=None)  # fetched whole: no streamed body replay
-        done = await self._answer(prep, emit=False)
-        target = self.targets[done.target]
-        return EventStream(response_to_events(done.response), None, prep.record, target, self._emit, prep.t0)
-
-    async def _answered_by(self, prep: _Prepared, target: Target, message_id: str, model: str) -> None:
-        """What the answer says of itself: the model that served it, the reply a thread continues."""
-        record = prep.record
-        served_model.note(record, model)
-        turn, restriction = record.turn_index, prep.restriction
-        args = (record.session_id, turn, restriction, record.tenant)
-        await threads.remember(self.store, prep.request, target, message_id, *args)
-        await stored_responses.remember(self.store, prep.request, target, message_id, record.tenant)
-
-    def _exhausted(
-        self, record: DecisionRecord, error: SwitchyardError | None, t0: float, runner: Fallback | None = None
-    ) -> SwitchyardError:
-        record.fallbacks_tried = max(0, len(runner.tried) - 1) if runner else 0
-        failure: SwitchyardError = error or RouterError("route has no candidate targets")
-        record.status = failure.status
-        record.error = failure.message
-        record.duration_ms = (time.perf_counter() - t0) * 1000
-        self._emit(record)
-        return failure
-
-    def _cancelled(self, record: DecisionRecord, t0: float, runner: Fallback, exc: asyncio.CancelledError) -> None:
-        """Records a cancelled request (caller gone, or shutdown: ``records.mark_cancelled``)."""
-        if not mark_cancelled(record, t0, len(runner.tried), exc):
-            self.health.count("cancelled")
-        self._emit(record)
-
-    def _emit(self, record: DecisionRecord) -> None:
-        record.mask()  # what a restrict: rule matched reaches no sink (an upstream error may quote it)
-        for sink in self.sinks:
-            try:
-                sink(record)
-            except Exception:  # a broken sink must not break serving
-                logger.exception("decision sink failed")
+    def emit(self, record: DecisionRecord) -> None:
+        """Masks ``record`` (what a ``restrict:`` rule matched) and hands it to every sink; a
+        failing sink is logged and the rest still run."""
+        book.emit_to(self.sinks, record)
 
     # -- wire-level entry point ---------------------------------------------------------------
 
@@ -538,30 +322,19 @@ class Engine:
         fmt = fmt if type(fmt) is WireFormat else WireFormat(fmt)
         codec = get_codec(fmt)
         hdrs = lower(headers)
-        prep: _Prepared | None = None
-        plain: tuple[ChatRequest, SessionInfo] | None = None
+        prep: Prepared | None = None
         try:
-            if len(body) >= PARSE_OFF_LOOP_BYTES:
-                # Decoding 5 MB (100,000 messages) takes seconds of CPU: on a worker thread the event
-                # loop serves everyone else meanwhile (docs/benchmarks.md); so is freeing it, after.
-                # Smaller bodies are read here, once (engine/offload.py says where the line is).
-                raw, request = await decode_off_loop(codec, body)
-                release_off_loop(raw, request)
-            else:
-                raw = load_object(body)
-                lane = None if self.preview_chars or self.hash_session_fallback else self._plain  # both read the IR
-                if lane and fmt is WireFormat.OPENAI_CHAT:
-                    plain = plain_chat.view(raw, hdrs, lane, self.route, derive=self.derive_session)
-                request = await decode(codec, raw) if plain is None else plain[0]
-            prep = await self._prepare(request, hdrs, fmt, raw, t0, None if plain is None else plain[1])
-            if plain is not None:  # the stand-in's full decode, should the prompt's size be needed
+            lane = None if self.preview_chars or self.hash_session_fallback else self._plain  # both read the IR
+            raw, request, read = await decode(codec, fmt, body, hdrs, lane, self.route, derive=self.derive_session)
+            prep = await self.prepare(request, hdrs, fmt, raw, t0, read)
+            if read is not None:  # the stand-in's full decode, should the prompt's size be needed
                 prep.decode = lambda: codec.decode_request(raw)
             prep.record.path = path
             if prep.decision.request is None:
                 prep.body_bytes = len(body)
             if request.stream:
                 runs = fmt in TAKES_RUNS and prep.route.verify is None  # a verifier reads every event
-                events = await self._answer_stream(prep, runs=runs, relayed=plain is not None)
+                events = await answer_stage.stream(self, prep, runs=runs, relay=read is not None)
                 encoder = codec.stream_encoder(
                     model=self._reply_model(prep, request.model, events.record), include_usage=request.include_usage
                 )
@@ -569,17 +342,17 @@ class Engine:
                     encoder = caller_view.NoReasoning(encoder)
                 return stream_reply(encoder, events, codec.keepalive(), self.keepalive_s, hold=hold_record)
             held = hold_record and prep.decision.response is None  # the router's own answer: emitted at once
-            if plain is not None and prep.decision.response is None:
-                answer = await relay.answer(self, prep, emit=not held)  # the general path when it must
+            if read is not None and prep.decision.response is None:
+                answer = await answer_stage.relayed(self, prep, emit=not held)  # the walk when it must
             else:
-                answer = (await self._answer(prep, emit=not held)).response
+                answer = (await answer_stage.completion(self, prep, emit=not held)).response
         except SwitchyardError as exc:
             return error_reply(self.targets, fmt, exc, prep.record if prep is not None else None)
         model = self._reply_model(prep, request.model, prep.record)
-        release = partial(self._emit, prep.record) if held else None
+        release = partial(self.emit, prep.record) if held else None
         return answer_reply(codec, request, answer, model, prep.record, release)
 
-    def _reply_model(self, prep: _Prepared, requested: str, record: DecisionRecord) -> str:
+    def _reply_model(self, prep: Prepared, requested: str, record: DecisionRecord) -> str:
         """The ``model`` a reply names (see :mod:`switchyard.engine.reply_model`)."""
         return reply_model(prep.route.reply_model or self.reply_model, requested, record.selected_model)
 

@@ -95,7 +95,7 @@ async def decision_reply(engine: Engine, body: bytes, headers: Mapping[str, str]
         request = await decode(get_codec(fmt), raw)
         changes, token = watch()
         try:
-            prep = await engine._prepare(request, hdrs, fmt, raw, t0)
+            prep = await engine.prepare(request, hdrs, fmt, raw, t0)
         finally:
             unwatch(token)
     except SwitchyardError as exc:
@@ -110,7 +110,7 @@ async def decision_reply(engine: Engine, body: bytes, headers: Mapping[str, str]
         record.details["answered"] = True
     record.overhead_ms = record.duration_ms = (time.perf_counter() - t0) * 1000
     state = changes.to_list()
-    engine._emit(record)
+    engine.emit(record)
     chosen = _target(engine, record.selected)
     rewritten = None
     if decision.request is not None:

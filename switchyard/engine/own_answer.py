@@ -1,6 +1,8 @@
 """A router's own answer (``Decision.response``): recorded and served like an upstream's.
 
-Layer: ``engine``. Routers that answer themselves (an advisor's review, a cascade's accepted
+Layer: ``engine``: the answer stage's way when the decide stage brought an answer. Reads the
+decision's answer; changes the record (served target, usage, cost, overhead) and the target's
+markup-leak health. Routers that answer themselves (an advisor's review, a cascade's accepted
 draft) made the answer call already; the engine only books it, checks its markup and replays it
 as JSON or as a stream.
 """
@@ -8,25 +10,19 @@ as JSON or as a stream.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
 
 from switchyard.engine import served_model
 from switchyard.engine.event_stream import EventStream
+from switchyard.engine.handoff import Emit, Prepared
 from switchyard.engine.health import Health
 from switchyard.engine.markup import flag_leak, response_marker
-from switchyard.engine.records import DecisionRecord
 from switchyard.engine.target import Completion, NoBackend, Target
 from switchyard.protocol.stream import response_to_events
 from switchyard.protocol.targets import TargetInfo
 
-if TYPE_CHECKING:
-    from switchyard.engine.core import _Prepared
 
-Emit = Callable[[DecisionRecord], None]
-
-
-def answered(prep: _Prepared, targets: Mapping[str, Target], health: Health, emit: Emit) -> Completion:
+def answered(prep: Prepared, targets: Mapping[str, Target], health: Health, emit: Emit) -> Completion:
     """The router's answer as a completion, its record finished and emitted."""
     completion = _unemitted(prep, targets, health)
     record, response = completion.record, completion.response
@@ -39,7 +35,7 @@ def answered(prep: _Prepared, targets: Mapping[str, Target], health: Health, emi
     return completion
 
 
-def answered_stream(prep: _Prepared, targets: Mapping[str, Target], health: Health, emit: Emit) -> EventStream:
+def answered_stream(prep: Prepared, targets: Mapping[str, Target], health: Health, emit: Emit) -> EventStream:
     """The router's answer replayed as a stream (the record is emitted at its end)."""
     completion = _unemitted(prep, targets, health)
     events = response_to_events(completion.response)
@@ -49,7 +45,7 @@ def answered_stream(prep: _Prepared, targets: Mapping[str, Target], health: Heal
     return EventStream(events, None, prep.record, fake_target, emit, prep.t0)
 
 
-def _unemitted(prep: _Prepared, targets: Mapping[str, Target], health: Health) -> Completion:
+def _unemitted(prep: Prepared, targets: Mapping[str, Target], health: Health) -> Completion:
     response = prep.decision.response
     assert response is not None
     name = prep.decision.answered_by or (prep.candidates[0] if prep.candidates else "")

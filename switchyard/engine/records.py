@@ -221,6 +221,17 @@ class DecisionRecord:
                 attempt.error = redact(attempt.error)
         self.details = _masked(self.details, redact)
 
+    def restrict(self, restriction: dict[str, Any], redact: Callable[[str], str] | None) -> None:
+        """Notes the request's restriction (``details.restriction``) and masks what its rules
+        matched (``redact``; ``None``: no rule matched) in the record's texts before any sink
+        sees them (:meth:`mask`)."""
+        self.details["restriction"] = restriction
+        self._redact = redact
+
+    def keep_preview(self, preview: str | None) -> None:
+        """Keeps the start of the request's latest message for the dashboard (:attr:`preview`)."""
+        self._preview = preview
+
     @property
     def preview(self) -> str | None:
         """The start of the request's latest message, when the dashboard keeps one (in memory only)."""

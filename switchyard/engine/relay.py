@@ -1,7 +1,9 @@
-"""The relay lane: a plain Chat request's JSON answer from its first candidate, without the
-fallback walk around the one call nearly every such request makes.
+"""The relay lane: the attempt stage's strategy for a plain Chat request — its first candidate
+called at once, without the fallback walk around the one call nearly every such request makes.
 
-Layer: ``engine``.
+Layer: ``engine``. Reads the prepared request (:class:`~switchyard.engine.handoff.Prepared`) and
+its first candidate's health; changes the record's attempts, the target's health counters and
+``Prepared.first`` (an attempt that did not succeed, for the walk to judge).
 
 A same-format passthrough of a plain Chat body (:func:`switchyard.engine.plain_chat.view`)
 goes to its route's first candidate and, nearly always, is answered there. The general path
@@ -19,7 +21,8 @@ books the success as the walk books it. Everything else goes the general way:
   same judgement, retries, fallbacks, breaker counts, error reply and decision record as if the
   walk had made it.
 
-A stream of such a request is opened the same way (:func:`first_attempt`), its first content read as
+The attempt stage (:mod:`switchyard.engine.attempt`) asks this lane first when the intake stage
+took the plain lane. A stream of such a request is opened the same way, its first content read as
 the walk reads it; its success reaches the target's breaker at the stream's end, as the walk
 defers it for a stream.
 """
@@ -28,47 +31,30 @@ from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from switchyard.engine.fallback import FirstAttempt, book_success, limited, tries_at_once
+from switchyard.engine.handoff import Prepared, Serving
 
 if TYPE_CHECKING:
-    from switchyard.engine.core import Engine, _Prepared
     from switchyard.engine.target import Target
     from switchyard.protocol.call import CallOptions
 
 T = TypeVar("T")
 
 
-async def answer(engine: Engine, prep: _Prepared, *, emit: bool) -> Any:
-    """The answer to a plain Chat relay ``prep`` (its decision made, no answer of the router's
-    own), booked on its record as :meth:`Engine._served` books it; the record goes to the
-    sinks unless held (``emit``).
-
-    Raises:
-        SwitchyardError: As :meth:`Engine._served`, which answers whenever the lane does not.
-    """
-    call = engine._complete_plain
-    found = await first_attempt(engine, prep, lambda t, o: call(t, prep, o), stream=False)
-    if found is None:  # the walk's to make, or to judge the lane's attempt
-        return (await engine._served(prep, call, emit=emit))[1]
-    target, answer_ = found
-    await engine._book(prep, target, answer_, 1, emit=emit)
-    return answer_
-
-
 async def first_attempt(
-    engine: Engine, prep: _Prepared, call: Callable[[Target, CallOptions], Awaitable[T]], *, stream: bool
+    serving: Serving, prep: Prepared, call: Callable[[Target, CallOptions], Awaitable[T]], *, stream: bool
 ) -> tuple[Target, T] | None:
     """``call`` on the route's first candidate of a plain Chat relay ``prep`` when the walk
-    would try it at once — for a ``stream``, its opening and first content (the engine's
+    would try it at once — for a ``stream``, its opening and first content (the event stream's
     ``open_first``) — booked as the walk books a success (a stream's is told to the breaker at
     its end, so not here); ``None`` when the walk is to make the attempt, or (``prep.first``
     set) to judge the one made here. A JSON answer's overhead is stamped here (a stream's was,
     before)."""
     name = prep.candidates[0] if prep.candidates else None
-    target = engine.targets.get(name) if name is not None else None
-    if target is None or not _ready(engine, prep, target):
+    target = serving.targets.get(name) if name is not None else None
+    if target is None or not _ready(serving, prep, target):
         return None
     if not stream:
         prep.record.overhead_ms = (time.perf_counter() - prep.t0) * 1000
@@ -80,13 +66,13 @@ async def first_attempt(
     except BaseException as exc:  # the walk's to judge, as if it had made this attempt
         prep.first = FirstAttempt(target.info.name, exc, started)
         return None
-    book_success(engine.health, prep.record.attempts, target.info.name, started, tell=not stream)
+    book_success(serving.health, prep.record.attempts, target.info.name, started, tell=not stream)
     return target, found
 
 
-def _ready(engine: Engine, prep: _Prepared, target: Any) -> bool:
+def _ready(serving: Serving, prep: Prepared, target: Target) -> bool:
     """Whether the walk would make its first attempt on ``target`` at once, with nothing to
     skip, count or take first, and nothing after it to check the answer against."""
     if prep.restriction is not None or prep.route.verify is not None:
         return False
-    return tries_at_once(engine.health, target, prep.budget)
+    return tries_at_once(serving.health, target, prep.budget)

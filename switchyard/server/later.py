@@ -21,7 +21,7 @@ before is here, and a budget check flushes it first: a keep-alive client cannot 
 daily budget.
 
 Records keep their order; none is dropped (a sink that raises is logged, as
-``Engine._emit`` logs it, and the rest still run).
+``Engine.emit`` logs it, and the rest still run).
 """
 
 from __future__ import annotations
