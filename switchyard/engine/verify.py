@@ -2,6 +2,11 @@
 
 Layer: ``engine`` — imports ``protocol`` and ``routers.verify`` (the checks).
 
+Stage 6 of the request path, run inside the attempt stage (:mod:`switchyard.engine.attempt`) for
+a JSON answer and by the answer stage (:mod:`switchyard.engine.answer`) around a stream. Reads
+the answer (or the stream's events) and the request; changes the record's ``details.verify``
+and router cost (a discarded or compared answer), and may ask the walk for another answer.
+
 A route with ``verify:`` has a :class:`Verifier`. When its efficient target served the answer:
 
 * ``shadow`` — the checks run and ``details.verify`` records the verdict; the answer is served;
