@@ -11,7 +11,7 @@ import orjson
 import pytest
 from _waits import eventually
 
-from switchyard.engine import core, offload
+from switchyard.engine import intake, offload
 from switchyard.protocol.errors import InvalidRequestError
 from switchyard.protocol.messages import Message, TextPart
 from switchyard.protocol.request import ChatRequest
@@ -89,7 +89,7 @@ async def test_large_body_gets_the_same_reply_as_inline(
     body = _body(50, stream=stream)
     replies = []
     for threshold in (len(body) + 1, 1):  # inline, then off the loop
-        monkeypatch.setattr(core, "PARSE_OFF_LOOP_BYTES", threshold)
+        monkeypatch.setattr(intake, "PARSE_OFF_LOOP_BYTES", threshold)
         r = rig({"cheap": [ANSWER]})
         reply = await r.engine.handle("openai_chat", body, {})
         payload = reply.body if reply.stream is None else b"".join([c async for c in reply.stream])
@@ -108,7 +108,7 @@ async def test_an_agent_sized_body_is_read_on_the_loop_and_a_long_one_decoded_of
     # An agent's 300 KB conversation of a few dozen messages costs less to parse and decode than
     # the hand-off to a thread; thousands of messages do not, whatever their size.
     hops: list[str] = []
-    parse, decode = core.decode_off_loop, offload.decode_raw_off_loop
+    parse, decode = intake.decode_off_loop, offload.decode_raw_off_loop
 
     async def parse_hop(*args: Any) -> Any:
         hops.append("parse")
@@ -118,7 +118,7 @@ async def test_an_agent_sized_body_is_read_on_the_loop_and_a_long_one_decoded_of
         hops.append("decode")
         return await decode(*args)
 
-    monkeypatch.setattr(core, "decode_off_loop", parse_hop)
+    monkeypatch.setattr(intake, "decode_off_loop", parse_hop)
     monkeypatch.setattr(offload, "decode_raw_off_loop", decode_hop)
     r = rig({"cheap": [ANSWER, ANSWER]})
     turns = [{"role": "user" if i % 2 == 0 else "assistant", "content": "log line\n" * 800} for i in range(41)]
@@ -127,7 +127,7 @@ async def test_an_agent_sized_body_is_read_on_the_loop_and_a_long_one_decoded_of
     assert (await r.engine.handle("openai_chat", agent, {})).status == 200
     assert hops == []
     long = _body(offload.DECODE_OFF_LOOP_MESSAGES + 1)
-    assert len(long) < core.PARSE_OFF_LOOP_BYTES
+    assert len(long) < intake.PARSE_OFF_LOOP_BYTES
     assert (await r.engine.handle("openai_chat", long, {})).status == 200
     assert hops == ["decode"]
     assert r.backend.calls[1][2].messages == codec("openai_chat").decode_request(orjson.loads(long)).messages
