@@ -427,6 +427,8 @@ async def _relay_or_walk(
         except Exception as exc:  # a bug in the call reaches the server, as from the walk
             replies.append(repr(exc))
     health = made.engine.health.stats()
+    for breaker in health["targets"].values():  # the cooldown left is a time: it moves between two runs
+        breaker.pop("open_for_s", None)
     return replies, [_strip(r) for r in made.records], health, backend.targets_called(), sum(taken)
 
 
