@@ -61,7 +61,7 @@ async def test_a_passthrough_decides_without_a_context_unless_a_subclass_routes_
 async def test_the_engine_builds_no_context_for_a_fixed_decision(monkeypatch: pytest.MonkeyPatch) -> None:
     from switchyard.config.build import build_engine
     from switchyard.config.load import load_config
-    from switchyard.engine import core
+    from switchyard.engine import decide
 
     config = {
         "llm_clients": {"up": {"format": "openai_chat", "base_url": "http://127.0.0.1:9/v1"}},
@@ -70,7 +70,7 @@ async def test_the_engine_builds_no_context_for_a_fixed_decision(monkeypatch: py
     }
     engine = build_engine(load_config(config, env={}), env={})
     built: list[object] = []
-    monkeypatch.setattr(core, "RouteContext", lambda *a, **k: built.append(a))
+    monkeypatch.setattr(decide, "RouteContext", lambda *a, **k: built.append(a))
     record = await engine.decide(REQUEST.model_copy(update={"model": "solo"}), {"x-switchyard-session-id": "s1"})
     assert (record.selected, record.source, record.reason) == ("b", "passthrough", "single target")
     assert record.candidates == ["b", "a"] and built == []
