@@ -96,7 +96,7 @@ def _gains(model: TrajectoryModel, run: Run, policy: Policy = Policy()) -> list[
     return [score_of(model.estimate(x), policy.per_cost) for x in run.points]
 
 
-def _oob_gains(model: TrajectoryModel, run: Run, oob: list[set[str]], policy: Policy) -> list[float]:
+def oob_scores(model: TrajectoryModel, run: Run, oob: list[set[str]], policy: Policy) -> list[float]:
     """Scores of a training run from the members whose bootstrap left its task out (all members
     when none did)."""
     key = f"{run.benchmark}/{run.task}"
@@ -159,7 +159,7 @@ def choose_threshold(
                 continue
             for r in picked:
                 if r.id not in cache:
-                    cache[r.id] = _oob_gains(model, r, oob, policy)
+                    cache[r.id] = oob_scores(model, r, oob, policy)
             scored.append(([(r.task, r.rules if policy.rules else (), cache[r.id]) for r in picked], outs))
     for t in sorted(THRESHOLDS, reverse=True):
         lost = eff = 0.0
