@@ -13,6 +13,7 @@ logger = logging.getLogger("switchyard.wire")
 
 _lock = threading.Lock()
 _counts: Counter[str] = Counter()
+_reported = 0  # every report, never reset: tells a caller whether a step it ran reported one
 
 
 def report(kind: str, detail: str) -> None:
@@ -22,11 +23,18 @@ def report(kind: str, detail: str) -> None:
         kind: Stable identifier, e.g. ``openai_chat.image_in_tool_result``.
         detail: What was lost, for the log line.
     """
+    global _reported
     with _lock:
         _counts[kind] += 1
+        _reported += 1
         first = _counts[kind] == 1
     if first:
         logger.warning("lossy conversion (%s): %s — further occurrences are only counted", kind, detail)
+
+
+def reported() -> int:
+    """Reports since start, across kinds and :func:`reset`: unchanged around a step that lost nothing."""
+    return _reported
 
 
 def counts() -> dict[str, int]:

@@ -25,8 +25,12 @@ from switchyard.wire import custom_tools, diagnostics, guard, reasoning, strict
 from switchyard.wire.content import bad as _bad
 from switchyard.wire.content import decode_content, put_present
 from switchyard.wire.extras import extras_for
+from switchyard.wire.reuse import MessageReuse, loose
 
 FORMAT = "openai_chat"
+
+REUSE: MessageReuse[Message] = MessageReuse()
+"""The last few conversations' decoded messages: an agent's next turn decodes only its new tail."""
 
 # Fields the IR models explicitly; everything else rides along in ``ChatRequest.extra``.
 _KNOWN = frozenset(
@@ -78,12 +82,23 @@ def _image_from_url(url: str, detail: str | None) -> ImagePart:
     return ImagePart(url=url, detail=detail)
 
 
+def _string(value: Any) -> str:
+    """``str(value)``, telling the message reuse when that was not a string (``1`` vs ``1.0``)."""
+    if isinstance(value, str):
+        return value
+    loose()
+    return str(value)
+
+
 def _decode_part(item: dict[str, Any], path: str) -> TextPart | ImagePart | None:
     kind = item.get("type")
     if kind == "text":
-        return TextPart(text=str(item.get("text", "")), cache_control=item.get("cache_control"))
+        cache_control = item.get("cache_control")
+        if cache_control is not None:
+            loose()  # carried as it came: its numbers and booleans are not pinned by ``==``
+        return TextPart(text=_string(item.get("text", "")), cache_control=cache_control)
     if kind == "refusal":
-        return TextPart(text=str(item.get("refusal", "")))
+        return TextPart(text=_string(item.get("refusal", "")))
     if kind == "image_url":
         spec = item.get("image_url")
         if isinstance(spec, str):
@@ -110,9 +125,9 @@ def _decode_tool_calls(calls: Any, path: str) -> list[ToolCallPart]:
             spec = _obj(call.get("custom"))
             out.append(
                 ToolCallPart(
-                    id=str(call.get("id", "")),
-                    name=str(spec.get("name", "")),
-                    arguments=str(spec.get("input", "")),
+                    id=_string(call.get("id", "")),
+                    name=_string(spec.get("name", "")),
+                    arguments=_string(spec.get("input", "")),
                     kind="custom",
                 )
             )
@@ -125,8 +140,9 @@ def _decode_tool_calls(calls: Any, path: str) -> list[ToolCallPart]:
             # Some clients send parsed arguments; keep them as the JSON document they denote.
             from switchyard.wire.json import dumps
 
+            loose()  # ``{"n": 1}`` and ``{"n": 1.0}`` compare equal but are different documents
             args = dumps(args).decode()
-        out.append(ToolCallPart(id=str(call.get("id", "")), name=fn["name"], arguments=args or "{}"))
+        out.append(ToolCallPart(id=_string(call.get("id", "")), name=fn["name"], arguments=args or "{}"))
     return out
 
 
@@ -233,7 +249,7 @@ def decode_request(body: dict[str, Any]) -> ChatRequest:
             reasoning = ReasoningConfig(effort=effort, enabled=effort != "none")
         return ChatRequest(
             model=str(body.get("model") or ""),
-            messages=[_decode_message(m, i) for i, m in enumerate(messages)],
+            messages=REUSE.decode(messages, _decode_message),
             tools=_decode_tools(body["tools"]) if body.get("tools") else [],
             tool_choice=decode_tool_choice(body.get("tool_choice")),
             parallel_tool_calls=body.get("parallel_tool_calls"),

@@ -1,0 +1,144 @@
+"""Decoded messages reused across an agent's turns, so each turn decodes only its new tail.
+
+Layer: ``wire`` — imports ``protocol`` only.
+
+An agent sends its whole conversation every turn: the next request is the previous one plus a
+few messages. Decoding 400 messages into the IR (a model per message and part) is most of what a
+route that needs the IR spends on a 260 KB body (docs/benchmarks.md, "Agent-sized requests"),
+while comparing the parsed messages with the previous turn's is a C-level walk over dicts and
+strings that costs a small fraction of it. :class:`MessageReuse` keeps the parsed and decoded
+messages of the last few conversations and hands back the decoded message of every position
+whose parsed message compares equal — same keys, same values — to the one decoded before.
+
+What makes that exact:
+
+* a message's decoding reads only the message itself (its index only names it in an error), so
+  equal messages decode to equal models;
+* a message whose decoding reported a lossy conversion (:mod:`switchyard.wire.diagnostics`) is
+  never reused but decoded again, so the counters count each request as before;
+* Python's ``==`` equates ``1``, ``1.0`` and ``true``, which decode differently where a decoder
+  stringifies a value or carries a free-form object through: a decoder calls :func:`loose` when
+  it does, and that message is never reused either;
+* a conversation is reused only when its last already-known message and every earlier one
+  compare equal (one list comparison), anything else — an edited or compacted history — is
+  decoded in full;
+* the decoded models are shared between requests: nothing in switchyard changes a decoded
+  message in place (routers and encoders copy with ``model_copy``); a caller of
+  :func:`decode_messages` that wants to must copy first.
+
+Bounds: :data:`SLOTS` conversations of at most :data:`MAX_MESSAGES` messages each, the least
+recently matched going first; conversations shorter than :data:`MIN_MESSAGES` are decoded as
+they come (nothing to gain). The slots hold references to the parsed bodies' message objects
+and their models, about twice to three times a body's size each.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any, Generic, TypeVar
+
+from switchyard.wire import diagnostics
+
+SLOTS = 8
+"""Conversations remembered (one per agent session that is talking at once)."""
+
+MIN_MESSAGES = 8
+"""Conversations shorter than this are decoded without looking for a previous turn."""
+
+MAX_MESSAGES = 2_000
+"""Longer conversations are decoded in full and not kept (engine/offload.py sends them to a thread)."""
+
+T = TypeVar("T")
+
+_loose_lock = threading.Lock()
+_loose = 0
+
+
+def loose() -> None:
+    """Says the message being decoded read a value that ``==`` does not pin to one JSON text.
+
+    Call it where a decoder stringifies a non-string (``str(1)``, ``str(True)``) or keeps a
+    free-form object (a ``cache_control``, parsed tool arguments): an equal message of another
+    request could hold ``1.0`` or ``true`` there and must be decoded on its own.
+    """
+    global _loose
+    with _loose_lock:
+        _loose += 1
+
+
+def _marks() -> tuple[int, int]:
+    return diagnostics.reported(), _loose
+
+
+class MessageReuse(Generic[T]):
+    """The last :data:`SLOTS` conversations, parsed and decoded, for the next turn to reuse.
+
+    Thread-safe: the decode of a very long body runs on a worker thread (engine/offload.py).
+    """
+
+    def __init__(self, slots: int = SLOTS) -> None:
+        self._slots = slots
+        # (parsed messages, decoded messages or None where decoding reported a loss), most
+        # recently matched last.
+        self._kept: list[tuple[list[Any], list[T | None]]] = []
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._kept)
+
+    def clear(self) -> None:
+        """Forgets every kept conversation (tests)."""
+        with self._lock:
+            self._kept.clear()
+
+    def _previous(self, messages: Sequence[Any]) -> tuple[list[Any], list[T | None]] | None:
+        n_new = len(messages)
+        with self._lock:
+            for k in range(len(self._kept) - 1, -1, -1):
+                raw, decoded = self._kept[k]
+                n = len(raw)
+                # The newest known message first: it tells sessions apart that share a system
+                # prompt and the opening, then the whole prefix.
+                if n <= n_new and raw[n - 1] == messages[n - 1] and raw == messages[:n]:
+                    del self._kept[k]
+                    return raw, decoded
+        return None
+
+    def _keep(self, messages: list[Any], decoded: list[T | None]) -> None:
+        with self._lock:
+            self._kept.append((messages, decoded))
+            if len(self._kept) > self._slots:
+                del self._kept[0]
+
+    def decode(self, messages: list[Any], decode_one: Callable[[Any, int], T]) -> list[T]:
+        """``[decode_one(m, i) for i, m in enumerate(messages)]``, reusing a previous turn's models.
+
+        Args:
+            messages: The parsed messages (a JSON array's items).
+            decode_one: The codec's decoding of one message at its index; deterministic in the
+                message, raising for an invalid one.
+
+        Raises:
+            Whatever ``decode_one`` raises for an invalid message (nothing is kept then).
+        """
+        n_new = len(messages)
+        if n_new < MIN_MESSAGES or n_new > MAX_MESSAGES:
+            return [decode_one(m, i) for i, m in enumerate(messages)]
+        previous = self._previous(messages)
+        known: list[T | None] = previous[1] if previous is not None else []
+        out: list[T] = []
+        kept: list[T | None] = []
+        for i, m in enumerate(messages):
+            if i < len(known):
+                done = known[i]
+                if done is not None:
+                    out.append(done)
+                    kept.append(done)
+                    continue
+            before = _marks()
+            one = decode_one(m, i)
+            out.append(one)
+            kept.append(one if _marks() == before else None)
+        self._keep(list(messages), kept)  # a copy: the body's own list may be edited later
+        return out

@@ -1,0 +1,171 @@
+"""An agent's next turn reuses the previous turn's decoded messages, and decides exactly as before.
+
+The Chat decoder keeps the last few conversations' decoded messages (``wire/reuse.py``) so a
+stage route on an agent-sized body decodes only the new tail. These tests pin both halves: the
+prefix's models are the previous turn's own objects (the cheap path is taken), and the request
+and the stage router's decision equal those of a full decode, on recorded agent bodies and on
+synthetic conversations of up to 400 messages (200 turns).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from switchyard.protocol.messages import ToolCallPart
+from switchyard.protocol.request import ChatRequest
+from switchyard.protocol.session import SessionInfo
+from switchyard.routers.base import Decision, RouteContext
+from switchyard.routers.stage import StageConfig, StageRouter
+from switchyard.state.memory import MemoryStore
+from switchyard.testing import ScriptedCall
+from switchyard.wire import diagnostics, reuse
+from switchyard.wire.openai_chat import request as chat_request
+
+ROOT = Path(__file__).resolve().parents[3]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from stage_trajectories import long_session, trajectories  # noqa: E402
+
+FIXTURES = sorted((ROOT / "tests" / "fixtures" / "agents").glob("*chat*.json"))
+
+
+def _chat_fixture(path: Path) -> dict[str, Any] | None:
+    recorded = json.loads(path.read_text())
+    return recorded["body"] if recorded["path"] == "/v1/chat/completions" else None
+
+
+def _turns(messages: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+    """The requests an agent sends: the conversation up to each message that is not a tool call's
+    answer followed by another (a request ends after a turn's last tool result or a user turn)."""
+    ends = [i + 1 for i, m in enumerate(messages) if i + 1 == len(messages) or messages[i + 1]["role"] != "tool"]
+    return [messages[:end] for end in ends if messages[end - 1]["role"] != "assistant"]
+
+
+def _decode(body: dict[str, Any]) -> ChatRequest:
+    # A fresh parse, as each HTTP request gets: equal dicts, never the same objects.
+    return chat_request.decode_request(json.loads(json.dumps(body)))
+
+
+def _full(body: dict[str, Any]) -> ChatRequest:
+    chat_request.REUSE.clear()
+    return _decode(body)
+
+
+def _conversations() -> list[tuple[str, dict[str, Any], list[list[dict[str, Any]]]]]:
+    out = []
+    for path in FIXTURES:
+        body = _chat_fixture(path)
+        if body is not None:
+            # The recorded opening (system prompt, tools, first turns) continued by a synthetic
+            # session, so the reuse has a prefix of recorded messages to keep.
+            grown = [*body["messages"], *long_session(40)[1:]]
+            out.append((path.stem, {k: v for k, v in body.items() if k != "messages"}, _turns(grown)))
+    base = {"model": "agent", "temperature": 0.2}
+    for t in trajectories(per_scenario=1)[::4]:
+        out.append((t["id"], base, _turns(t["messages"])))
+    # 200 turns, an agent request every fifth: the reuse also spans several new turns at once.
+    out.append(("long-400", base, _turns(long_session(400, result_chars=600))[::5]))
+    return out
+
+
+CONVERSATIONS = _conversations()
+
+
+def _router(compat: str | None) -> StageRouter:
+    extra = {"compat": compat} if compat else {}
+    return StageRouter(StageConfig(capable="frontier", efficient="lightning", **extra))
+
+
+async def _decide(router: StageRouter, request: ChatRequest, turn: int, store: MemoryStore) -> Decision:
+    context = RouteContext(
+        route="agent", session=SessionInfo(session_id="s1", turn_index=turn), targets={}, store=store
+    )
+    return await router.route(request, context, ScriptedCall({}))
+
+
+@pytest.mark.parametrize("compat", [None, "nvidia"])
+@pytest.mark.parametrize(("name", "base", "turns"), CONVERSATIONS, ids=[c[0] for c in CONVERSATIONS])
+async def test_reused_decode_decides_as_the_full_decode(
+    name: str, base: dict[str, Any], turns: list[list[dict[str, Any]]], compat: str | None
+) -> None:
+    expected = [_full({**base, "messages": messages}) for messages in turns]
+    chat_request.REUSE.clear()
+    cheap_router, full_router = _router(compat), _router(compat)
+    cheap_store, full_store = MemoryStore(), MemoryStore()
+    previous: ChatRequest | None = None
+    reused = 0
+    for turn, (messages, full) in enumerate(zip(turns, expected, strict=True)):
+        cheap = _decode({**base, "messages": messages})
+        assert cheap == full, f"{name}: turn {turn} decodes differently"
+        if previous is not None and len(previous.messages) >= reuse.MIN_MESSAGES:
+            shared = len(previous.messages)
+            # The cheap path: the unchanged prefix is the previous turn's models, not a new decode.
+            assert all(a is b for a, b in zip(cheap.messages[:shared], previous.messages, strict=True))
+            reused += shared
+        previous = cheap
+        assert await _decide(cheap_router, cheap, turn, cheap_store) == await _decide(
+            full_router, full, turn, full_store
+        ), f"{name}: turn {turn} decides differently"
+    if any(len(m) >= reuse.MIN_MESSAGES for m in turns[:-1]):
+        assert reused > 0, f"{name}: no turn reused its prefix"
+
+
+async def test_recorded_bodies_reuse_even_when_short(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(reuse, "MIN_MESSAGES", 1)
+    chat_request.REUSE.clear()
+    for path in FIXTURES:
+        body = _chat_fixture(path)
+        if body is None:
+            continue
+        first, again = _decode(body), _decode(body)  # a retry of the same request
+        assert first == again == _full(body)
+        assert all(a is b for a, b in zip(first.messages, again.messages, strict=True)), path.name
+
+
+def test_an_edited_history_is_decoded_afresh() -> None:
+    messages = long_session(60)
+    chat_request.REUSE.clear()
+    before = _decode({"model": "m", "messages": messages})
+    edited = [messages[0], {"role": "user", "content": "A compacted summary of what happened."}, *messages[10:]]
+    after = _decode({"model": "m", "messages": edited})
+    assert after == _full({"model": "m", "messages": edited})
+    assert not any(a is b for a, b in zip(after.messages[1:], before.messages[1:], strict=False))
+
+
+def test_a_lossy_message_is_counted_on_every_request() -> None:
+    messages = [*long_session(20), {"role": "function", "name": "Read", "content": "old-style result"}]
+    chat_request.REUSE.clear()
+    start = diagnostics.counts().get("openai_chat.function_role", 0)
+    for turn in range(3):
+        _decode({"model": "m", "messages": messages + [{"role": "user", "content": f"go on {turn}"}] * turn})
+    assert diagnostics.counts().get("openai_chat.function_role", 0) - start == 3
+
+
+def test_the_kept_conversations_are_bounded() -> None:
+    chat_request.REUSE.clear()
+    for k in range(reuse.SLOTS + 5):
+        _decode({"model": "m", "messages": [{"role": "user", "content": f"task {k}"}, *long_session(20)[1:]]})
+    assert len(chat_request.REUSE) == reuse.SLOTS
+    chat_request.REUSE.clear()
+    _decode({"model": "m", "messages": long_session(reuse.MAX_MESSAGES + 40)[: reuse.MAX_MESSAGES + 1]})
+    assert len(chat_request.REUSE) == 0
+
+
+def test_values_that_compare_equal_but_read_differently_are_decoded_afresh() -> None:
+    # ``==`` equates 1, 1.0 and true; their decodings differ where the decoder stringifies.
+    def call(n: Any) -> dict[str, Any]:
+        calls = [{"id": "c1", "type": "function", "function": {"name": "Read", "arguments": {"n": n}}}]
+        return {"role": "assistant", "content": None, "tool_calls": calls}
+
+    opening = long_session(20)
+    chat_request.REUSE.clear()
+    expected = [(1, '{"n":1}'), (1.0, '{"n":1.0}'), (True, '{"n":true}')]
+    for n, arguments in expected:
+        messages = [*opening, call(n), {"role": "tool", "tool_call_id": "x", "content": "ok"}]
+        (part,) = _decode({"model": "m", "messages": messages}).messages[len(opening)].content
+        assert isinstance(part, ToolCallPart)
+        assert part.arguments == arguments
