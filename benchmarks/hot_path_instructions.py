@@ -263,7 +263,10 @@ def main() -> None:
     args = parser.parse_args()
     keep = args.keep or Path(tempfile.mkdtemp(prefix="hotpath-cg-"))
     keep.mkdir(parents=True, exist_ok=True)
-    result: dict[str, Any] = {"command": " ".join(sys.argv), "src": str(args.src.resolve())}
+    # Absolute: the proxy runs in a temporary folder, where a relative ``--src .`` would name
+    # nothing and the venv's installed switchyard would be measured instead.
+    args.src = args.src.resolve()
+    result: dict[str, Any] = {"command": " ".join(sys.argv), "src": str(args.src)}
     if args.import_only:
         result["import"] = count_import(args.src, keep / "import.out")
         print(json.dumps(result["import"], indent=2))

@@ -79,9 +79,9 @@ class MessageReuse(Generic[T]):
 
     def __init__(self, slots: int = SLOTS) -> None:
         self._slots = slots
-        # (parsed messages, decoded messages or None where decoding reported a loss), most
-        # recently matched last.
-        self._kept: list[tuple[list[Any], list[T | None]]] = []
+        # (parsed messages, decoded messages or None where one must be decoded again, whether
+        # there is no None), most recently matched last.
+        self._kept: list[tuple[list[Any], list[T | None], bool]] = []
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
@@ -92,22 +92,21 @@ class MessageReuse(Generic[T]):
         with self._lock:
             self._kept.clear()
 
-    def _previous(self, messages: Sequence[Any]) -> tuple[list[Any], list[T | None]] | None:
+    def _previous(self, messages: Sequence[Any]) -> tuple[list[Any], list[T | None], bool] | None:
         n_new = len(messages)
         with self._lock:
             for k in range(len(self._kept) - 1, -1, -1):
-                raw, decoded = self._kept[k]
+                raw = self._kept[k][0]
                 n = len(raw)
                 # The newest known message first: it tells sessions apart that share a system
                 # prompt and the opening, then the whole prefix.
                 if n <= n_new and raw[n - 1] == messages[n - 1] and raw == messages[:n]:
-                    del self._kept[k]
-                    return raw, decoded
+                    return self._kept.pop(k)
         return None
 
-    def _keep(self, messages: list[Any], decoded: list[T | None]) -> None:
+    def _keep(self, messages: list[Any], decoded: list[T | None], complete: bool) -> None:
         with self._lock:
-            self._kept.append((messages, decoded))
+            self._kept.append((messages, decoded, complete))
             if len(self._kept) > self._slots:
                 del self._kept[0]
 
@@ -129,16 +128,24 @@ class MessageReuse(Generic[T]):
         known: list[T | None] = previous[1] if previous is not None else []
         out: list[T] = []
         kept: list[T | None] = []
-        for i, m in enumerate(messages):
-            if i < len(known):
-                done = known[i]
-                if done is not None:
-                    out.append(done)
-                    kept.append(done)
-                    continue
+        complete = True
+        if previous is not None and previous[2]:
+            # The usual turn: the whole previous conversation is reused at once.
+            out.extend(known)  # type: ignore[arg-type]  # no None in it
+            kept.extend(known)
+        for i in range(len(out), n_new):
+            done = known[i] if i < len(known) else None
+            if done is not None:
+                out.append(done)
+                kept.append(done)
+                continue
             before = _marks()
-            one = decode_one(m, i)
+            one = decode_one(messages[i], i)
             out.append(one)
-            kept.append(one if _marks() == before else None)
-        self._keep(list(messages), kept)  # a copy: the body's own list may be edited later
+            if _marks() == before:
+                kept.append(one)
+            else:
+                kept.append(None)
+                complete = False
+        self._keep(list(messages), kept, complete)  # a copy: the body's own list may be edited later
         return out
