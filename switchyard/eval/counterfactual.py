@@ -199,6 +199,23 @@ class Interval:
         return {"low": self.low, "high": self.high}
 
 
+def row_named(rows: Sequence[Row], name: str) -> Row:
+    """The first of ``rows`` whose name starts with ``name`` (the oracle's name carries its budget).
+
+    Raises:
+        KeyError: No row's name starts with ``name``.
+    """
+    for r in rows:
+        if r.name.startswith(name):
+            return r
+    raise KeyError(name)
+
+
+def intervals_dict(intervals: Mapping[str, Interval]) -> dict[str, dict[str, float]]:
+    """JSON-ready intervals, keyed as given."""
+    return {k: v.to_dict() for k, v in intervals.items()}
+
+
 @dataclass(slots=True)
 class CaseReport:
     """One counterfactual case: the rows and the route's bootstrap intervals.
@@ -218,17 +235,14 @@ class CaseReport:
 
     def row(self, name: str) -> Row:
         """The row whose name starts with ``name``."""
-        for r in self.rows:
-            if r.name.startswith(name):
-                return r
-        raise KeyError(name)
+        return row_named(self.rows, name)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready."""
         return {
             "case": self.case,
             "rows": [r.to_dict() for r in self.rows],
-            "intervals": {k: v.to_dict() for k, v in self.intervals.items()},
+            "intervals": intervals_dict(self.intervals),
             "oracle_capable_tasks": self.oracle_capable_tasks,
         }
 

@@ -29,7 +29,14 @@ from dataclasses import field
 from typing import Any
 
 from switchyard._dataclass import dataclass
-from switchyard.eval.counterfactual import Interval, Row, Run, oracle_choice
+from switchyard.eval.counterfactual import (
+    Interval,
+    Row,
+    Run,
+    intervals_dict,
+    oracle_choice,
+    row_named,
+)
 from switchyard.eval.suite_runs import PairData
 
 POLICIES = ("route", "random latch (null)", "always-efficient", "always-capable", "oracle")
@@ -77,10 +84,7 @@ class PairScore:
 
     def row(self, name: str) -> Row:
         """The row whose name starts with ``name``."""
-        for r in self.rows:
-            if r.name.startswith(name):
-                return r
-        raise KeyError(name)
+        return row_named(self.rows, name)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready (without the per-run rows)."""
@@ -95,7 +99,7 @@ class PairScore:
             "tasks": self.tasks,
             "runs": self.runs,
             "rows": [r.to_dict() for r in self.rows],
-            "intervals": {k: v.to_dict() for k, v in self.intervals.items()},
+            "intervals": intervals_dict(self.intervals),
             "skipped": self.skipped,
             "oracle_capable_tasks": self.oracle_tasks,
             "note": self.note,
@@ -113,10 +117,7 @@ class PooledScore:
 
     def row(self, name: str) -> Row:
         """The row whose name starts with ``name``."""
-        for r in self.rows:
-            if r.name.startswith(name):
-                return r
-        raise KeyError(name)
+        return row_named(self.rows, name)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready."""
@@ -124,7 +125,7 @@ class PooledScore:
             "name": self.name,
             "pairs": self.pairs,
             "rows": [r.to_dict() for r in self.rows],
-            "intervals": {k: v.to_dict() for k, v in self.intervals.items()},
+            "intervals": intervals_dict(self.intervals),
         }
 
 
