@@ -36,7 +36,13 @@ from switchyard.routers.base import BuildContext, Decision, RouteContext, Router
 from switchyard.routers.learned.calibration import Calibration
 from switchyard.routers.learned.calibration import load as load_calibration
 from switchyard.routers.learned.checkpoint import Checkpoint, CheckpointError, load
-from switchyard.routers.learned.control import Observation, ThresholdControl, ThresholdController, warm_start
+from switchyard.routers.learned.control import (
+    Observation,
+    ThresholdControl,
+    ThresholdController,
+    threshold_shape,
+    warm_start,
+)
 from switchyard.routers.learned.novelty import NoveltySpec
 from switchyard.routers.learned.policy import Choice, TaskCache, UtilityPolicy
 from switchyard.routers.learned.sync import SharedControl
@@ -412,15 +418,10 @@ class LearnedSpec(RouterSpec):
     @field_validator("threshold", mode="wrap")
     @classmethod
     def _threshold_shape(cls, value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
-        # Validate a block as a block and a number as a number, so an error names the key that is
-        # wrong (threshold.target_capable_share) instead of listing every union branch.
-        if isinstance(value, dict):
-            return ThresholdControl.model_validate(value)
-        if value is None or (isinstance(value, int | float | ThresholdControl) and not isinstance(value, bool)):
-            return handler(value)
-        raise ValueError(
-            "threshold is a number in [0, 1] or a block such as {target_capable_share: 0.3} "
-            f"or {{budget_usd_per_hour: 5.0}}, got {type(value).__name__}"
+        return threshold_shape(
+            value,
+            handler,
+            "a number in [0, 1] or a block such as {target_capable_share: 0.3} or {budget_usd_per_hour: 5.0}",
         )
 
     @model_validator(mode="after")

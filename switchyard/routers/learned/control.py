@@ -35,7 +35,15 @@ from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PositiveFloat,
+    PositiveInt,
+    ValidatorFunctionWrapHandler,
+    model_validator,
+)
 
 from switchyard._dataclass import dataclass
 
@@ -121,6 +129,28 @@ class ThresholdControl(BaseModel):
     def mode(self) -> str:
         """``share`` or ``budget``."""
         return "share" if self.target_capable_share is not None else "budget"
+
+
+def threshold_shape(value: Any, handler: ValidatorFunctionWrapHandler, expected: str) -> Any:
+    """A ``threshold`` field's wrap validator: a block is validated as a :class:`ThresholdControl`,
+    a number (or ``None``) by the field's own rules.
+
+    Validating each shape on its own makes an error name the key that is wrong
+    (``threshold.target_capable_share``) instead of listing every branch of the union.
+
+    Args:
+        value: The raw value.
+        handler: Pydantic's handler for the field's declared type.
+        expected: What the field accepts, for the error (``a gain in [-1, 1] or a block ...``).
+
+    Raises:
+        ValueError: ``value`` is neither a block nor a number (``True``/``False`` included).
+    """
+    if isinstance(value, dict):
+        return ThresholdControl.model_validate(value)
+    if value is None or (isinstance(value, int | float | ThresholdControl) and not isinstance(value, bool)):
+        return handler(value)
+    raise ValueError(f"threshold is {expected}, got {type(value).__name__}")
 
 
 @dataclass(slots=True, frozen=True)

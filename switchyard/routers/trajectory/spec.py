@@ -11,7 +11,7 @@ from typing import Annotated, Any, ClassVar, Literal
 from pydantic import Field, PositiveFloat, PositiveInt, ValidatorFunctionWrapHandler, field_validator
 
 from switchyard.routers.base import BuildContext, Router, RouterSpec, Tiers
-from switchyard.routers.learned.control import ThresholdControl, ThresholdController
+from switchyard.routers.learned.control import ThresholdControl, ThresholdController, threshold_shape
 from switchyard.routers.learned.sync import SharedControl
 from switchyard.routers.stage.runrules import DEFAULT_IGNORED, RunRules
 from switchyard.routers.stage.spec import PersistentErrorsSpec
@@ -65,14 +65,7 @@ class TrajectorySpec(RouterSpec):
     @field_validator("threshold", mode="wrap")
     @classmethod
     def _threshold_shape(cls, value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
-        if isinstance(value, dict):
-            return ThresholdControl.model_validate(value)
-        if value is None or (isinstance(value, int | float | ThresholdControl) and not isinstance(value, bool)):
-            return handler(value)
-        raise ValueError(
-            "threshold is a gain in [-1, 1] or a block such as {target_capable_share: 0.3}, "
-            f"got {type(value).__name__}"
-        )
+        return threshold_shape(value, handler, "a gain in [-1, 1] or a block such as {target_capable_share: 0.3}")
 
     def target_refs(self) -> list[tuple[str, str]]:
         return [("capable", self.capable), ("efficient", self.efficient)]
