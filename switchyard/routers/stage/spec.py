@@ -111,6 +111,22 @@ class PersistentErrorsSpec(BaseModel):
         return value
 
 
+def run_rules(persistent_errors: PersistentErrorsSpec | None, turn_budget: int | None) -> RunRules | None:
+    """The run rules a route's ``persistent_errors`` and ``turn_budget`` keys set (``None``: neither).
+
+    Args:
+        persistent_errors: The ``persistent_errors`` block, if any.
+        turn_budget: The ``turn_budget`` key, if any.
+    """
+    if persistent_errors is None and turn_budget is None:
+        return None
+    return RunRules(
+        repeats=None if persistent_errors is None else persistent_errors.repeats,
+        ignore=frozenset(DEFAULT_IGNORED if persistent_errors is None else persistent_errors.ignore),
+        turn_budget=turn_budget,
+    )
+
+
 class StageRouterSpec(RouterSpec):
     """``type: stage_router`` — picks the capable or efficient tier from the agent's tool activity.
 
@@ -234,17 +250,7 @@ class StageRouterSpec(RouterSpec):
             efficient_system_prompt=self.efficient_system_prompt,
             hold=hold,
             compat=self.compat,
-            run_rules=self._run_rules(),
-        )
-
-    def _run_rules(self) -> RunRules | None:
-        errors = self.persistent_errors
-        if errors is None and self.turn_budget is None:
-            return None
-        return RunRules(
-            repeats=None if errors is None else errors.repeats,
-            ignore=frozenset(DEFAULT_IGNORED if errors is None else errors.ignore),
-            turn_budget=self.turn_budget,
+            run_rules=run_rules(self.persistent_errors, self.turn_budget),
         )
 
     def build(self, ctx: BuildContext) -> Router:

@@ -13,8 +13,7 @@ from pydantic import Field, PositiveFloat, PositiveInt, ValidatorFunctionWrapHan
 from switchyard.routers.base import BuildContext, Router, RouterSpec, Tiers
 from switchyard.routers.learned.control import ThresholdControl, ThresholdController, threshold_shape
 from switchyard.routers.learned.sync import SharedControl
-from switchyard.routers.stage.runrules import DEFAULT_IGNORED, RunRules
-from switchyard.routers.stage.spec import PersistentErrorsSpec
+from switchyard.routers.stage.spec import PersistentErrorsSpec, run_rules
 from switchyard.routers.trajectory.model import load
 from switchyard.routers.trajectory.router import Prices, TrajectoryConfig, TrajectoryRouter
 
@@ -84,16 +83,6 @@ class TrajectorySpec(RouterSpec):
         ``None`` for a controlled threshold."""
         return None if isinstance(self.threshold, ThresholdControl) else "threshold"
 
-    def _run_rules(self) -> RunRules | None:
-        errors = self.persistent_errors
-        if errors is None and self.turn_budget is None:
-            return None
-        return RunRules(
-            repeats=None if errors is None else errors.repeats,
-            ignore=frozenset(DEFAULT_IGNORED if errors is None else errors.ignore),
-            turn_budget=self.turn_budget,
-        )
-
     def build(self, ctx: BuildContext) -> Router:
         path: Path | None = None
         if self.checkpoint is not None:
@@ -139,7 +128,7 @@ class TrajectorySpec(RouterSpec):
             value_per_task_usd=self.value_per_task_usd,
             output_tokens=self.output_tokens,
             latch=self.latch,
-            run_rules=self._run_rules(),
+            run_rules=run_rules(self.persistent_errors, self.turn_budget),
             per_cost=per_cost,
         )
         return TrajectoryRouter(config, model, Prices(c_write, c_read, c_out, e_read, e_out), control)
