@@ -113,13 +113,7 @@ def read_trajectories(path: str | Path, *, limit: int | None = None) -> Iterator
 
 def _trajectories(p: Path) -> Iterator[Trajectory]:
     for where, number, obj in json_lines(p):
-        if not isinstance(obj, dict) or not isinstance(obj.get("id"), str) or not obj["id"]:
-            raise DatasetError(f"{where}: each line must be an object with a string 'id'")
-        messages = obj.get("messages")
-        if messages is None and isinstance(obj.get("prompt"), str):
-            messages = [{"role": "user", "content": obj["prompt"]}]
-        if not isinstance(messages, list) or not all(isinstance(m, dict) for m in messages):
-            raise DatasetError(f"{where}: 'messages' must be a list of chat message objects (or give a 'prompt')")
+        obj, messages = run_line(where, obj)
         task = obj.get("task_id")
         if task is not None and (not isinstance(task, str | int) or isinstance(task, bool)):
             raise DatasetError(f"{where}: 'task_id' must be a string, got {task!r}")
@@ -128,6 +122,29 @@ def _trajectories(p: Path) -> Iterator[Trajectory]:
             raise DatasetError(f"{where}: 'tools' must be a list of tool definitions")
         outcome = {k: obj[k] for k in OUTCOME_FIELDS if k in obj}
         yield Trajectory(obj["id"], number, messages, tools, outcome, None if task is None else str(task))
+
+
+def run_line(where: str, obj: Any) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """A trajectories line checked for what every reader needs: the object and its messages.
+
+    A line may give a ``prompt`` string instead of ``messages`` (one user message).
+
+    Args:
+        where: The file and line, for errors.
+        obj: The parsed line.
+
+    Raises:
+        DatasetError: The line is not an object with a non-empty string ``id``, or has neither a
+            list of message objects nor a ``prompt``.
+    """
+    if not isinstance(obj, dict) or not isinstance(obj.get("id"), str) or not obj["id"]:
+        raise DatasetError(f"{where}: each line must be an object with a string 'id'")
+    messages = obj.get("messages")
+    if messages is None and isinstance(obj.get("prompt"), str):
+        messages = [{"role": "user", "content": obj["prompt"]}]
+    if not isinstance(messages, list) or not all(isinstance(m, dict) for m in messages):
+        raise DatasetError(f"{where}: 'messages' must be a list of chat message objects (or give a 'prompt')")
+    return obj, messages
 
 
 def _recorded(messages: list[dict[str, Any]], index: int) -> dict[str, Any]:

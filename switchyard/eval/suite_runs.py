@@ -27,7 +27,7 @@ from switchyard.eval.cache_cost import CachePrice, TurnTokens, price_turns, swit
 from switchyard.eval.counterfactual import TaskOutcome
 from switchyard.eval.dataset import DatasetError, json_lines
 from switchyard.eval.paired import read_outcomes, task_of
-from switchyard.eval.replay import OUTCOME_FIELDS, Trajectory, succeeded
+from switchyard.eval.replay import OUTCOME_FIELDS, Trajectory, run_line, succeeded
 from switchyard.eval.suite import DatasetSpec, NoRuns, PairSpec, SplitSpec, Suite, SuiteError, pair_name
 
 Value = tuple[float, float]
@@ -71,13 +71,7 @@ def read_lines(path: Path) -> list[Line]:
         raise DatasetError(f"trajectories not found: {path}")
     out: list[Line] = []
     for where, number, obj in json_lines(path):
-        if not isinstance(obj, dict) or not isinstance(obj.get("id"), str) or not obj["id"]:
-            raise DatasetError(f"{where}: each line must be an object with a string 'id'")
-        messages = obj.get("messages")
-        if messages is None and isinstance(obj.get("prompt"), str):
-            messages = [{"role": "user", "content": obj["prompt"]}]
-        if not isinstance(messages, list) or not all(isinstance(m, dict) for m in messages):
-            raise DatasetError(f"{where}: 'messages' must be a list of chat message objects (or give a 'prompt')")
+        obj, messages = run_line(where, obj)
         tools = obj.get("tools") if isinstance(obj.get("tools"), list) else None
         task = obj.get("task_id")
         outcome = {k: obj[k] for k in OUTCOME_FIELDS if k in obj}
