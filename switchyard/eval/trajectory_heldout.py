@@ -20,7 +20,6 @@ pairs, loses at most ``recover`` of always-efficient's points. The scored runs t
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -28,6 +27,7 @@ from switchyard._dataclass import dataclass
 from switchyard.eval.counterfactual import Report, TaskOutcome, simulate
 from switchyard.eval.counterfactual import Run as CfRun
 from switchyard.eval.trajectory_data import Corpus, Run, training_pairs
+from switchyard.eval.trajectory_share import rank_auc
 from switchyard.eval.trajectory_train import TrainConfig, fit, rows_for
 from switchyard.routers.trajectory.model import Estimate, TrajectoryModel
 
@@ -263,15 +263,7 @@ def failure_auc(corpus: Corpus, config: TrainConfig, benchmark: str = "tau-bench
     model, _ = _train(corpus, config, lambda r: r.benchmark != benchmark, set())
     runs = [r for r in corpus.runs if r.benchmark == benchmark]
 
-    def auc(scores: list[tuple[float, bool]]) -> float:
-        pos = [s for s, failed in scores if failed]
-        neg = [s for s, failed in scores if not failed]
-        if not pos or not neg:
-            return math.nan
-        wins = sum((p > n) + 0.5 * (p == n) for p in pos for n in neg)
-        return wins / (len(pos) * len(neg))
-
     first = [(model.estimate(r.points[0]).gain, not r.resolved) for r in runs]
     last = [(model.estimate(r.points[-1]).gain, not r.resolved) for r in runs]
     peak = [(max(_gains(model, r)), not r.resolved) for r in runs]
-    return {"runs": len(runs), "auc_turn0": auc(first), "auc_last_turn": auc(last), "auc_max": auc(peak)}
+    return {"runs": len(runs), "auc_turn0": rank_auc(first), "auc_last_turn": rank_auc(last), "auc_max": rank_auc(peak)}
