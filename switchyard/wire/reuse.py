@@ -51,8 +51,15 @@ MAX_MESSAGES = 2_000
 
 T = TypeVar("T")
 
-_loose_lock = threading.Lock()
-_loose = 0
+
+class _LooseCount(threading.local):
+    """Calls of :func:`loose` on this thread: a message is decoded on the thread that marks it,
+    so a per-thread count is exact and needs no lock on the decode path."""
+
+    n = 0
+
+
+_loose = _LooseCount()
 
 
 def loose() -> None:
@@ -62,13 +69,11 @@ def loose() -> None:
     free-form object (a ``cache_control``, parsed tool arguments): an equal message of another
     request could hold ``1.0`` or ``true`` there and must be decoded on its own.
     """
-    global _loose
-    with _loose_lock:
-        _loose += 1
+    _loose.n += 1
 
 
 def _marks() -> tuple[int, int]:
-    return diagnostics.reported(), _loose
+    return diagnostics.reported(), _loose.n
 
 
 class MessageReuse(Generic[T]):
