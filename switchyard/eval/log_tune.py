@@ -200,11 +200,8 @@ def _interval(values: list[float]) -> tuple[float, float]:
     return ordered[int(0.025 * (n - 1))], ordered[round(0.975 * (n - 1))]
 
 
-def bootstrap(
-    found: Sequence[Scored], capable_rate: float, resamples: int, seed: int
-) -> list[dict[str, tuple[float, float]]]:
-    """Session-bootstrap 95 % intervals of each ``Scored``'s measures, same resamples for all
-    (so that differences are paired)."""
+def _draws(found: Sequence[Scored], capable_rate: float, resamples: int, seed: int) -> list[list[tuple[float, float]]]:
+    """Each ``Scored``'s measures on the same session resamples (so that differences are paired)."""
     rng = random.Random(seed)
     n = len(found[0].cost) if found else 0
     draws: list[list[tuple[float, float]]] = [[] for _ in found]
@@ -212,18 +209,22 @@ def bootstrap(
         idx = [rng.randrange(n) for _ in range(n)]
         for k, f in enumerate(found):
             draws[k].append(measures(f, capable_rate, idx))
-    out: list[dict[str, tuple[float, float]]] = []
-    for found_draws in draws:
-        if not found_draws:
-            out.append({})
-            continue
-        out.append(
-            {
-                "points_lost": _interval([d[0] for d in found_draws]),
-                "cost_saved": _interval([d[1] for d in found_draws]),
-            }
-        )
-    return out
+    return draws
+
+
+def _intervals(draws: list[list[tuple[float, float]]]) -> list[dict[str, tuple[float, float]]]:
+    return [
+        {"points_lost": _interval([d[0] for d in fd]), "cost_saved": _interval([d[1] for d in fd])} if fd else {}
+        for fd in draws
+    ]
+
+
+def bootstrap(
+    found: Sequence[Scored], capable_rate: float, resamples: int, seed: int
+) -> list[dict[str, tuple[float, float]]]:
+    """Session-bootstrap 95 % intervals of each ``Scored``'s measures, same resamples for all
+    (so that differences are paired)."""
+    return _intervals(_draws(found, capable_rate, resamples, seed))
 
 
 def _overlap(a: tuple[float, float], b: tuple[float, float]) -> bool:
@@ -331,8 +332,10 @@ def tune_log(
         sum(p.moved for p in per_session),
         sum(p.censored for p in per_session),
     )
-    ivs = bootstrap([now, tuned], rate, resamples, seed + 1)
-    diff = _paired_difference(now, tuned, rate, resamples, seed + 1)
+    # One set of resamples gives both arms' intervals and their paired difference.
+    draws = _draws([now, tuned], rate, resamples, seed + 1)
+    ivs = _intervals(draws)
+    diff = _paired_difference(now, tuned, rate, draws)
     held = []
     for name, f, iv in (("current", now, ivs[0]), ("tuned (chosen per fold)", tuned, ivs[1])):
         lost, saved = measures(f, rate)
@@ -362,22 +365,17 @@ def tune_log(
     }
 
 
-def _paired_difference(now: Scored, tuned: Scored, rate: float, resamples: int, seed: int) -> dict[str, Any]:
-    """Tuned minus current on the same held-out sessions, with a paired session bootstrap."""
-    rng = random.Random(seed)
-    n = len(now.cost)
-    lost = []
-    saved = []
-    for _ in range(resamples):
-        idx = [rng.randrange(n) for _ in range(n)]
-        a, b = measures(now, rate, idx), measures(tuned, rate, idx)
-        lost.append(b[0] - a[0])
-        saved.append(b[1] - a[1])
+def _paired_difference(
+    now: Scored, tuned: Scored, rate: float, draws: list[list[tuple[float, float]]]
+) -> dict[str, Any]:
+    """Tuned minus current on the same held-out sessions, from ``_draws([now, tuned], ...)``."""
+    lost = [b[0] - a[0] for a, b in zip(draws[0], draws[1], strict=True)]
+    saved = [b[1] - a[1] for a, b in zip(draws[0], draws[1], strict=True)]
     a, b = measures(now, rate), measures(tuned, rate)
     return {
         "points_lost": b[0] - a[0],
         "cost_saved": b[1] - a[1],
-        "intervals": {"points_lost": _interval(lost), "cost_saved": _interval(saved)} if resamples else {},
+        "intervals": {"points_lost": _interval(lost), "cost_saved": _interval(saved)} if lost else {},
     }
 
 
