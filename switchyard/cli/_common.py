@@ -6,7 +6,8 @@ import argparse
 import gc
 import logging
 import sys
-from typing import TYPE_CHECKING
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
 
 # What follows loads lazily: ``switchyard serve`` binds its port before the config loader, the
 # engine and asyncio are imported (serve.py), and ``--help`` needs none of them.
@@ -166,3 +167,30 @@ def fail(message: str, code: int = 1) -> int:
     """Prints ``error: message`` and returns ``code``."""
     print(f"error: {message}", file=sys.stderr)
     return code
+
+
+def json_objects(path: str, warn: list[str] | None = None) -> Iterator[dict[str, Any]]:
+    """The JSON objects of a JSONL file, one a line; blank lines and other values are skipped.
+
+    Args:
+        path: The file (a decision log or a feedback file).
+        warn: Gets ``path:line: skipped (why)`` for each line that is not JSON; ``None`` skips
+            such lines silently.
+
+    Raises:
+        OSError: The file cannot be opened.
+    """
+    import orjson
+
+    with open(path, "rb") as fh:
+        for number, raw in enumerate(fh, start=1):
+            if not raw.strip():
+                continue
+            try:
+                obj = orjson.loads(raw)
+            except orjson.JSONDecodeError as exc:
+                if warn is not None:
+                    warn.append(f"{path}:{number}: skipped ({exc})")
+                continue
+            if isinstance(obj, dict):
+                yield obj

@@ -8,26 +8,9 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterator
 from typing import Any
 
-import orjson
-
-from switchyard.cli._common import fail
-
-
-def _lines(path: str, warn: list[str]) -> Iterator[dict[str, Any]]:
-    with open(path, "rb") as fh:
-        for number, raw in enumerate(fh, start=1):
-            if not raw.strip():
-                continue
-            try:
-                obj = orjson.loads(raw)
-            except orjson.JSONDecodeError as exc:
-                warn.append(f"{path}:{number}: skipped ({exc})")
-                continue
-            if isinstance(obj, dict):
-                yield obj
+from switchyard.cli._common import fail, json_objects
 
 
 def run_experiment(path: str, *, route: str | None, tenant: str | None, as_json: bool) -> int:
@@ -36,7 +19,7 @@ def run_experiment(path: str, *, route: str | None, tenant: str | None, as_json:
 
     warn: list[str] = []
     try:
-        data = experiment_stats(_lines(path, warn), tenant=tenant)
+        data = experiment_stats(json_objects(path, warn), tenant=tenant)
     except OSError as exc:
         return fail(f"cannot read {path}: {exc.strerror or exc}")
     for line in warn:

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from switchyard.cli._common import fail
+from switchyard.cli._common import fail, json_objects
 from switchyard.config.load import LoadedConfig
 
 LOG_EPILOG = """
@@ -47,21 +46,6 @@ def add_log_args(p: argparse.ArgumentParser) -> None:
     )
 
 
-def _lines(path: str) -> Iterator[dict[str, Any]]:
-    import orjson
-
-    with open(path, "rb") as fh:
-        for raw in fh:
-            if not raw.strip():
-                continue
-            try:
-                obj = orjson.loads(raw)
-            except orjson.JSONDecodeError:
-                continue
-            if isinstance(obj, dict):
-                yield obj
-
-
 def run_log(args: argparse.Namespace, loaded: LoadedConfig) -> int:
     """Tunes on the log; prints the config diff, the held-out rows and notes."""
     from switchyard.engine.joined_log import join_log
@@ -91,8 +75,8 @@ def run_log(args: argparse.Namespace, loaded: LoadedConfig) -> int:
             "with traffic, so a fixed one cannot be replayed against it; set a number first"
         )
     try:
-        feedback = list(_lines(args.feedback)) if args.feedback else []
-        joined = join_log(_lines(args.decision_log), tenant=args.tenant, route=args.route, feedback=feedback)
+        feedback = list(json_objects(args.feedback)) if args.feedback else []
+        joined = join_log(json_objects(args.decision_log), tenant=args.tenant, route=args.route, feedback=feedback)
     except OSError as exc:
         return fail(f"cannot read {exc.filename}: {exc.strerror or exc}")
     if current is None:  # the checkpoint's default: the one the logged decisions compared with
