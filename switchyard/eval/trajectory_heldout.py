@@ -28,7 +28,7 @@ from switchyard.eval.counterfactual import Report, TaskOutcome, simulate
 from switchyard.eval.counterfactual import Run as CfRun
 from switchyard.eval.trajectory_data import Corpus, Run, training_pairs
 from switchyard.eval.trajectory_share import rank_auc
-from switchyard.eval.trajectory_train import TrainConfig, fit, rows_for
+from switchyard.eval.trajectory_train import TrainConfig, fit, member_draws, rows_for
 from switchyard.routers.trajectory.model import Estimate, TrajectoryModel
 
 THRESHOLDS = tuple(round(0.02 * i, 2) for i in range(-5, 41))
@@ -181,16 +181,10 @@ def _train(
 
 
 def oob_sets(tasks: Sequence[str], config: TrainConfig) -> list[set[str]]:
-    """The tasks each ensemble member's bootstrap left out (as :func:`fit` draws them)."""
-    import random
-
+    """The tasks each ensemble member's bootstrap left out (:func:`member_draws`, as :func:`fit` uses)."""
     keys = sorted(set(tasks))
-    rng = random.Random(config.seed)
-    out = []
-    for _ in range(config.members):
-        drawn = {rng.randrange(len(keys)) for _ in keys}
-        out.append({k for i, k in enumerate(keys) if i not in drawn})
-    return out
+    drawn = [set(draw) for draw in member_draws(tasks, config)]
+    return [{k for i, k in enumerate(keys) if i not in d} for d in drawn]
 
 
 def _held_out(benchmark: str, fold: str) -> Callable[[Run], bool]:

@@ -183,6 +183,17 @@ def _matrix(rows: Rows, width: int) -> Any:
     return csr_matrix((np.array(data), np.array(indices), np.array(indptr)), shape=(len(rows.x), width))
 
 
+def member_draws(tasks: Sequence[str], config: TrainConfig) -> list[list[int]]:
+    """Each ensemble member's task bootstrap: indices into the sorted distinct ``tasks`` (seeded).
+
+    :func:`fit` weighs rows by these draws and the held-out scoring reads its out-of-bag tasks
+    from them, so the two cannot drift apart.
+    """
+    n = len(set(tasks))
+    rng = random.Random(config.seed)
+    return [[rng.randrange(n) for _ in range(n)] for _ in range(config.members)]
+
+
 def fit(rows: Rows, config: TrainConfig, training: dict[str, Any] | None = None) -> TrajectoryModel:
     """Fits the ensemble on ``rows``.
 
@@ -200,12 +211,11 @@ def fit(rows: Rows, config: TrainConfig, training: dict[str, Any] | None = None)
     tasks = sorted(set(rows.task))
     index = {t: i for i, t in enumerate(tasks)}
     task_of = np.array([index[t] for t in rows.task])
-    rng = random.Random(config.seed)
     yc = np.array(rows.cost) if len(rows.cost) == len(rows.x) else None
     members: list[tuple[Head, Head]] = []
     cost: list[Head] = []
-    for _ in range(config.members):
-        counts = np.bincount([rng.randrange(len(tasks)) for _ in tasks], minlength=len(tasks))
+    for draw in member_draws(rows.task, config):
+        counts = np.bincount(draw, minlength=len(tasks))
         w = base_w * counts[task_of]
         heads = []
         for y in (yg, yl):
