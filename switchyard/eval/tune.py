@@ -31,6 +31,7 @@ from switchyard.eval.agent_replay import with_setting
 from switchyard.eval.latch import PairScore, PooledScore
 from switchyard.eval.suite import Suite
 from switchyard.eval.suite_replay import SuiteResult, run_suite
+from switchyard.eval.suite_runs import LineCache
 
 UNSET = "(unset)"
 """How a setting the config does not name is shown (the router's default applies)."""
@@ -207,6 +208,8 @@ async def tune_suite(
     if train == test:
         raise ValueError(f"--train and --test are both {train!r}: a setting chosen on its test tasks says nothing")
     now = current_value(loaded, route, key)
+    # Every replay below reads the same trajectory files: read them once (as sweep_suite does).
+    kw["lines"] = kw.get("lines") or LineCache()
     first = await run_suite(loaded, route, suite, split=train, **kw)
     points, notes = [_point(first, now, True)], list(first.notes)
     for value in values:
