@@ -5,11 +5,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-from pathlib import Path
 from typing import Any
 
 from switchyard.cli._common import HelpFormatter, fail, load_or_exit
-from switchyard.cli.tune_log import LOG_EPILOG, add_log_args, run_log
+from switchyard.cli.tune_log import LOG_EPILOG, add_log_args, run_log, write_setting
 
 _EPILOG = (
     """\
@@ -110,7 +109,7 @@ def run(args: argparse.Namespace) -> int:
         return fail(str(exc))
     data = result.to_dict()
     if args.write and result.verdict == "changed":
-        written = _write(args.config, args.write, args.route, key, result.chosen)
+        written = write_setting(args.config, args.write, args.route, key, result.chosen)
         if isinstance(written, int):
             return written
         data["wrote"] = written
@@ -119,19 +118,6 @@ def run(args: argparse.Namespace) -> int:
     else:
         _print(data)
     return 0
-
-
-def _write(source: str, target: str, route: str, key: str, value: Any) -> str | int:
-    from switchyard.eval.yaml_edit import YamlEditError, set_route_key
-
-    if not isinstance(value, int | float) or isinstance(value, bool):
-        return fail(f"--write sets numbers only; set {key}: {value!r} in {target} by hand")
-    try:
-        text = set_route_key(Path(source).read_text(encoding="utf-8"), route, key, value)
-    except YamlEditError as exc:
-        return fail(f"cannot write {target}: {exc}")
-    Path(target).write_text(text, encoding="utf-8")
-    return target
 
 
 def _iv(point: dict[str, Any], key: str, pct: bool) -> str:

@@ -100,21 +100,33 @@ def run_log(args: argparse.Namespace, loaded: LoadedConfig) -> int:
     result["route"] = args.route
     result["unmatched_reports"] = len(joined.unmatched)
     if args.write and result["verdict"] == "changed":
-        from switchyard.eval.yaml_edit import YamlEditError, set_route_key
-
-        try:
-            text = set_route_key(
-                Path(args.config).read_text(encoding="utf-8"), args.route, "threshold", result["chosen"]
-            )
-        except YamlEditError as exc:
-            return fail(f"cannot write {args.write}: {exc}")
-        Path(args.write).write_text(text, encoding="utf-8")
-        result["wrote"] = args.write
+        written = write_setting(args.config, args.write, args.route, "threshold", result["chosen"])
+        if isinstance(written, int):
+            return written
+        result["wrote"] = written
     if args.json:
         print(json.dumps(result, indent=2, default=str))
     else:
         _print(result, Path(args.decision_log).name)
     return 0
+
+
+def write_setting(source: str, target: str, route: str, key: str, value: Any) -> str | int:
+    """Writes ``source`` with ``routes.<route>.<key>`` set to ``value`` to ``target``.
+
+    Returns:
+        ``target``, or the exit status after printing why it could not be written.
+    """
+    from switchyard.eval.yaml_edit import YamlEditError, set_route_key
+
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        return fail(f"--write sets numbers only; set {key}: {value!r} in {target} by hand")
+    try:
+        text = set_route_key(Path(source).read_text(encoding="utf-8"), route, key, value)
+    except YamlEditError as exc:
+        return fail(f"cannot write {target}: {exc}")
+    Path(target).write_text(text, encoding="utf-8")
+    return target
 
 
 def _logged_threshold(joined: Any) -> float | None:
