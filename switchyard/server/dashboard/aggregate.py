@@ -56,7 +56,7 @@ class Histogram:
 
     def add(self, ms: float) -> None:
         """Counts one value."""
-        ms = min(max(clamp_ms(ms), _FLOOR_MS), MAX_MS)  # one record out of range must not break a view
+        ms = max(clamp_ms(ms), _FLOOR_MS)  # one record out of range must not break a view
         self.bins[int(math.log(ms / _FLOOR_MS) / _LOG_RATIO)] += 1
         self.count += 1
         self.max = max(self.max, ms)
