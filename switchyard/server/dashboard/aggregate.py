@@ -243,7 +243,7 @@ class SessionSummary:
         """The explorer's row."""
         t = self.totals
         return {
-            "key": self.key or f"{self.route}:{self.session_id}",
+            "key": self.key,
             "route": self.route,
             "session_id": self.session_id,
             "tenant": self.tenant,
