@@ -13,12 +13,12 @@ tenant and session id, a report joining only its own tenant's sessions, the late
 counting.
 
 Intervals are normal-approximation (Welch) 95 % intervals of a mean, or of a difference of two
-independent means; ``benchmarks/control_group.py`` checks their coverage on simulated sessions.
+independent means (:mod:`switchyard.protocol.intervals`); ``benchmarks/control_group.py`` checks
+their coverage on simulated sessions.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Mapping
 from dataclasses import field
 from typing import Any
@@ -26,9 +26,7 @@ from typing import Any
 from switchyard._dataclass import dataclass
 from switchyard.engine.joined_log import OUTCOMES as _OUTCOMES
 from switchyard.engine.joined_log import join_log
-
-Z95 = 1.959964
-"""The normal quantile of a two-sided 95 % interval."""
+from switchyard.protocol.intervals import Z95, difference_interval, mean_interval
 
 
 @dataclass(slots=True)
@@ -37,32 +35,6 @@ class _Session:
     would: float = 0.0
     requests: int = 0
     outcome: dict[str, float] = field(default_factory=dict)
-
-
-def mean_interval(values: list[float]) -> dict[str, Any]:
-    """``{n, mean, low, high}``: the mean of ``values`` and its 95 % interval (``None`` bounds
-    below two values)."""
-    n = len(values)
-    if n == 0:
-        return {"n": 0, "mean": None, "low": None, "high": None}
-    mean = sum(values) / n
-    if n < 2:
-        return {"n": n, "mean": mean, "low": None, "high": None}
-    half = Z95 * math.sqrt(_var(values, mean) / n)
-    return {"n": n, "mean": mean, "low": mean - half, "high": mean + half}
-
-
-def difference_interval(a: list[float], b: list[float]) -> dict[str, Any]:
-    """``{diff, low, high}``: mean(a) - mean(b) and its 95 % (Welch) interval; ``None`` bounds
-    unless both sides have two values or more."""
-    if not a or not b:
-        return {"diff": None, "low": None, "high": None}
-    ma, mb = sum(a) / len(a), sum(b) / len(b)
-    diff = ma - mb
-    if len(a) < 2 or len(b) < 2:
-        return {"diff": diff, "low": None, "high": None}
-    half = Z95 * math.sqrt(_var(a, ma) / len(a) + _var(b, mb) / len(b))
-    return {"diff": diff, "low": diff - half, "high": diff + half}
 
 
 def _clipped(found: dict[str, Any], low: float, high: float) -> dict[str, Any]:
@@ -74,10 +46,6 @@ def _clipped(found: dict[str, Any], low: float, high: float) -> dict[str, Any]:
 
 
 _BOUNDED = frozenset({"resolved", "score"})  # rates and scores in [0, 1]
-
-
-def _var(values: list[float], mean: float) -> float:
-    return sum((v - mean) ** 2 for v in values) / (len(values) - 1)
 
 
 def _cost(obj: Mapping[str, Any]) -> float:

@@ -214,9 +214,9 @@ def reported_outcomes(log: str | Path, route: str) -> dict[str, Any]:
     Returns:
         ``{sessions, with_feedback, unmatched, <outcome>: {n, mean, low, high}}`` per outcome kind.
     """
-    from switchyard.engine.experiment_stats import mean_interval
     from switchyard.engine.joined_log import OUTCOMES, join_log
     from switchyard.eval.dataset import json_lines
+    from switchyard.protocol.intervals import mean_interval
 
     joined = join_log((obj for _, _, obj in json_lines(Path(log)) if isinstance(obj, dict)), route=route)
     sessions = list(joined.sessions.values())

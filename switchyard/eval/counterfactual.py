@@ -37,7 +37,7 @@ from dataclasses import field
 from typing import Any, TypedDict
 
 from switchyard._dataclass import dataclass
-from switchyard.routers.learned.control import quantile
+from switchyard.protocol.intervals import percentile_interval
 
 CAPABLE = "capable"
 EFFICIENT = "efficient"
@@ -511,8 +511,7 @@ def _bootstrap(case: str, tasks: Sequence[_Task], resamples: int, seed: int) -> 
         draws["cost_saved_vs_null"].append(saved - null_saved)
     out: dict[str, Interval] = {}
     for key, values in draws.items():
-        values.sort()
-        out[key] = Interval(quantile(values, 0.025), quantile(values, 0.975))
+        out[key] = Interval(*percentile_interval(values))
     return out
 
 

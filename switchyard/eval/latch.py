@@ -38,6 +38,7 @@ from switchyard.eval.counterfactual import (
     row_named,
 )
 from switchyard.eval.suite_runs import PairData
+from switchyard.protocol.intervals import percentile_interval
 
 POLICIES = ("route", "random latch (null)", "always-efficient", "always-capable", "oracle")
 INTERVAL_KEYS = ("points_lost", "cost_saved", "points_lost_vs_null", "cost_saved_vs_null")
@@ -359,13 +360,8 @@ def _metrics(p: _Pair, a: _Arrays, w: Any, np: Any) -> tuple[float, float, float
     return 100.0 * (cap_r - r_r), saved, 100.0 * (cap_r - n_r), null_saved
 
 
-def _interval(values: Sequence[float], np: Any) -> Interval:
-    lo, hi = np.percentile(np.asarray(values), [2.5, 97.5])
-    return Interval(float(lo), float(hi))
-
-
-def _intervals(draws: dict[str, list[float]], np: Any) -> dict[str, Interval]:
-    return {k: _interval(v, np) for k, v in draws.items() if v}
+def _intervals(draws: dict[str, list[float]]) -> dict[str, Interval]:
+    return {k: Interval(*percentile_interval(v)) for k, v in draws.items() if v}
 
 
 def _pooled_rows(scores: Sequence[PairScore]) -> list[Row]:
@@ -471,13 +467,13 @@ def score_suite(
                     continue
                 _add(group_draws[g], tuple(statistics.fmean(x[j] for x in got if x) for j in range(4)))  # type: ignore[arg-type]
         for s, draws in zip(scores, pair_draws, strict=True):
-            s.intervals = _intervals(draws, np)
+            s.intervals = _intervals(draws)
     pooled = [
         PooledScore(name, [scores[i].name for i in members], _pooled_rows([scores[i] for i in members]))
         for name, members in groups
     ]
     for group, draws in zip(pooled, group_draws, strict=True):
-        group.intervals = _intervals(draws, np)
+        group.intervals = _intervals(draws)
     return SuiteScore(scores, pooled, resamples, seed, oracle_points)
 
 

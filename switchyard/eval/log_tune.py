@@ -45,6 +45,7 @@ from typing import Any
 
 from switchyard._dataclass import dataclass
 from switchyard.engine.joined_log import JoinedLog
+from switchyard.protocol.intervals import rank_interval as _interval
 
 CAPABLE_ARMS = frozenset({"control", "shadow"})
 """Arms whose sessions the capable model (the baseline) served whole."""
@@ -192,12 +193,6 @@ def measures(found: Scored, capable_rate: float, idx: Iterable[int] | None = Non
     cap = sum(found.capable_cost[i] for i in rows)
     saved = 1.0 - sum(found.cost[i] for i in rows) / cap if cap > 0 else 0.0
     return 100.0 * (capable_rate - mean), saved
-
-
-def _interval(values: list[float]) -> tuple[float, float]:
-    ordered = sorted(values)
-    n = len(ordered)
-    return ordered[int(0.025 * (n - 1))], ordered[round(0.975 * (n - 1))]
 
 
 def _draws(found: Sequence[Scored], capable_rate: float, resamples: int, seed: int) -> list[list[tuple[float, float]]]:

@@ -13,7 +13,8 @@ import orjson
 import pytest
 
 from switchyard.cli import main
-from switchyard.engine.experiment_stats import Z95, experiment_stats
+from switchyard.engine.experiment_stats import experiment_stats
+from switchyard.protocol.intervals import Z95
 
 
 def decision(

@@ -46,6 +46,7 @@ from pydantic import (
 )
 
 from switchyard._dataclass import dataclass
+from switchyard.protocol.intervals import quantile
 
 
 class ThresholdControl(BaseModel):
@@ -202,15 +203,6 @@ def warm_start(spec: ThresholdControl, operating_points: Iterable[Mapping[str, A
                 best = (gap, float(threshold))
     value = 0.5 if best is None else best[1]
     return min(spec.max, max(spec.min, value))
-
-
-def quantile(sorted_values: Sequence[float], q: float) -> float:
-    """The ``q`` quantile of sorted values, linearly interpolated."""
-    n = len(sorted_values)
-    pos = min(max(q, 0.0), 1.0) * (n - 1)
-    lo = math.floor(pos)
-    hi = min(lo + 1, n - 1)
-    return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (pos - lo)
 
 
 class ThresholdController:

@@ -27,11 +27,12 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from switchyard._dataclass import dataclass
+from switchyard.protocol.intervals import quantile
 from switchyard.routers.trajectory.features import DENSE, FEATURE_VERSION
 
 FORMAT = "switchyard-trajectory"
@@ -87,14 +88,6 @@ def _sigmoid(z: float) -> float:
     return e / (1.0 + e)
 
 
-def _percentile(values: Sequence[float], q: float) -> float:
-    s = sorted(values)
-    pos = q * (len(s) - 1)
-    lo = math.floor(pos)
-    hi = min(lo + 1, len(s) - 1)
-    return s[lo] + (s[hi] - s[lo]) * (pos - lo)
-
-
 @dataclass(slots=True, frozen=True)
 class TrajectoryModel:
     """A loaded checkpoint.
@@ -123,7 +116,8 @@ class TrajectoryModel:
             pl += b
         n = len(self.members)
         rel = math.exp(max(-5.0, min(5.0, sum(h.logit(x) for h in self.cost) / len(self.cost)))) if self.cost else 1.0
-        return Estimate(sum(gains) / n, _percentile(gains, 0.1), _percentile(gains, 0.9), pg / n, pl / n, rel)
+        ordered = sorted(gains)
+        return Estimate(sum(gains) / n, quantile(ordered, 0.1), quantile(ordered, 0.9), pg / n, pl / n, rel)
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form (see the module docstring)."""
