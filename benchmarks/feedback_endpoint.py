@@ -44,6 +44,7 @@ CONFIG = {
         "capable": {"client": "local", "model": "bench-capable"},
     },
     "routes": {"agent": {"type": "stage_router", "capable": "capable", "efficient": "efficient"}},
+    "feedback": {},  # on (off without a feedback: section or an experiment: block)
 }
 
 

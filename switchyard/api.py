@@ -110,6 +110,7 @@ class Switchyard:
     def __init__(self, loaded: LoadedConfig, *, decision_log: str | None = None) -> None:
         from switchyard.config.build import (
             build_engine,
+            build_feedback_store,
             build_routes,
             build_span_sink,
             build_store,
@@ -118,7 +119,6 @@ class Switchyard:
         from switchyard.config.build import target_infos as _target_infos
         from switchyard.config.discovery import probe_context_windows
         from switchyard.engine.accounting import UsdLedger
-        from switchyard.engine.feedback import FeedbackStore
         from switchyard.engine.health import Health
 
         self.loaded = loaded
@@ -128,10 +128,7 @@ class Switchyard:
         self._spans = build_span_sink(loaded)
         self._jsonl: JsonlSink | None = decision_log_sink(loaded, decision_log)
         self._store: StateStore = build_store(loaded)
-        fb = loaded.config.feedback
-        self.feedback_store: FeedbackStore = FeedbackStore(
-            self._store, ttl_s=loaded.config.state.ttl_s, max_entries=fb.max_entries, index_entries=fb.index_entries
-        )
+        self.feedback_store: FeedbackStore = build_feedback_store(loaded, self._store)
         """Outcome reports and the decisions they match (``POST /v1/feedback``, :meth:`feedback`)."""
         # Served context windows (probe_context_window targets) before routers see TargetInfo.
         probe_context_windows(loaded)
@@ -164,7 +161,7 @@ class Switchyard:
     # -- engines ----------------------------------------------------------------------------
 
     def _sinks(self) -> list[DecisionSink]:
-        sinks: list[DecisionSink] = [self.ledger, self._dispatch_record, self.feedback_store.seen]
+        sinks: list[DecisionSink] = [self.ledger, self._dispatch_record, *self.feedback_store.decision_sinks()]
         if self._spans is not None:
             sinks.append(self._spans)
         if self._jsonl is not None:
@@ -378,6 +375,7 @@ class Switchyard:
 
         Raises:
             InvalidRequestError: A bad report (the field is named).
+            FeedbackOffError: The config has feedback off (``feedback.enabled``).
         """
         body: dict[str, Any] = {"session_id": session_id, "request_id": request_id, "resolved": resolved}
         body["score"] = score

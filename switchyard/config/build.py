@@ -19,6 +19,7 @@ from switchyard.engine.accounting import Pricing, RouteTiers
 from switchyard.engine.core import Engine, Route, Target
 from switchyard.engine.experiment import Experiment
 from switchyard.engine.fallback import Reliability
+from switchyard.engine.feedback import FeedbackStore
 from switchyard.engine.health import BreakerPolicy, Health, HealthCheckPolicy
 from switchyard.engine.records import DecisionSink, JsonlSink, log_sink
 from switchyard.engine.verify import Verifier
@@ -252,6 +253,27 @@ def build_store(loaded: LoadedConfig) -> StateStore:
     except ValueError as exc:  # redis-py rejects a malformed URL
         # redis-py's message may quote the URL: never its password (docs/security.md).
         raise ConfigError([ConfigIssue("state.url", redact_urls(str(exc)))], loaded.source) from exc
+
+
+def feedback_on(loaded: LoadedConfig) -> bool:
+    """Whether reports are accepted and decisions indexed for them: ``feedback.enabled``, else
+    on when the config has a ``feedback:`` section or a route has an ``experiment:`` block."""
+    config = loaded.config
+    if config.feedback.enabled is not None:
+        return config.feedback.enabled
+    return "feedback" in config.model_fields_set or any(s.experiment is not None for s in loaded.routes.values())
+
+
+def build_feedback_store(loaded: LoadedConfig, store: StateStore) -> FeedbackStore:
+    """The outcome reports' store over the router's state ``store`` (see :func:`feedback_on`)."""
+    fb = loaded.config.feedback
+    return FeedbackStore(
+        store,
+        ttl_s=loaded.config.state.ttl_s,
+        max_entries=fb.max_entries,
+        index_entries=fb.index_entries,
+        enabled=feedback_on(loaded),
+    )
 
 
 def build_engine(

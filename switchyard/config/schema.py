@@ -347,12 +347,17 @@ class FeedbackConfig(_Strict):
     """Reports of how sessions ended (``POST /v1/feedback``, docs/rollout.md).
 
     Attributes:
+        enabled: Accept reports and index every decision so that a report can be matched to it.
+            Unset: on when the config has a ``feedback:`` section or a route has an
+            ``experiment:`` block, off otherwise (then no decision is indexed and a report is
+            refused with 404 ``feedback_off``).
         max_entries: Reports kept by the ``memory`` state backend (least recently written
             evicted first); the ``redis`` backend keeps them for ``state.ttl_s``.
         index_entries: Decisions (request and session ids) the ``memory`` backend remembers so
             that a report can be matched to them.
     """
 
+    enabled: bool | None = None
     max_entries: PositiveInt = 10_000
     index_entries: PositiveInt = 50_000
 

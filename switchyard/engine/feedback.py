@@ -20,6 +20,14 @@ lives as long as session state (``state.ttl_s``). Another tenant's id, an id nev
 whose session expired all answer alike — ``matched: false`` (HTTP 202) — so a key learns
 nothing about other tenants' sessions (:mod:`switchyard.protocol.tenancy`).
 
+**Off unless used.** Indexing costs every request a few microseconds, so it runs only when
+feedback is on (``feedback.enabled``; unset, a ``feedback:`` section or a route's
+``experiment:`` block turns it on — :func:`switchyard.config.build.feedback_on`). Off, no
+decision is indexed and a report is refused (:class:`FeedbackOffError`, 404) rather than kept
+where no decision could ever match it. It is not switched on lazily by the first report: that
+report, and every other on a decision made before it, would be answered ``matched: false``
+although the decision is known — on each replica and worker separately.
+
 **Repeats.** The latest report for an id replaces the one kept (a user may correct a
 thumbs-down); the answer says ``replaced: true`` and the log keeps both lines, so a reader may
 apply another rule.
@@ -38,8 +46,8 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from switchyard._dataclass import dataclass
-from switchyard.engine.records import DecisionRecord
-from switchyard.protocol.errors import InvalidRequestError
+from switchyard.engine.records import DecisionRecord, DecisionSink
+from switchyard.protocol.errors import InvalidRequestError, SwitchyardError
 from switchyard.protocol.session import NamespacedStore, StateStore, tenant_namespace
 from switchyard.state.memory import MemoryStore
 
@@ -59,6 +67,21 @@ SCORE_RANGE = (0.0, 1.0)
 _FIELDS = frozenset({"session_id", "request_id", "resolved", "score", "reward", "labels"})
 _OUTCOMES = ("resolved", "score", "reward")
 _PENDING_MAX = 10_000  # index writes waiting for a slow store; beyond it the oldest are dropped
+
+
+class FeedbackOffError(SwitchyardError):
+    """A report to a router whose config has feedback off (``feedback.enabled``)."""
+
+    status = 404
+    type = "not_found_error"
+    code = "feedback_off"
+
+    def __init__(self) -> None:
+        super().__init__(
+            "feedback is off in this router's config: add `feedback: {enabled: true}` (a `feedback:` section or a "
+            "route's `experiment:` block also turns it on), then restart",
+            param="feedback.enabled",
+        )
 
 
 @dataclass(slots=True, frozen=True)
@@ -234,14 +257,19 @@ class FeedbackStore:
         ttl_s: How long a decision can be reported on (``state.ttl_s``: as long as sessions).
         max_entries: Reports kept in memory (memory backend).
         index_entries: Known decisions kept in memory (memory backend).
+        enabled: Whether reports are accepted (and decisions indexed, :meth:`decision_sinks`).
     """
 
-    def __init__(self, store: StateStore, *, ttl_s: float, max_entries: int, index_entries: int) -> None:
+    def __init__(
+        self, store: StateStore, *, ttl_s: float, max_entries: int, index_entries: int, enabled: bool = True
+    ) -> None:
         self.ttl_s = ttl_s
+        self.enabled = enabled
         self._local: _LocalIndex | None = None
         if isinstance(store, MemoryStore):
             self.reports: StateStore = MemoryStore(max_entries=max_entries, default_ttl_s=ttl_s)
-            self._local = _LocalIndex(index_entries, ttl_s)  # written in the sink itself: no task
+            if enabled:
+                self._local = _LocalIndex(index_entries, ttl_s)  # written in the sink itself: no task
             self.index: StateStore | None = None
         else:
             self.reports = NamespacedStore(store, "~fb:v:")
@@ -255,6 +283,11 @@ class FeedbackStore:
     def _key(tenant: str | None, session_id: str | None, request_id: str | None) -> str:
         kind, value = ("s:", session_id) if session_id is not None else ("r:", request_id)
         return f"{tenant_namespace(tenant)}{kind}{value}"
+
+    def decision_sinks(self) -> list[DecisionSink]:
+        """What the engine hands each decision record to: :meth:`seen` when feedback is on,
+        nothing when it is off."""
+        return [self.seen] if self.enabled else []
 
     def seen(self, record: DecisionRecord) -> None:
         """Decision sink: remembers the record's request id and session id (in its tenant's
@@ -296,7 +329,13 @@ class FeedbackStore:
 
     async def report(self, feedback: Feedback, tenant: str | None) -> FeedbackResult:
         """Keeps ``feedback`` for ``tenant`` (the latest report per id wins) and says whether a
-        decision of that tenant with its id is known."""
+        decision of that tenant with its id is known.
+
+        Raises:
+            FeedbackOffError: Feedback is off (``enabled`` false).
+        """
+        if not self.enabled:
+            raise FeedbackOffError
         await self.settle()  # a report right after its answer finds that answer's decision
         key = self._key(tenant, feedback.session_id, feedback.request_id)
         if self._local is not None:
@@ -337,6 +376,7 @@ __all__ = [
     "MAX_LABEL_CHARS",
     "SCORE_RANGE",
     "Feedback",
+    "FeedbackOffError",
     "FeedbackResult",
     "FeedbackStore",
     "parse_feedback",

@@ -292,6 +292,10 @@ def _feedback() -> dict[str, Any]:
         "description": "Kept and logged; no such decision is known (unknown, expired, or another tenant's)",
         "content": {"application/json": {"schema": answer}},
     }
+    responses["404"] = {
+        "description": "Feedback is off in the router's config (code feedback_off; feedback.enabled)",
+        "content": {"application/json": {"schema": _OPENAI_ERROR}},
+    }
     return operation
 
 

@@ -26,6 +26,7 @@ def proxy(
     log = tmp_path_factory.mktemp("fb") / "decisions.jsonl"
     config = {
         **module_config,
+        "feedback": {},
         "decision_log": str(log),
         "server": {
             "api_keys": [{"name": "alice", "hash": hash_key(KEY_A)}, {"name": "bob", "hash": hash_key(KEY_B)}],

@@ -7,12 +7,19 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+import pytest
 
 from switchyard import Switchyard
 from switchyard.engine.feedback import FeedbackStore, parse_feedback
 from switchyard.state.memory import MemoryStore
 
 HELLO = [{"role": "user", "content": "hello"}]
+
+
+@pytest.fixture
+def config(config: dict[str, Any]) -> dict[str, Any]:
+    """The skeleton config with feedback on (off without a ``feedback:`` section)."""
+    return {**config, "feedback": {}}
 
 
 async def test_the_memory_store_keeps_at_most_max_entries_reports_and_leaves_state_alone() -> None:
