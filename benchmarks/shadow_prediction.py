@@ -8,17 +8,23 @@ simulated coding-agent sessions (2-7 turns; a tool result fails with a traceback
 probability 0.3, which makes the stage router escalate) are sent twice, in-process, through a
 stage-router route:
 
-1. with ``experiment: {mode: shadow}``: the capable model serves every request; the records hold
-   the baseline's cost and ``would_cost_usd``, the router's choice priced at the same tokens —
-   predicted saving = 1 - Σ would-cost / Σ baseline cost;
-2. routed, on a fresh router: measured saving = 1 - Σ cost / Σ baseline cost of run 1.
+1. with ``experiment: {mode: shadow, mirror_share: M}``: the capable model serves every request;
+   the records hold the baseline's cost and ``would_cost_usd``, the router's choice priced at the
+   same tokens, and for the mirrored sessions (a sticky share ``M``) ``details.mirror``: what the
+   router's choice really cost when sent the same request after the answer. ``switchyard stats
+   --experiment``'s estimator (``experiment_stats``) reads the records as a decision log would
+   hold them: predicted saving = its ``predicted_saved_share`` — corrected by the mirrors when
+   ``M`` > 0, priced at equal verbosity when ``M`` = 0 — with its 95 % session-bootstrap interval;
+2. routed, on a fresh router: measured saving = 1 - Σ cost / Σ baseline cost of run 1 (its
+   answers only: the mirrors' cost is an expense of the experiment, reported apart).
 
-The shadow's prediction prices the capable model's output tokens at the efficient model's price,
-so a wordier efficient model makes it optimistic: the gap grows with ``--verbosity``.
+Without mirrors the prediction prices the capable model's output tokens at the efficient model's
+price, so a wordier efficient model makes it optimistic: the gap grows with ``--verbosity``.
 
 Usage:
-    python benchmarks/shadow_prediction.py                       # verbosity 1.0, 1.5 and 3.0
-    python benchmarks/shadow_prediction.py --sessions 100 --verbosity 1.0
+    python benchmarks/shadow_prediction.py            # verbosity 1.0, 1.5, 3.0 x mirror share 0, 0.1, 0.25
+    python benchmarks/shadow_prediction.py --sessions 100 --verbosity 1.0 --mirror-share 0.1
+    python benchmarks/shadow_prediction.py --out benchmarks/results/shadow_prediction-20261205.json
 """
 
 from __future__ import annotations
@@ -36,6 +42,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from switchyard import Switchyard
+from switchyard.engine.experiment_stats import experiment_stats
 from switchyard.testing import FakeUpstream, serve_fake
 from switchyard.testing.fake_common import FakeModel, Turn, last_user_text, prompt_text
 
@@ -77,10 +84,10 @@ def sessions(count: int, seed: int) -> list[list[list[dict[str, Any]]]]:
     return out
 
 
-def config(port: int, shadow: bool) -> dict[str, Any]:
+def config(port: int, shadow: bool, mirror_share: float = 0.0) -> dict[str, Any]:
     route: dict[str, Any] = {"type": "stage_router", "capable": "capable", "efficient": "efficient"}
     if shadow:
-        route["experiment"] = {"mode": "shadow"}
+        route["experiment"] = {"mode": "shadow", "mirror_share": mirror_share}
     return {
         "llm_clients": {"local": {"format": "openai_chat", "base_url": f"http://127.0.0.1:{port}/v1"}},
         "targets": {
@@ -99,42 +106,72 @@ def config(port: int, shadow: bool) -> dict[str, Any]:
     }
 
 
-async def run(port: int, shadow: bool, work: list[list[list[dict[str, Any]]]]) -> list[Any]:
-    records = []
-    async with Switchyard.from_config(config(port, shadow)) as sy:
+async def run(
+    port: int, shadow: bool, work: list[list[list[dict[str, Any]]]], mirror_share: float = 0.0
+) -> list[Any]:
+    """The decision records of ``work`` as the sinks get them (a mirrored record once its mirror ended)."""
+    records: list[Any] = []
+    sent = 0
+    async with Switchyard.from_config(config(port, shadow, mirror_share)) as sy:
+        sy.on_decision(records.append)
         for i, turns in enumerate(work):
             for messages in turns:
-                done = await sy.complete(model="agent", messages=messages, session_id=f"s{i}")
-                records.append(done.record)
-    return records
+                await sy.complete(model="agent", messages=messages, session_id=f"s{i}")
+                sent += 1
+        deadline = time.monotonic() + 60
+        while len(records) < sent and time.monotonic() < deadline:  # the last mirrors, bounded
+            await asyncio.sleep(0.01)
+    if len(records) < sent:
+        raise RuntimeError(f"{sent - len(records)} records never arrived")
+    by_id = {r.request_id: r for r in records}
+    return sorted(by_id.values(), key=lambda r: r.ts)
 
 
-def measure(verbosity: float, count: int, seed: int) -> dict[str, Any]:
+def measure(verbosity: float, count: int, seed: int, shares: list[float]) -> list[dict[str, Any]]:
     upstream = FakeUpstream(
         [FakeModel("fake-efficient", brain(verbosity)), FakeModel("fake-capable", brain(verbosity))]
     )
     server = serve_fake(upstream)
     try:
         work = sessions(count, seed)
-        shadowed = asyncio.run(run(server.port, True, work))
         routed = asyncio.run(run(server.port, False, work))
+        shadows = {share: asyncio.run(run(server.port, True, work, share)) for share in shares}
     finally:
         server.stop()
-    baseline = sum(r.total_cost_usd for r in shadowed)
-    would = sum(r.details["would_cost_usd"] + r.router_cost.cost_usd + r.feature_cost_usd for r in shadowed)
     spent = sum(r.total_cost_usd for r in routed)
-    agree = sum(a.details["would_select"] == b.selected for a, b in zip(shadowed, routed, strict=True))
-    predicted, measured = 1 - would / baseline, 1 - spent / baseline
-    return {
-        "verbosity": verbosity,
-        "sessions": count,
-        "requests": len(routed),
-        "same_choice": agree / len(routed),
-        "efficient_share": sum(r.selected == "efficient" for r in routed) / len(routed),
-        "predicted_saved": predicted,
-        "measured_saved": measured,
-        "gap_points": 100 * (predicted - measured),
-    }
+    out = []
+    for share, shadowed in shadows.items():
+        baseline = sum(r.total_cost_usd - r.experiment_cost_usd for r in shadowed)
+        lines = [json.loads(r.to_json()) for r in shadowed]
+        view = experiment_stats(lines)["agent"]["shadow"]
+        predicted, measured = view["predicted_saved_share"], 1 - spent / baseline
+        bounds = view.get("predicted_saved_share_interval") or {}
+        agree = sum(a.details["would_select"] == b.selected for a, b in zip(shadowed, routed, strict=True))
+        out.append(
+            {
+                "verbosity": verbosity,
+                "mirror_share": share,
+                "sessions": count,
+                "requests": len(routed),
+                "same_choice": agree / len(routed),
+                "efficient_share": sum(r.selected == "efficient" for r in routed) / len(routed),
+                "basis": view["basis"],
+                "mirrored_sessions": view["mirrored_sessions"],
+                "mirrored_requests": view["mirrored_requests"],
+                "cost_ratio": view.get("cost_ratio"),
+                "predicted_saved": predicted,
+                "predicted_low": bounds.get("low"),
+                "predicted_high": bounds.get("high"),
+                "equal_verbosity_saved": view["equal_verbosity"]["predicted_saved_share"],
+                "measured_saved": measured,
+                "gap_points": 100 * (predicted - measured),
+                "measured_inside_interval": bounds.get("low") is not None and bounds["low"] <= measured <= bounds["high"],
+                "mirror_cost_usd": view["mirror_cost_usd"],
+                "mirror_cost_share_of_baseline": view["mirror_cost_usd"] / baseline,
+                "baseline_usd": baseline,
+            }
+        )
+    return out
 
 
 def main() -> None:
@@ -142,16 +179,26 @@ def main() -> None:
     parser.add_argument("--sessions", type=int, default=300)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--verbosity", type=float, nargs="+", default=[1.0, 1.5, 3.0])
+    parser.add_argument("--mirror-share", type=float, nargs="+", default=[0.0, 0.1, 0.25])
+    parser.add_argument("--out", help="also write the results as JSON to this file")
     args = parser.parse_args()
     started = time.perf_counter()
-    results = [measure(v, args.sessions, args.seed) for v in args.verbosity]
+    results = [r for v in args.verbosity for r in measure(v, args.sessions, args.seed, args.mirror_share)]
     for r in results:
+        shown = f"{r['predicted_saved']:.1%}"
+        if r["predicted_low"] is not None:
+            shown += f" [{r['predicted_low']:.1%}, {r['predicted_high']:.1%}]"
         print(
-            f"efficient verbosity x{r['verbosity']:g}: {r['requests']} requests, {r['efficient_share']:.0%} efficient, "
-            f"same choice {r['same_choice']:.0%}; predicted saving {r['predicted_saved']:.1%}, measured "
-            f"{r['measured_saved']:.1%}, gap {r['gap_points']:+.2f} points"
+            f"verbosity x{r['verbosity']:g} mirror {r['mirror_share']:g}: {r['requests']} requests, "
+            f"{r['efficient_share']:.0%} efficient, same choice {r['same_choice']:.0%}; "
+            f"{r['mirrored_sessions']} mirrored sessions; predicted {shown} ({r['basis']}), "
+            f"measured {r['measured_saved']:.1%}, gap {r['gap_points']:+.2f} points; "
+            f"mirrors ${r['mirror_cost_usd']:.4f} = {r['mirror_cost_share_of_baseline']:.1%} of the baseline"
         )
-    print(json.dumps({"results": results, "elapsed_s": round(time.perf_counter() - started, 1)}))
+    summary = {"results": results, "elapsed_s": round(time.perf_counter() - started, 1)}
+    if args.out:
+        Path(args.out).write_text(json.dumps(summary, indent=2) + "\n")
+    print(json.dumps(summary))
 
 
 if __name__ == "__main__":

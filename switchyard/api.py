@@ -119,6 +119,7 @@ class Switchyard:
         from switchyard.config.build import target_infos as _target_infos
         from switchyard.config.discovery import probe_context_windows
         from switchyard.engine.accounting import UsdLedger
+        from switchyard.engine.experiment_log import experiment_log
         from switchyard.engine.health import Health
 
         self.loaded = loaded
@@ -133,6 +134,7 @@ class Switchyard:
         # Served context windows (probe_context_window targets) before routers see TargetInfo.
         probe_context_windows(loaded)
         self._routes: dict[str, Route] = build_routes(loaded, _target_infos(loaded))
+        self.experiments = experiment_log(self._routes.values(), self._callbacks, self.feedback_store.listeners)
         # Circuit breakers and reliability counters span every engine (one per event loop).
         self._health = Health()
         self._engines: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Engine] = weakref.WeakKeyDictionary()
@@ -462,6 +464,8 @@ class Switchyard:
             return await feedback_reply(self.feedback_store, body, self._log_feedback)
         if sub == "/stats" and method == "GET":
             stats = {"reliability": self.stats(), "usd": self.ledger.snapshot(), "state": self.state_status()}
+            if self.experiments is not None:  # routed vs control, shadow's prediction (docs/rollout.md)
+                stats["experiment"] = self.experiments.view()
             if thresholds := self.threshold_control():
                 stats["threshold_control"] = thresholds
             return Reply(200, {"content-type": "application/json"}, body=dumps(stats))

@@ -69,7 +69,37 @@ def _print_route(name: str, view: dict[str, Any]) -> None:
                 print(f"  routed - control: {key} {_interval(comparison[key], 'diff', fmt)}")
     shadow = view.get("shadow")
     if shadow:
-        share = shadow["predicted_saved_share"]
-        shown = "-" if share is None else f"{share:.1%}"
-        saving = _interval(shadow["predicted_saving_per_session"])
+        _print_shadow(shadow)
+
+
+def _print_shadow(shadow: dict[str, Any]) -> None:
+    """Shadow's predicted saving: corrected by the mirrors, or at equal verbosity (docs/rollout.md)."""
+    share = shadow["predicted_saved_share"]
+    shown = "-" if share is None else f"{share:.1%}"
+    saving = _interval(shadow["predicted_saving_per_session"])
+    if shadow.get("basis") != "mirrors":
         print(f"  shadow: predicted saving $/session {saving}  (share of the baseline's cost: {shown})")
+        print(
+            "  shadow: assumes the chosen targets write as much as the baseline "
+            "(no mirrored session: set experiment.mirror_share to measure it)"
+        )
+        return
+    bounds = shadow.get("predicted_saved_share_interval") or {}
+    if bounds.get("low") is not None:
+        shown = f"{shown} [{bounds['low']:.1%}, {bounds['high']:.1%}]"
+    ratio = _interval(shadow["cost_ratio"], fmt="{:.3f}")
+    print(f"  shadow: predicted saving $/session {saving}  (share of the baseline's cost: {shown})")
+    print(
+        f"  shadow: corrected by {shadow['mirrored_sessions']} mirrored sessions "
+        f"({shadow['mirrored_requests']} requests): would-be cost / priced estimate {ratio}"
+    )
+    equal = shadow["equal_verbosity"]
+    flat = equal["predicted_saved_share"]
+    print(
+        f"  shadow: at equal verbosity (uncorrected) $/session {_interval(equal['predicted_saving_per_session'])}"
+        f"  share {'-' if flat is None else f'{flat:.1%}'}"
+    )
+    print(
+        f"  shadow: mirrors cost ${shadow['mirror_cost_usd']:.6f}; "
+        f"{shadow['mirror_failures']} failed, {shadow['mirror_skipped']} not sent (busy or restricted)"
+    )

@@ -171,7 +171,13 @@ def _experiment(spec: RouterSpec) -> Experiment | None:
     block, baseline = spec.experiment, experiment_baseline(spec)
     if block is None or baseline is None:
         return None
-    return Experiment(mode=block.mode, control_share=block.control_share, baseline=baseline)
+    return Experiment(
+        mode=block.mode,
+        control_share=block.control_share,
+        baseline=baseline,
+        mirror_share=block.mirror_share,
+        mirror_concurrency=block.mirror_concurrency,
+    )
 
 
 def _verifier(loaded: LoadedConfig, name: str, spec: RouterSpec) -> Verifier | None:

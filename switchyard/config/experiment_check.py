@@ -2,7 +2,8 @@
 
 Layer: ``config``. The block's own shape (``control_share`` in [0, 1), ``mode``) is checked by
 :class:`~switchyard.routers.experiment.ExperimentSpec`; here: the baseline is one of the route's
-own targets, and a route without a capable tier names one.
+own targets, a route without a capable tier names one, and ``mirror_share`` comes with
+``mode: shadow``.
 """
 
 from __future__ import annotations
@@ -26,22 +27,30 @@ def experiment_problems(spec: RouterSpec) -> list[tuple[tuple[str, ...], str]]:
     block = spec.experiment
     if block is None:
         return []
+    problems: list[tuple[tuple[str, ...], str]] = []
+    if block.mirror_share > 0 and block.mode != "shadow":
+        problems.append(
+            (
+                ("experiment", "mirror_share"),
+                "mirror_share needs mode: shadow (a mirror measures what the router's choice would have "
+                "spent while the baseline serves; with mode: route the choice already serves)",
+            )
+        )
     own = spec.routable_targets()
     if block.baseline is None:
         if spec.tiers() is None:
-            return [
+            problems.append(
                 (
                     ("experiment",),
                     f"set experiment.baseline: route type {spec.type!r} has no capable tier to default to "
                     f"(name one of its targets: {', '.join(own) or '(none)'})",
                 )
-            ]
-        return []
-    if block.baseline not in own:
-        return [
+            )
+    elif block.baseline not in own:
+        problems.append(
             (
                 ("experiment", "baseline"),
                 f"{block.baseline!r} is not a target of this route (its targets: {', '.join(own) or '(none)'})",
             )
-        ]
-    return []
+        )
+    return problems

@@ -93,6 +93,7 @@ class Share:
     router_usd: float
     feature_usd: float
     baseline_usd: float | None
+    experiment_usd: float = 0.0
 
     @classmethod
     def of(cls, record: DecisionRecord) -> Share:
@@ -102,6 +103,7 @@ class Share:
             record.router_cost.cost_usd,
             record.feature_cost_usd,
             record.baseline_cost_usd,
+            record.experiment_cost_usd,
         )
 
 
@@ -116,11 +118,13 @@ class Totals:
     feature_usd: float = 0.0
     baseline_usd: float = 0.0
     priced_requests: int = 0
+    experiment_usd: float = 0.0
+    """Spent by experiments besides the answers: shadow mode's mirror calls."""
 
     @property
     def total_usd(self) -> float:
-        """Answers plus routing overhead."""
-        return self.answer_usd + self.router_usd + self.feature_usd
+        """Answers plus routing overhead plus experiments' mirror calls."""
+        return self.answer_usd + self.router_usd + self.feature_usd + self.experiment_usd
 
     @property
     def saved_usd(self) -> float:
@@ -140,10 +144,11 @@ class Totals:
         self.answer_usd += share.answer_usd
         self.router_usd += share.router_usd
         self.feature_usd += share.feature_usd
+        self.experiment_usd += share.experiment_usd
         if share.baseline_usd is not None:
             self.priced_requests += 1
             self.baseline_usd += share.baseline_usd
-            self._spent_priced += share.answer_usd + share.router_usd + share.feature_usd
+            self._spent_priced += share.answer_usd + share.router_usd + share.feature_usd + share.experiment_usd
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready totals (USD rounded to 1e-9)."""
@@ -154,6 +159,7 @@ class Totals:
             "answer_usd": _usd(self.answer_usd),
             "router_usd": _usd(self.router_usd),
             "feature_usd": _usd(self.feature_usd),
+            "experiment_usd": _usd(self.experiment_usd),
             "total_usd": _usd(self.total_usd),
             "always_capable_usd": _usd(self.baseline_usd),
             "saved_usd": _usd(self.saved_usd),
@@ -247,6 +253,7 @@ def record_from_log(obj: Mapping[str, Any]) -> DecisionRecord:
         status=int(number("status")) if "status" in obj else 200,
         cost_usd=number("cost_usd"),
         feature_cost_usd=number("feature_cost_usd"),
+        experiment_cost_usd=number("experiment_cost_usd"),
         baseline_cost_usd=None if baseline is None else number("baseline_cost_usd"),
         tier=text("tier"),
         details=dict(details) if isinstance(details, Mapping) else {},

@@ -44,6 +44,7 @@ from switchyard.engine.handoff import Prepared
 from switchyard.engine.health import Health
 from switchyard.engine.identify import identified
 from switchyard.engine.intake import decode
+from switchyard.engine.mirror import Mirrors
 from switchyard.engine.monitor import BackendMonitor
 from switchyard.engine.records import DecisionRecord, DecisionSink
 from switchyard.engine.replies import (
@@ -158,6 +159,7 @@ class Engine:
         self.reply_model: ReplyModel = REPLY_MODEL_DEFAULT
         self.derive_session = True  # see switchyard.engine.session.derived_session_key
         self.preview_chars = 0  # server.dashboard.prompt_preview_chars (DecisionRecord.preview)
+        self.mirrors = Mirrors()  # shadow mode's mirror calls (engine/mirror.py)
 
     # -- lookup -----------------------------------------------------------------------------
 
@@ -287,17 +289,24 @@ class Engine:
         """Routes and answers ``request`` (non-streaming)."""
         t0 = time.perf_counter()
         prep = await self.prepare(request, lower(headers), None, None, t0)
+        self.mirrors.plan(prep, self.targets)
         return await answer_stage.completion(self, prep)
 
     async def stream(self, request: ChatRequest, headers: Mapping[str, str] | None = None) -> EventStream:
         """Routes and opens a streamed answer."""
         t0 = time.perf_counter()
         prep = await self.prepare(request, lower(headers), None, None, t0)
+        self.mirrors.plan(prep, self.targets)
         return await answer_stage.stream(self, prep)
 
     def emit(self, record: DecisionRecord) -> None:
         """Masks ``record`` (what a ``restrict:`` rule matched) and hands it to every sink; a
-        failing sink is logged and the rest still run."""
+        failing sink is logged and the rest still run. A shadow request with a planned mirror
+        goes to the sinks when its mirror ends (engine/mirror.py)."""
+        if not self.mirrors.start(record, self._emit_now):
+            book.emit_to(self.sinks, record)
+
+    def _emit_now(self, record: DecisionRecord) -> None:
         book.emit_to(self.sinks, record)
 
     # -- wire-level entry point ---------------------------------------------------------------
@@ -329,6 +338,7 @@ class Engine:
             prep = await self.prepare(request, hdrs, fmt, raw, t0, read)
             if read is not None:  # the stand-in's full decode, should the prompt's size be needed
                 prep.decode = lambda: codec.decode_request(raw)
+            self.mirrors.plan(prep, self.targets)
             prep.record.path = path
             if prep.decision.request is None:
                 prep.body_bytes = len(body)
@@ -362,5 +372,6 @@ class Engine:
 
     async def aclose(self) -> None:
         """Closes every backend, and every router that holds connections (``aclose``)."""
+        await self.mirrors.aclose()  # before the backends close: their records still go out
         await self.monitor.aclose()
         await close_all(self.targets.values(), self.routes.values())

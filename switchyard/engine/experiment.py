@@ -16,7 +16,7 @@ from switchyard._dataclass import dataclass
 from switchyard.engine.records import DecisionRecord
 from switchyard.protocol.session import SessionInfo
 from switchyard.routers.base import Decision
-from switchyard.routers.experiment import control_draw
+from switchyard.routers.experiment import control_draw, mirror_draw
 
 
 @dataclass(slots=True, frozen=True)
@@ -27,11 +27,25 @@ class Experiment:
         mode: ``route`` or ``shadow``.
         control_share: Share of sessions kept on the baseline (``route`` mode).
         baseline: The target that serves shadow and control requests.
+        mirror_share: Share of shadow sessions mirrored to the router's choice (``engine/mirror.py``).
+        mirror_concurrency: Most mirror calls of the route in flight at once.
     """
 
     mode: str
     control_share: float
     baseline: str
+    mirror_share: float = 0.0
+    mirror_concurrency: int = 4
+
+    def mirrored(self, tenant: str | None, session_id: str | None, request_id: str) -> bool:
+        """Whether a shadow request is mirrored: the sticky draw of its tenant and session id
+        (of its request id without a session) is below ``mirror_share``."""
+        if self.mode != "shadow" or self.mirror_share <= 0:
+            return False
+        if self.mirror_share >= 1:
+            return True
+        unit = session_id if session_id is not None else f"\x00{request_id}"
+        return mirror_draw(tenant, unit) < self.mirror_share
 
     def arm(self, session: SessionInfo, request_id: str) -> str:
         """The arm of a request: ``shadow``; else ``control`` or ``routed`` by the sticky draw of

@@ -4,9 +4,9 @@ Layer: ``engine`` — pure Python over decision-log lines (no numpy); the CLI an
 both read it.
 
 Reads what ``switchyard serve --decision-log`` writes: decision records (their ``details.arm``
-from a route's ``experiment:`` block, their cost, a shadow request's ``would_cost_usd``) and the
-feedback lines of ``POST /v1/feedback``. The unit is the **session** (a request without a
-session id counts as its own session): arms are assigned per session, so costs and outcomes
+from a route's ``experiment:`` block, their cost, a shadow request's ``would_cost_usd`` and
+``details.mirror``) and the feedback lines of ``POST /v1/feedback``. The unit is the
+**session** (a request without a session id counts as its own session): arms are assigned per session, so costs and outcomes
 are compared per session, never per request. The sessions and their outcomes come from
 :func:`switchyard.engine.joined_log.join_log` — the join replay and tune read too: keyed by
 tenant and session id, a report joining only its own tenant's sessions, the latest (by ``ts``)
@@ -14,7 +14,9 @@ counting.
 
 Intervals are normal-approximation (Welch) 95 % intervals of a mean, or of a difference of two
 independent means (:mod:`switchyard.protocol.intervals`); ``benchmarks/control_group.py`` checks
-their coverage on simulated sessions.
+their coverage on simulated sessions. Shadow mode's prediction, once mirrored requests measured
+what the chosen targets really spend, is corrected by them with a session-bootstrap interval
+(:mod:`switchyard.engine.mirror_stats`).
 """
 
 from __future__ import annotations
@@ -26,15 +28,50 @@ from typing import Any
 from switchyard._dataclass import dataclass
 from switchyard.engine.joined_log import OUTCOMES as _OUTCOMES
 from switchyard.engine.joined_log import join_log
+from switchyard.engine.mirror_stats import corrected
 from switchyard.protocol.intervals import Z95, difference_interval, mean_interval
 
 
 @dataclass(slots=True)
 class _Session:
     cost: float = 0.0
-    would: float = 0.0
     requests: int = 0
     outcome: dict[str, float] = field(default_factory=dict)
+    # Shadow sessions (engine/mirror_stats.py): the would-be cost, exact and priced parts; mirrors.
+    would_same: float = 0.0
+    would_other: float = 0.0
+    mirror: float = 0.0
+    pair_measured: float = 0.0
+    pair_estimate: float = 0.0
+    mirrored: int = 0
+    mirror_failed: int = 0
+    mirror_skipped: int = 0
+
+    def add_shadow(self, obj: Mapping[str, Any], details: Mapping[str, Any]) -> None:
+        """Adds one shadow record's would-be cost and mirror."""
+        routing = _cost({"router_cost": obj.get("router_cost"), "feature_cost_usd": obj.get("feature_cost_usd")})
+        experiment = _number(obj.get("experiment_cost_usd"))
+        self.mirror += experiment
+        would, chose = details.get("would_cost_usd"), details.get("would_select")
+        if not _is_number(would):
+            self.would_same += _cost(obj) - experiment  # unpriced (a failed request): what it cost
+            return
+        if not isinstance(chose, str) or chose == obj.get("selected"):
+            self.would_same += _number(would) + routing
+            return
+        self.would_same += routing
+        self.would_other += _number(would)
+        mirror = details.get("mirror")
+        if not isinstance(mirror, Mapping):
+            return
+        if _is_number(mirror.get("cost_usd")) and mirror.get("error") is None:
+            self.mirrored += 1
+            self.pair_measured += _number(mirror["cost_usd"])
+            self.pair_estimate += _number(would)
+        elif mirror.get("error") is not None:
+            self.mirror_failed += 1
+        elif mirror.get("skipped") is not None:
+            self.mirror_skipped += 1
 
 
 def _clipped(found: dict[str, Any], low: float, high: float) -> dict[str, Any]:
@@ -48,11 +85,20 @@ def _clipped(found: dict[str, Any], low: float, high: float) -> dict[str, Any]:
 _BOUNDED = frozenset({"resolved", "score"})  # rates and scores in [0, 1]
 
 
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _number(value: Any) -> float:
+    return float(value) if _is_number(value) else 0.0
+
+
 def _cost(obj: Mapping[str, Any]) -> float:
+    """Everything a record spent: answer, routing (judges, features) and experiment (mirrors)."""
     router = obj.get("router_cost")
     routing = router.get("cost_usd", 0.0) if isinstance(router, Mapping) else 0.0
-    parts = (obj.get("cost_usd"), routing, obj.get("feature_cost_usd"))
-    return sum(float(p) for p in parts if isinstance(p, int | float) and not isinstance(p, bool))
+    parts = (obj.get("cost_usd"), routing, obj.get("feature_cost_usd"), obj.get("experiment_cost_usd"))
+    return sum(_number(p) for p in parts)
 
 
 def experiment_stats(lines: Iterable[Mapping[str, Any]], *, tenant: str | None = None) -> dict[str, Any]:
@@ -77,9 +123,8 @@ def experiment_stats(lines: Iterable[Mapping[str, Any]], *, tenant: str | None =
                 continue
             entry = sessions.setdefault((route, arm), {}).setdefault(joined.key, _Session())
             entry.cost += _cost(obj)
-            would = details.get("would_cost_usd") if isinstance(details, Mapping) else None
-            router = _cost({"router_cost": obj.get("router_cost"), "feature_cost_usd": obj.get("feature_cost_usd")})
-            entry.would += (float(would) + router) if isinstance(would, int | float) else _cost(obj)
+            if arm == "shadow" and isinstance(details, Mapping):
+                entry.add_shadow(obj, details)
             entry.requests += 1
             entry.outcome = joined.outcome
     return {route: _route_view(sessions, route) for route in sorted({r for r, _ in sessions})}
@@ -104,13 +149,30 @@ def _route_view(
         view["routed_vs_control"] = comparison
     shadow = arms.get("shadow", [])
     if shadow:
-        saved = [s.cost - s.would for s in shadow]
-        served = sum(s.cost for s in shadow)
-        view["shadow"] = {
-            "predicted_saving_per_session": mean_interval(saved),
-            "predicted_saved_share": (sum(saved) / served) if served > 0 else None,
-        }
+        view["shadow"] = _shadow_view(shadow)
     return view
+
+
+def _shadow_view(shadow: list[_Session]) -> dict[str, Any]:
+    """Shadow's predicted saving: corrected by the mirrors when any answered (``basis:
+    mirrors``), else priced at equal verbosity (``basis: equal_verbosity``), which is also
+    always given on its own."""
+    saved = [s.cost - s.mirror - s.would_same - s.would_other for s in shadow]
+    served = sum(s.cost - s.mirror for s in shadow)
+    equal = {
+        "predicted_saving_per_session": mean_interval(saved),
+        "predicted_saved_share": (sum(saved) / served) if served > 0 else None,
+    }
+    mirrors = {
+        "mirror_cost_usd": sum(s.mirror for s in shadow),
+        "mirrored_requests": sum(s.mirrored for s in shadow),
+        "mirror_failures": sum(s.mirror_failed for s in shadow),
+        "mirror_skipped": sum(s.mirror_skipped for s in shadow),
+    }
+    fixed = corrected(shadow)
+    if fixed is None:
+        return {**equal, "basis": "equal_verbosity", "mirrored_sessions": 0, **mirrors, "equal_verbosity": equal}
+    return {**fixed, "basis": "mirrors", **mirrors, "equal_verbosity": equal}
 
 
 def _arm_view(entries: list[_Session]) -> dict[str, Any]:

@@ -135,6 +135,9 @@ class DecisionRecord:
     router_cost: RouterCost = field(default_factory=RouterCost)
     router_attempts: list[Attempt] = field(default_factory=list)
     feature_cost_usd: float = 0.0
+    experiment_cost_usd: float = 0.0
+    """What the route's experiment spent on this request besides answering it: a shadow
+    request's mirror call (``details.mirror``; ``engine/mirror.py``)."""
     baseline_cost_usd: float | None = None
     tier: str | None = None
     overhead_ms: float = 0.0
@@ -186,8 +189,9 @@ class DecisionRecord:
 
     @property
     def total_cost_usd(self) -> float:
-        """Answer cost plus routing cost (the router's model calls and its feature extraction)."""
-        return self.cost_usd + self.router_cost.cost_usd + self.feature_cost_usd
+        """Answer cost plus routing cost (the router's model calls and its feature extraction)
+        plus the experiment's (a shadow request's mirror call): everything the request spent."""
+        return self.cost_usd + self.router_cost.cost_usd + self.feature_cost_usd + self.experiment_cost_usd
 
     @property
     def caller(self) -> Caller | None:

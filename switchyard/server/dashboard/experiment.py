@@ -8,9 +8,10 @@ block (docs/rollout.md).
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from typing import Any
 
+from switchyard.engine.experiment_log import record_lines
 from switchyard.engine.experiment_stats import experiment_stats
 from switchyard.engine.records import DecisionRecord
 
@@ -34,29 +35,9 @@ class Outcomes:
         return list(self._lines)
 
 
-def _lines(records: Iterable[DecisionRecord]) -> Iterator[dict[str, Any]]:
-    """The fields :func:`experiment_stats` reads, for the records that carry an arm."""
-    for record in records:
-        details = record.details
-        arm = details.get("arm")
-        if arm is None:
-            continue
-        yield {
-            "request_id": record.request_id,
-            "route": record.route,
-            "tenant": record.tenant,
-            "session_id": record.session_id,
-            "status": record.status,
-            "cost_usd": record.cost_usd,
-            "feature_cost_usd": record.feature_cost_usd,
-            "router_cost": {"cost_usd": record.router_cost.cost_usd},
-            "details": {"arm": arm, "would_cost_usd": details.get("would_cost_usd")},
-        }
-
-
 def experiment_view(records: Iterable[DecisionRecord], outcomes: Outcomes | None) -> dict[str, Any]:
     """Per route: arms, routed vs control, shadow's predicted saving (``{}``: no experiment)."""
-    lines: list[dict[str, Any]] = list(_lines(records))
+    lines: list[dict[str, Any]] = list(record_lines(records))
     if not lines:
         return {}
     return experiment_stats([*lines, *(outcomes.lines() if outcomes is not None else ())])
