@@ -25,6 +25,8 @@ Usage:
     python benchmarks/shadow_prediction.py            # verbosity 1.0, 1.5, 3.0 x mirror share 0, 0.1, 0.25
     python benchmarks/shadow_prediction.py --sessions 100 --verbosity 1.0 --mirror-share 0.1
     python benchmarks/shadow_prediction.py --out benchmarks/results/shadow_prediction-20261205.json
+    python benchmarks/shadow_prediction.py --verbosity 3 --mirror-share 0.1 --log-dir /tmp  # then:
+    switchyard stats /tmp/shadow-verbosity3-mirror0.1.jsonl --experiment
 """
 
 from __future__ import annotations
@@ -127,7 +129,9 @@ async def run(
     return sorted(by_id.values(), key=lambda r: r.ts)
 
 
-def measure(verbosity: float, count: int, seed: int, shares: list[float]) -> list[dict[str, Any]]:
+def measure(
+    verbosity: float, count: int, seed: int, shares: list[float], log_dir: str | None = None
+) -> list[dict[str, Any]]:
     upstream = FakeUpstream(
         [FakeModel("fake-efficient", brain(verbosity)), FakeModel("fake-capable", brain(verbosity))]
     )
@@ -143,6 +147,9 @@ def measure(verbosity: float, count: int, seed: int, shares: list[float]) -> lis
     for share, shadowed in shadows.items():
         baseline = sum(r.total_cost_usd - r.experiment_cost_usd for r in shadowed)
         lines = [json.loads(r.to_json()) for r in shadowed]
+        if log_dir:  # the shadow run's decision log, for `switchyard stats --experiment`
+            path = Path(log_dir) / f"shadow-verbosity{verbosity:g}-mirror{share:g}.jsonl"
+            path.write_bytes(b"".join(r.to_json() + b"\n" for r in shadowed))
         view = experiment_stats(lines)["agent"]["shadow"]
         predicted, measured = view["predicted_saved_share"], 1 - spent / baseline
         bounds = view.get("predicted_saved_share_interval") or {}
@@ -181,9 +188,10 @@ def main() -> None:
     parser.add_argument("--verbosity", type=float, nargs="+", default=[1.0, 1.5, 3.0])
     parser.add_argument("--mirror-share", type=float, nargs="+", default=[0.0, 0.1, 0.25])
     parser.add_argument("--out", help="also write the results as JSON to this file")
+    parser.add_argument("--log-dir", help="also write each shadow run's decision log (JSONL) into this folder")
     args = parser.parse_args()
     started = time.perf_counter()
-    results = [r for v in args.verbosity for r in measure(v, args.sessions, args.seed, args.mirror_share)]
+    results = [r for v in args.verbosity for r in measure(v, args.sessions, args.seed, args.mirror_share, args.log_dir)]
     for r in results:
         shown = f"{r['predicted_saved']:.1%}"
         if r["predicted_low"] is not None:

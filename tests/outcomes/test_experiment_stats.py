@@ -132,3 +132,59 @@ def test_a_rate_interval_stays_within_its_bounds_on_few_sessions() -> None:
     assert (rate["low"], rate["high"]) == (0.0, 1.0)
     diff = view["routed_vs_control"]["resolved"]
     assert (diff["low"], diff["high"]) == (-1.0, 1.0)
+
+
+def mirrored(session: str, cost: float, would: float, mirror: dict[str, Any] | None, **extra: Any) -> dict[str, Any]:
+    """A shadow record served by ``capable`` whose router chose ``efficient`` (``would``: priced)."""
+    line = decision("sh", "shadow", session, cost, would_select="efficient", would_cost_usd=would, **extra)
+    line["selected"] = "capable"
+    if mirror is not None:
+        line["details"]["mirror"] = mirror
+        line["experiment_cost_usd"] = mirror.get("cost_usd", 0.0)
+    return line
+
+
+MIRROR_LOG: list[dict[str, Any]] = [
+    # m1: one request routed elsewhere (priced 0.1, its mirror really cost 0.3), one the baseline
+    # would have served itself (exact: 2.0)
+    mirrored("m1", 1.0, 0.1, {"target": "efficient", "cost_usd": 0.3}),
+    {**decision("sh", "shadow", "m1", 2.0, would_select="capable", would_cost_usd=2.0), "selected": "capable"},
+    mirrored("m2", 1.0, 0.1, {"target": "efficient", "cost_usd": 0.1}),
+    mirrored("u1", 4.0, 0.4, None),  # not mirrored
+    mirrored("u2", 1.0, 0.1, {"target": "efficient", "skipped": "busy"}),
+]
+
+
+def test_mirrors_correct_shadows_prediction_by_the_measured_cost_ratio() -> None:
+    shadow = experiment_stats(MIRROR_LOG)["sh"]["shadow"]
+    # R = (0.3 + 0.1) / (0.1 + 0.1) = 2. Per session, baseline answers (mirrors left out) minus
+    # exact part minus R x priced part: m1 3.0 - 2.0 - 0.2 = 0.8; m2 1.0 - 0.2 = 0.8;
+    # u1 4.0 - 0.8 = 3.2; u2 1.0 - 0.2 = 0.8. Σ 5.6 of 9.0.
+    assert shadow["basis"] == "mirrors"
+    assert shadow["cost_ratio"]["mean"] == pytest.approx(2.0)
+    assert shadow["predicted_saving_per_session"]["mean"] == pytest.approx(5.6 / 4)
+    assert shadow["predicted_saved_share"] == pytest.approx(5.6 / 9.0)
+    # Equal verbosity: 0.9 + 0.9 + 3.6 + 0.9 = 6.3 of 9.0.
+    assert shadow["equal_verbosity"]["predicted_saved_share"] == pytest.approx(0.7)
+    assert (shadow["mirrored_sessions"], shadow["mirrored_requests"], shadow["mirror_skipped"]) == (2, 2, 1)
+    assert shadow["mirror_cost_usd"] == pytest.approx(0.4)
+    # The session-bootstrap ratio can only be a mix of m1's 3.0 and m2's 1.0.
+    ratio = shadow["cost_ratio"]
+    assert 1.0 - 1e-9 <= ratio["low"] < ratio["high"] <= 3.0 + 1e-9
+    bounds = shadow["predicted_saved_share_interval"]
+    assert bounds["low"] <= shadow["predicted_saved_share"] <= bounds["high"]
+    # The arm's own cost includes the mirrors: visible as experiment spend. (3.3 + 1.1 + 4 + 1) / 4
+    arm = experiment_stats(MIRROR_LOG)["sh"]["arms"]["shadow"]
+    assert arm["cost_per_session"]["mean"] == pytest.approx(9.4 / 4)
+
+
+def test_the_cli_says_what_the_prediction_rests_on(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    log = tmp_path / "decisions.jsonl"
+    log.write_bytes(b"\n".join(orjson.dumps(line) for line in MIRROR_LOG) + b"\n")
+    assert main(["stats", str(log), "--experiment"]) == 0
+    text = capsys.readouterr().out
+    assert "corrected by 2 mirrored sessions (2 requests)" in text and "62.2%" in text
+    assert "at equal verbosity (uncorrected)" in text and "share 70.0%" in text
+    log.write_bytes(b"\n".join(orjson.dumps(line) for line in LOG) + b"\n")
+    assert main(["stats", str(log), "--experiment", "--route", "other"]) == 0
+    assert "assumes the chosen targets write as much as the baseline" in capsys.readouterr().out

@@ -345,6 +345,23 @@
 
   const num3 = (v) => (v === null || v === undefined ? "—" : Number(v).toFixed(3));
 
+  // Shadow's predicted share of the baseline's cost, with its bootstrap interval once mirrors measured it.
+  function shadowShare(shadow) {
+    const b = shadow.predicted_saved_share_interval;
+    return pct(shadow.predicted_saved_share) + (b && b.low !== null && b.low !== undefined ? " [" + pct(b.low) + ", " + pct(b.high) + "]" : "");
+  }
+
+  // What shadow's prediction rests on: mirrored sessions (and what they cost), or equal verbosity.
+  function shadowBasis(shadow) {
+    if (shadow.basis !== "mirrors") {
+      return "assumes the chosen targets write as much as the baseline (no mirrored session: set experiment.mirror_share)";
+    }
+    return "corrected by " + int(shadow.mirrored_sessions) + " mirrored sessions (" + int(shadow.mirrored_requests) +
+      " requests): would-be cost / priced estimate " + interval(shadow.cost_ratio, "mean", num3) +
+      "; at equal verbosity " + pct(shadow.equal_verbosity.predicted_saved_share) +
+      "; mirrors cost " + usd(shadow.mirror_cost_usd);
+  }
+
   // Routes with an experiment: block (docs/rollout.md): arms, routed vs control, shadow's saving.
   function experimentCards(experiment) {
     const routes = Object.entries(experiment || {});
@@ -370,7 +387,8 @@
             (vs.score ? "; score " + interval(vs.score, "diff", num3) : "")) : null,
           shadow ? el("p", { "data-field": "shadow-saving:" + route },
             "shadow: predicted saving per session " + interval(shadow.predicted_saving_per_session, "mean", usd) +
-            " (" + pct(shadow.predicted_saved_share) + " of the baseline's cost)") : null
+            " (" + shadowShare(shadow) + " of the baseline's cost)") : null,
+          shadow ? el("p", { class: "muted small", "data-field": "shadow-basis:" + route }, shadowBasis(shadow)) : null
         );
       }),
     ];
