@@ -108,9 +108,7 @@ def config(port: int, shadow: bool, mirror_share: float = 0.0) -> dict[str, Any]
     }
 
 
-async def run(
-    port: int, shadow: bool, work: list[list[list[dict[str, Any]]]], mirror_share: float = 0.0
-) -> list[Any]:
+async def run(port: int, shadow: bool, work: list[list[list[dict[str, Any]]]], mirror_share: float = 0.0) -> list[Any]:
     """The decision records of ``work`` as the sinks get them (a mirrored record once its mirror ended)."""
     records: list[Any] = []
     sent = 0
@@ -172,7 +170,9 @@ def measure(
                 "equal_verbosity_saved": view["equal_verbosity"]["predicted_saved_share"],
                 "measured_saved": measured,
                 "gap_points": 100 * (predicted - measured),
-                "measured_inside_interval": bounds.get("low") is not None and bounds["low"] <= measured <= bounds["high"],
+                "measured_inside_interval": (
+                    bounds.get("low") is not None and bounds["low"] <= measured <= bounds["high"]
+                ),
                 "mirror_cost_usd": view["mirror_cost_usd"],
                 "mirror_cost_share_of_baseline": view["mirror_cost_usd"] / baseline,
                 "baseline_usd": baseline,

@@ -6,11 +6,11 @@ both read it.
 Reads what ``switchyard serve --decision-log`` writes: decision records (their ``details.arm``
 from a route's ``experiment:`` block, their cost, a shadow request's ``would_cost_usd`` and
 ``details.mirror``) and the feedback lines of ``POST /v1/feedback``. The unit is the
-**session** (a request without a session id counts as its own session): arms are assigned per session, so costs and outcomes
-are compared per session, never per request. The sessions and their outcomes come from
-:func:`switchyard.engine.joined_log.join_log` — the join replay and tune read too: keyed by
-tenant and session id, a report joining only its own tenant's sessions, the latest (by ``ts``)
-counting.
+**session** (a request without a session id counts as its own session): arms are assigned per
+session, so costs and outcomes are compared per session, never per request. The sessions and
+their outcomes come from :func:`switchyard.engine.joined_log.join_log` — the join replay and
+tune read too: keyed by tenant and session id, a report joining only its own tenant's sessions,
+the latest (by ``ts``) counting.
 
 Intervals are normal-approximation (Welch) 95 % intervals of a mean, or of a difference of two
 independent means (:mod:`switchyard.protocol.intervals`); ``benchmarks/control_group.py`` checks
