@@ -217,7 +217,13 @@ class FeedbackResult:
 class _LocalIndex:
     """The memory backend's index of recent decisions: key → route, bounded (oldest written
     evicted first) and expiring ``ttl_s`` after the last write. Synchronous, so the decision
-    sink writes it in place."""
+    sink writes it in place.
+
+    Not a :class:`~switchyard.state.memory.MemoryStore`, though bound and expiry are the same:
+    that store copies each dict value in and out (callers must not reach stored state) and is
+    async, and the sink writes two entries per request. Built on it (a synchronous write of a
+    ``{"route": …}`` dict), the sink measured 2.7 µs a record against 1.5 µs here (same process,
+    100,000 records, alternating runs)."""
 
     __slots__ = ("_data", "_max", "_ttl")
 
