@@ -28,9 +28,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from switchyard._dataclass import dataclass
+
+if TYPE_CHECKING:  # a type only: this module stays free of pydantic
+    from switchyard.protocol.targets import Price
 
 CHARS_PER_TOKEN = 4.0
 """The estimation rule's tokenizer stand-in (AgentDojo PROVENANCE.md: characters / 4)."""
@@ -55,7 +58,9 @@ class TurnTokens:
 
 @dataclass(frozen=True, slots=True)
 class CachePrice:
-    """USD per million tokens, with prompt caching.
+    """USD per million tokens, with prompt caching: a config ``price:``
+    (:class:`~switchyard.protocol.targets.Price`) with its defaults applied, as plain floats for
+    the replay's per-turn arithmetic (:meth:`from_price`).
 
     Attributes:
         input: Uncached prompt tokens (list price).
@@ -70,16 +75,10 @@ class CachePrice:
     cache_write: float
 
     @classmethod
-    def of(
-        cls, input: float, output: float, cached_input: float | None = None, cache_write: float | None = None
-    ) -> CachePrice:
-        """A price whose missing cache prices default to the input price (no caching discount)."""
-        return cls(
-            input,
-            output,
-            input if cached_input is None else cached_input,
-            input if cache_write is None else cache_write,
-        )
+    def from_price(cls, price: Price) -> CachePrice:
+        """``price`` resolved (:meth:`Price.rates <switchyard.protocol.targets.Price.rates>`:
+        a missing cache price is the input price)."""
+        return cls(*price.rates())
 
     def uncached(self) -> CachePrice:
         """The same price without caching: every prompt token at the input price."""

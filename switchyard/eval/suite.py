@@ -32,7 +32,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeFloat, ValidationError, model_validator
 
 from switchyard._dataclass import dataclass
-from switchyard.eval.cache_cost import CachePrice
+from switchyard.protocol.targets import Price
 
 DATA_DIR_ENV = "SWITCHYARD_DATA_DIR"
 """Environment variable that overrides a suite's ``data_dir``."""
@@ -50,19 +50,14 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-class PriceSpec(_Model):
-    """USD per million tokens (the router config's ``price:`` keys)."""
+class PriceSpec(Price):
+    """A suite's ``prices:`` entry: the router config's ``price:`` keys, the two list prices
+    required (a model priced 0 by omission would make every switch to it look free)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     input_per_mtok: NonNegativeFloat
     output_per_mtok: NonNegativeFloat
-    cached_input_per_mtok: NonNegativeFloat | None = None
-    cache_write_per_mtok: NonNegativeFloat | None = None
-
-    def cache_price(self) -> CachePrice:
-        """As a :class:`CachePrice` (missing cache prices default to the input price)."""
-        return CachePrice.of(
-            self.input_per_mtok, self.output_per_mtok, self.cached_input_per_mtok, self.cache_write_per_mtok
-        )
 
 
 class DatasetSpec(_Model):

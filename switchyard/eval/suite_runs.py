@@ -132,10 +132,9 @@ def model_prices(suite: Suite, loaded: LoadedConfig, models: tuple[str, ...]) ->
     out: dict[str, CachePrice] = {}
     for m in models:
         if m in by_model:
-            p = by_model[m]
-            out[m] = CachePrice.of(p.input_per_mtok, p.output_per_mtok, p.cached_input_per_mtok, p.cache_write_per_mtok)
+            out[m] = CachePrice.from_price(by_model[m])
         elif m in suite.spec.prices:
-            out[m] = suite.spec.prices[m].cache_price()
+            out[m] = CachePrice.from_price(suite.spec.prices[m])
         else:
             raise SuiteError(
                 f"{suite.source}: no price for model {m!r}: add prices.{m} "

@@ -29,15 +29,22 @@ class Price(BaseModel):
     cached_input_per_mtok: NonNegativeFloat | None = None
     cache_write_per_mtok: NonNegativeFloat | None = None
 
+    def rates(self) -> tuple[float, float, float, float]:
+        """``(input, output, cached input, cache write)`` USD per million tokens, a missing cache
+        price at the input price (no caching discount): the one place that default is applied."""
+        inp = self.input_per_mtok
+        cached = inp if self.cached_input_per_mtok is None else self.cached_input_per_mtok
+        write = inp if self.cache_write_per_mtok is None else self.cache_write_per_mtok
+        return inp, self.output_per_mtok, cached, write
+
     def cost(self, usage: Usage) -> float:
         """USD cost of ``usage`` at this price."""
-        cached = self.input_per_mtok if self.cached_input_per_mtok is None else self.cached_input_per_mtok
-        write = self.input_per_mtok if self.cache_write_per_mtok is None else self.cache_write_per_mtok
+        inp, out, cached, write = self.rates()
         total = (
-            usage.uncached_input_tokens * self.input_per_mtok
+            usage.uncached_input_tokens * inp
             + usage.cache_read_tokens * cached
             + usage.cache_creation_tokens * write
-            + usage.output_tokens * self.output_per_mtok
+            + usage.output_tokens * out
         )
         return total / 1_000_000
 

@@ -19,6 +19,7 @@ from switchyard.eval.cache_cost import (
     total_tokens,
     turn_tokens,
 )
+from switchyard.protocol.targets import Price
 
 PRICES = {"e": CachePrice(1.0, 2.0, 0.1, 1.25), "c": CachePrice(10.0, 20.0, 1.0, 12.5)}
 TURNS = [TurnTokens(1000, 100), TurnTokens(1500, 200), TurnTokens(2500, 300)]
@@ -45,7 +46,7 @@ def test_list_price_is_the_same_rule_without_a_discount() -> None:
     uncached = {m: p.uncached() for m, p in PRICES.items()}
     # (1000 + 200) + (1500 + 400) + (2500 + 600)
     assert price_turns(TURNS, ["e"] * 3, uncached) == pytest.approx(6200e-6)
-    assert CachePrice.of(3, 15) == CachePrice(3, 15, 3, 3)
+    assert CachePrice.from_price(Price(input_per_mtok=3, output_per_mtok=15)) == CachePrice(3, 15, 3, 3)
 
 
 def test_a_handed_over_run_carries_the_efficient_context() -> None:
@@ -81,3 +82,17 @@ def test_turn_tokens_follow_the_provenance_rule() -> None:
     assert total_tokens(turn_tokens(messages)) == (10, 4)
     # No assistant message: one decision on the whole conversation.
     assert turn_tokens(messages[:2]) == [TurnTokens(3.0, 0.0)]
+
+
+def test_a_suite_price_is_a_config_price_with_the_list_prices_required() -> None:
+    from pydantic import ValidationError
+
+    from switchyard.eval.suite import PriceSpec
+
+    spec = PriceSpec(input_per_mtok=2, output_per_mtok=8, cached_input_per_mtok=0.2)
+    assert isinstance(spec, Price) and spec.rates() == (2, 8, 0.2, 2)
+    assert CachePrice.from_price(spec) == CachePrice(2, 8, 0.2, 2)
+    with pytest.raises(ValidationError, match="output_per_mtok"):
+        PriceSpec.model_validate({"input_per_mtok": 1})
+    with pytest.raises(ValidationError, match="extra"):
+        PriceSpec.model_validate({"input_per_mtok": 1, "output_per_mtok": 1, "per_call": 1})

@@ -22,7 +22,7 @@ from switchyard.eval.cache_cost import CachePrice, price_turns, switched_cost, t
 from switchyard.eval.suite import SuiteError, load_suite
 
 ROUTE = "  scored: {type: test_score, capable: capable, efficient: efficient, threshold: 0.5}\n"
-PRICES = {"weak-m": CachePrice.of(0.1, 0.4), "strong-m": CachePrice.of(10, 30)}
+PRICES = {"weak-m": CachePrice(0.1, 0.4, 0.1, 0.1), "strong-m": CachePrice(10, 30, 10, 10)}
 
 
 def conv(*scores: float) -> list[dict[str, Any]]:
