@@ -1,4 +1,4 @@
-"""``switchyard tune --decision-log``: a route's threshold fitted on the user's own logged sessions."""
+"""``switchyard tune --decision-log``: a route's setting fitted on the user's own logged sessions."""
 
 from __future__ import annotations
 
@@ -14,16 +14,21 @@ LOG_EPILOG = """
 Your own sessions (docs/rollout.md, step 4):
   switchyard tune -c router.yaml --route agent --decision-log decisions.jsonl \\
       --grid threshold=-0.1,0,0.05,0.1,0.2 --max-points-lost 2
+  switchyard tune -c coding-agent.yaml --route agent --decision-log decisions.jsonl \\
+      --grid persistent_errors.repeats=2,3,4 --outcome score
   switchyard tune ... --feedback outcomes.jsonl --folds 5 --write router-tuned.yaml
 
 --decision-log reads serve --decision-log's records and the feedback lines in it (plus
 --feedback FILE), joined by tenant and session or request id, the latest report winning. It
-tunes a type: trajectory route's threshold: each turn's logged score (the net gain of switching)
-is replayed against each value. A session switched earlier than logged is scored with the mean
-outcome of the control/shadow sessions (served by the capable model whole), so the log needs
-some: keep experiment: {control_share: 0.1}. Sessions are split into --folds folds; each fold is
-scored under the value chosen on the others, next to the current one. Below --min-sessions
-routed sessions with feedback, or when the intervals overlap, the current threshold is kept.
+tunes a type: trajectory route's threshold (each turn's logged score, the net gain of switching,
+against each value) or a type: stage_router route's confidence_threshold,
+persistent_errors.repeats or turn_budget (each turn's logged signals and run counts decided again
+by the router's own rules; no classifier, no hold_turns). A session switched earlier than logged
+is scored with the mean outcome of the control/shadow sessions (served by the capable model
+whole), so the log needs at least --min-capable of them: keep experiment: {control_share: 0.1}.
+Sessions are split into --folds folds; each fold is scored under the value chosen on the others,
+next to the current one. Below --min-sessions routed sessions with feedback, or when the
+intervals overlap, the current value is kept.
 """
 
 
@@ -44,45 +49,67 @@ def add_log_args(p: argparse.ArgumentParser) -> None:
         metavar="N",
         help="fewest routed sessions with feedback to change anything (default 30)",
     )
+    g.add_argument(
+        "--min-capable",
+        type=int,
+        default=10,
+        metavar="N",
+        help="fewest control/shadow sessions with feedback (the outcome after a would-be switch; default 10)",
+    )
 
 
 def run_log(args: argparse.Namespace, loaded: LoadedConfig) -> int:
     """Tunes on the log; prints the config diff, the held-out rows and notes."""
     from switchyard.engine.joined_log import join_log
     from switchyard.eval.agent_replay import parse_sweep
-    from switchyard.eval.log_tune import LogTuneError, sessions_from, tune_log
+    from switchyard.eval.log_stage import current_value, stage_decider
+    from switchyard.eval.log_tune import LogTuneError, sessions_from, trajectory_decider, tune_log
     from switchyard.eval.paired import PairedError
 
     if args.folds < 2:
         return fail("--folds must be >= 2")
+    if args.min_capable < 1:
+        return fail("--min-capable must be >= 1: the outcome after a would-be switch comes from those sessions")
     route = loaded.raw.get("routes", {}).get(args.route)
-    if not isinstance(route, dict) or route.get("type") != "trajectory":
-        kind = route.get("type") if isinstance(route, dict) else None
+    kind = route.get("type") if isinstance(route, dict) else None
+    if kind not in ("trajectory", "stage_router"):
         return fail(
             f"routes.{args.route}.type is {kind!r}: tune --decision-log replays a type: trajectory route's "
-            "threshold (its records carry each turn's score); tune other routers with --suite"
+            "threshold or a type: stage_router route's confidence_threshold, persistent_errors.repeats or "
+            "turn_budget (their records carry what each turn was decided on); tune other routers with --suite"
         )
+    assert isinstance(route, dict)
     try:
         key, values = parse_sweep(args.grid)
     except PairedError as exc:
         return fail(str(exc))
-    if key != "threshold" or not all(isinstance(v, int | float) and not isinstance(v, bool) for v in values):
-        return fail("--grid: tune --decision-log takes threshold=v1,v2,... (numbers in [-1, 1])")
-    current = route.get("threshold")
-    if isinstance(current, dict):
-        return fail(
-            f"routes.{args.route}.threshold is {current!r}: a controlled threshold (target_capable_share) moves "
-            "with traffic, so a fixed one cannot be replayed against it; set a number first"
-        )
+    if not all(isinstance(v, int | float) and not isinstance(v, bool) for v in values):
+        return fail(f"--grid: tune --decision-log takes numbers ({key}=v1,v2,...)")
     try:
         feedback = list(json_objects(args.feedback)) if args.feedback else []
         joined = join_log(json_objects(args.decision_log), tenant=args.tenant, route=args.route, feedback=feedback)
     except OSError as exc:
         return fail(f"cannot read {exc.filename}: {exc.strerror or exc}")
-    if current is None:  # the checkpoint's default: the one the logged decisions compared with
-        current = _logged_threshold(joined)
-        if current is None:
-            return fail(f"routes.{args.route}.threshold is unset and no record says which one served; set it")
+    if kind == "stage_router":
+        try:
+            decide = stage_decider(route, key)
+            current: Any = current_value(route, key)
+        except LogTuneError as exc:
+            return fail(f"routes.{args.route}: {exc}")
+    else:
+        decide = trajectory_decider
+        if key != "threshold":
+            return fail("--grid: on a type: trajectory route tune --decision-log takes threshold=v1,v2,...")
+        current = route.get("threshold")
+        if isinstance(current, dict):
+            return fail(
+                f"routes.{args.route}.threshold is {current!r}: a controlled threshold (target_capable_share) "
+                "moves with traffic, so a fixed one cannot be replayed against it; set a number first"
+            )
+        if current is None:  # the checkpoint's default: the one the logged decisions compared with
+            current = _logged_threshold(joined)
+            if current is None:
+                return fail(f"routes.{args.route}.threshold is unset and no record says which one served; set it")
     data = sessions_from(joined, capable_target=str(route.get("capable")), outcome=args.outcome)
     try:
         result = tune_log(
@@ -92,15 +119,20 @@ def run_log(args: argparse.Namespace, loaded: LoadedConfig) -> int:
             max_points_lost=args.max_points_lost,
             folds=args.folds,
             min_sessions=args.min_sessions,
+            min_capable=args.min_capable,
             resamples=args.bootstrap,
             seed=args.seed,
+            decide=decide,
         )
     except LogTuneError as exc:
-        return fail(f"{exc}; keeping routes.{args.route}.threshold: {current}")
+        return fail(f"{exc}; keeping routes.{args.route}.{key}: {current}")
     result["route"] = args.route
+    result["key"] = key
     result["unmatched_reports"] = len(joined.unmatched)
     if args.write and result["verdict"] == "changed":
-        written = write_setting(args.config, args.write, args.route, "threshold", result["chosen"])
+        chosen = result["chosen"]
+        value = int(chosen) if key != "threshold" and key != "confidence_threshold" else chosen
+        written = write_setting(args.config, args.write, args.route, key, value)
         if isinstance(written, int):
             return written
         result["wrote"] = written
@@ -158,7 +190,7 @@ def _line(name: str, row: dict[str, Any]) -> str:
 
 
 def _print(d: dict[str, Any], log: str) -> None:
-    head = f"  {'threshold':<26} {'pts lost':>8} {'[95%]':>14} {'saved':>7} {'[95%]':>11}"
+    head = f"  {d['key']:<26} {'pts lost':>8} {'[95%]':>14} {'saved':>7} {'[95%]':>11}"
     print(
         f"{log}: {d['sessions']} routed sessions with a {d['outcome']!r} report, {d['capable_sessions']} "
         f"control/shadow ({d['outcome']} {d['capable_rate']:.1%}: the outcome after a would-be switch), "
@@ -170,7 +202,7 @@ def _print(d: dict[str, Any], log: str) -> None:
         mark = " (current)" if r["current"] else ""
         print(_line(f"{r['value']:g}{mark}", r) + f"  moved {r['moved']}, censored {r['censored']}")
     print(f"\nrule: the most cost saved within {d['max_points_lost']:g} points lost -> {d['verdict']}")
-    key = f"routes.{d['route']}.threshold"
+    key = f"routes.{d['route']}.{d['key']}"
     if d["verdict"] == "changed":
         print(f"  - {key}: {d['current']:g}\n  + {key}: {d['chosen']:g}")
     else:

@@ -14,6 +14,12 @@ whose score is ≥ θ' (or, failing that, where the log switched). Two things th
 * **After the logged switch** the router latched and scored nothing: a higher threshold that
   would *not* have switched there has no scores to go on. Such a session (*censored*) is assumed
   to switch where the log did; its saving under θ' is a lower bound. The count is printed.
+The stage router (``type: stage_router``) logs, per turn, the signals its cascade read and (with
+run rules on) the run's counts (``details.signals``, ``details.run_tally``): its decision under
+another ``confidence_threshold``, ``persistent_errors.repeats`` or ``turn_budget`` is recomputed
+from them by the router's own functions (:mod:`switchyard.eval.log_stage`), exactly. Its first
+capable turn is the session's switch, as the agent suite's latch counterfactual counts it.
+
 * **The outcome after a would-be earlier switch** was never observed. It comes from the sessions
   the capable model served whole — the control arm (``experiment: {control_share: …}``) and shadow
   sessions — with feedback: a session switched earlier than logged is scored with their mean
@@ -40,7 +46,7 @@ difference, with session-bootstrap 95 % intervals, are what tuning is worth on t
 from __future__ import annotations
 
 import random
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from switchyard._dataclass import dataclass
@@ -65,6 +71,19 @@ class Turn:
     cost: float
     capable_cost: float
     router_cost: float
+    details: Mapping[str, Any] | None = None
+
+
+Decider = Callable[[Turn, float], bool]
+"""Whether a logged turn would go to the capable target under a value of the tuned setting."""
+
+
+def trajectory_decider(turn: Turn, value: float) -> bool:
+    """A ``type: trajectory`` turn under ``threshold: value``: its logged score against the
+    value; a turn another rule decided (``persistent_errors``) keeps its logged decision."""
+    if turn.by_threshold and turn.score is not None:
+        return turn.score >= value
+    return turn.capable
 
 
 @dataclass(slots=True, frozen=True)
@@ -100,6 +119,7 @@ def _turn(obj: Mapping[str, Any], capable_target: str, threshold_source: str) ->
         cost=cost,
         capable_cost=float(base) if isinstance(base, int | float) and not isinstance(base, bool) else cost,
         router_cost=extra + _number(obj, "feature_cost_usd"),
+        details=details if isinstance(details := obj.get("details"), Mapping) else None,
     )
 
 
@@ -137,20 +157,18 @@ def sessions_from(
     return LogData(routed, capable, missing, outcome)
 
 
-def replay_one(session: LogSession, threshold: float) -> tuple[int | None, bool]:
+def replay_one(session: LogSession, threshold: float, decide: Decider = trajectory_decider) -> tuple[int | None, bool]:
     """Where ``session`` switches under ``threshold``, and whether that rests on the censoring
-    assumption (a higher threshold past the logged switch)."""
+    assumption (a setting that would not have switched at the logged switch, past which the
+    log shows the capable model's run, not the efficient one's)."""
     logged = session.logged_switch
     end = len(session.turns) if logged is None else logged
     for i in range(end):
-        t = session.turns[i]
-        if t.by_threshold and t.score is not None and t.score >= threshold:
+        if decide(session.turns[i], threshold):
             return i, False
     if logged is None:
         return None, False
-    t = session.turns[logged]
-    censored = t.by_threshold and t.score is not None and t.score < threshold
-    return logged, censored
+    return logged, not decide(session.turns[logged], threshold)
 
 
 @dataclass(slots=True, frozen=True)
@@ -164,14 +182,16 @@ class Scored:
     censored: int
 
 
-def score(sessions: Sequence[LogSession], threshold: float, capable_rate: float) -> Scored:
+def score(
+    sessions: Sequence[LogSession], threshold: float, capable_rate: float, decide: Decider = trajectory_decider
+) -> Scored:
     """Each session under ``threshold`` (see the module docstring for the assumptions)."""
     cost: list[float] = []
     cap: list[float] = []
     out: list[float] = []
     moved = censored = 0
     for s in sessions:
-        switch, cens = replay_one(s, threshold)
+        switch, cens = replay_one(s, threshold, decide)
         censored += cens
         at = len(s.turns) if switch is None else switch
         cost.append(sum((t.capable_cost if i >= at else t.cost) + t.router_cost for i, t in enumerate(s.turns)))
@@ -235,10 +255,11 @@ def choose(
     max_points_lost: float,
     resamples: int,
     seed: int,
+    decide: Decider = trajectory_decider,
 ) -> tuple[float, str, list[dict[str, Any]]]:
     """The rule on ``sessions``: the chosen threshold, the verdict and every value's numbers."""
     values = [current] + [v for v in grid if v != current]
-    found = [score(sessions, v, capable_rate) for v in values]
+    found = [score(sessions, v, capable_rate, decide) for v in values]
     ivs = bootstrap(found, capable_rate, resamples, seed)
     rows: list[dict[str, Any]] = []
     for v, f, iv in zip(values, found, ivs, strict=True):
@@ -282,8 +303,13 @@ def tune_log(
     min_capable: int = 10,
     resamples: int = 1000,
     seed: int = 0,
+    decide: Decider = trajectory_decider,
 ) -> dict[str, Any]:
     """The whole of ``tune --decision-log``: choice on all sessions, k-fold held-out rows.
+
+    ``decide`` replays one logged turn under one value (:func:`trajectory_decider` for a
+    trajectory route's threshold; :func:`switchyard.eval.log_stage.stage_decider` for a stage
+    router's settings).
 
     Raises:
         LogTuneError: Fewer than ``min_capable`` capable-served sessions with feedback (the
@@ -301,14 +327,16 @@ def tune_log(
     rate = sum(capable) / len(capable)
 
     def rule(on: Sequence[LogSession]) -> tuple[float, str, list[dict[str, Any]]]:
-        return choose(on, grid, current, rate, max_points_lost=max_points_lost, resamples=resamples, seed=seed)
+        return choose(
+            on, grid, current, rate, max_points_lost=max_points_lost, resamples=resamples, seed=seed, decide=decide
+        )
 
     chosen, verdict, rows = rule(routed)
     notes: list[str] = []
     if len(routed) < min_sessions:
         notes.append(
             f"refused: {len(routed)} routed sessions with feedback, fewer than --min-sessions {min_sessions}; "
-            f"keeping threshold {current:g}"
+            f"keeping the current value {current:g}"
         )
         chosen, verdict = current, "kept: too few sessions to tell"
     held_choice: dict[int, float] = {}
@@ -318,8 +346,8 @@ def tune_log(
         pick, _, _ = rule(train)
         for i in fold:
             held_choice[i] = pick
-    now = score(routed, current, rate)
-    per_session = [score([s], held_choice[i], rate) for i, s in enumerate(routed)]
+    now = score(routed, current, rate, decide)
+    per_session = [score([s], held_choice[i], rate, decide) for i, s in enumerate(routed)]
     tuned = Scored(
         [p.cost[0] for p in per_session],
         [p.capable_cost[0] for p in per_session],
@@ -376,6 +404,7 @@ def _paired_difference(
 
 __all__ = [
     "CAPABLE_ARMS",
+    "Decider",
     "LogData",
     "LogSession",
     "LogTuneError",
@@ -386,5 +415,6 @@ __all__ = [
     "replay_one",
     "score",
     "sessions_from",
+    "trajectory_decider",
     "tune_log",
 ]

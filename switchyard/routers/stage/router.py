@@ -187,15 +187,18 @@ class StageRouter:
             self._prefixes.store(key, messages, agg, known)
         return readings
 
-    def _run_rule(self, request: ChatRequest, key: Hashable | None, known: Known, rules: RunRules) -> Fired | None:
-        """The run-level rule that fires for ``request``, if any (counts continue per session)."""
+    def _run_rule(
+        self, request: ChatRequest, key: Hashable | None, known: Known, rules: RunRules
+    ) -> tuple[Fired | None, Tally]:
+        """The run-level rule that fires for ``request``, if any, and the run's counts (they
+        continue per session)."""
         messages = request.messages
         cached = key is not None and key != ""
         prefix = self._tallies.lookup(key, messages, known) if cached else None
         tally = tally_from(messages, prefix, rules, self.behaviour.profile)
         if cached:
             self._tallies.store(key, messages, tally, known)
-        return check(tally, rules)
+        return check(tally, rules), tally
 
     def verdict(self, signals: Signals | Readings) -> Verdict:
         """What the signal cascade alone decides for ``signals``."""
@@ -213,8 +216,9 @@ class StageRouter:
         key = ctx.session.key or conversation_key(request, known)
         readings = self._read(request, key, known)
         verdict = self.verdict(readings)
+        tally: Tally | None = None
         if self._rules is not None and verdict.source != "override":
-            fired = self._run_rule(request, key, known, self._rules)
+            fired, tally = self._run_rule(request, key, known, self._rules)
             if fired is not None:
                 verdict = Verdict("capable", fired.source, verdict.score, 1.0, fired.reason)
         details: dict[str, Any] = {
@@ -223,6 +227,10 @@ class StageRouter:
             "threshold": self.config.threshold,
             "picker": self.config.picker,
         }
+        if tally is not None:
+            # With the signals, what `switchyard tune --decision-log` needs to replay this turn
+            # exactly under another confidence_threshold, repeats or turn_budget.
+            details["run_tally"] = {"turns": tally.turns, "errors": dict(tally.classes)}
         if verdict.tier is not None:
             outcome = _Outcome(verdict.tier, verdict.source, verdict.confidence, verdict.p_capable, verdict.reason)
         else:
