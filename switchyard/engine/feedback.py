@@ -47,6 +47,7 @@ from typing import Any
 
 from switchyard._dataclass import dataclass
 from switchyard.engine.records import DecisionRecord, DecisionSink
+from switchyard.engine.session import bounded_id
 from switchyard.protocol.errors import InvalidRequestError, SwitchyardError
 from switchyard.protocol.session import NamespacedStore, StateStore, tenant_namespace
 from switchyard.state.memory import MemoryStore
@@ -143,7 +144,8 @@ def parse_feedback(body: Mapping[str, Any]) -> Feedback:
     if score is not None and not SCORE_RANGE[0] <= score <= SCORE_RANGE[1]:
         raise InvalidRequestError(f"score must be in [0, 1], got {score:g}", param="score")
     return Feedback(
-        session_id=value if id_field == "session_id" else None,
+        # A session id over the records' limit is kept there as its hash: report under that key.
+        session_id=bounded_id(value) if id_field == "session_id" else None,
         request_id=value if id_field == "request_id" else None,
         resolved=resolved,
         score=score,

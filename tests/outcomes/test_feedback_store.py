@@ -60,6 +60,20 @@ async def test_library_feedback_is_matched_and_written_to_the_decision_log(
     assert reports[1]["reward"] == 3.0 and reports[1]["request_id"] == done.record.request_id
 
 
+async def test_a_session_id_longer_than_the_records_keep_is_matched(config: dict[str, Any], tmp_path: Path) -> None:
+    # Terminal-Bench trial names run to ~170 characters; records keep ids over 128 as a hash.
+    long_id = "terminal-bench-core/" + "x" * 180
+    log = tmp_path / "decisions.jsonl"
+    async with Switchyard.from_config({**config, "decision_log": str(log)}) as sy:
+        done = await sy.complete(model="mix", messages=HELLO, session_id=long_id)
+        answer = await sy.feedback(session_id=long_id, resolved=True)
+    sy.close()
+    assert answer["matched"] is True
+    lines = [orjson.loads(x) for x in log.read_bytes().splitlines()]
+    (report,) = [x for x in lines if x.get("object") == "switchyard.feedback"]
+    assert report["session_id"] == done.record.session_id != long_id
+
+
 async def test_two_routers_on_one_redis_share_reports_and_known_decisions(
     config: dict[str, Any], tmp_path: Path
 ) -> None:
