@@ -104,8 +104,8 @@ RUNS = {
 # Terminal-Bench is priced by its outcomes file in the suite; served, its turns are priced at the
 # shipped agent configs' own target prices (Qwen3-Coder; Claude Sonnet with prompt caching).
 FALLBACK_PRICES = {
-    "qwen-3-coder-480B": CachePrice.of(0.45, 1.80, None, None),
-    "claude-4-sonnet": CachePrice.of(3.0, 15.0, 0.30, 3.75),
+    "qwen-3-coder-480B": CachePrice(0.45, 1.80, 0.45, 0.45),
+    "claude-4-sonnet": CachePrice(3.0, 15.0, 0.30, 3.75),
 }
 
 

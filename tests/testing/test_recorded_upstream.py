@@ -16,7 +16,7 @@ from switchyard.testing.recorded import RecordedRun, RecordedUpstream
 from switchyard.wire.openai_chat.response import decode_usage
 
 E, C = "small-model", "big-model"
-PRICES = {E: CachePrice.of(0.5, 2.0, 0.05, 0.6), C: CachePrice.of(3.0, 15.0, 0.3, 3.75)}
+PRICES = {E: CachePrice(0.5, 2.0, 0.05, 0.6), C: CachePrice(3.0, 15.0, 0.3, 3.75)}
 
 
 def run(tag: str, turns: int) -> list[dict[str, Any]]:
