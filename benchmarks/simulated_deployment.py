@@ -63,6 +63,8 @@ import asyncio
 import json
 import os
 import random
+import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -381,7 +383,13 @@ async def one(suite: Any, name: str, spec: Any, lines: LineCache, run: str, args
     loaded = load_config(ROOT / path)
     pair = Pair(suite, loaded, spec, lines)
     opts = RUNS[run]
-    work = Path(tempfile.mkdtemp(prefix=f"simdeploy-{name}-"))
+    if args.keep:
+        slug = re.sub(r"[^a-z0-9]+", "-", pair.data.name.lower()).strip("-")
+        work = Path(args.keep) / run / f"{name}-{slug}"
+        shutil.rmtree(work, ignore_errors=True)
+        work.mkdir(parents=True)
+    else:
+        work = Path(tempfile.mkdtemp(prefix=f"simdeploy-{name}-"))
     found: dict[str, Any] = {
         "config": path,
         "pair": pair.data.name,
@@ -508,6 +516,12 @@ def main() -> None:
     p.add_argument("--run", action="append", choices=list(RUNS), help="pre-registered run (repeatable)")
     p.add_argument("--bootstrap", type=int, default=1000)
     p.add_argument("--json", metavar="FILE")
+    p.add_argument(
+        "--keep",
+        metavar="DIR",
+        help="keep each deployment's files in DIR/RUN/CONFIG-PAIR (deploy.yaml, deploy.jsonl, tuned-*.yaml, the "
+        "scoring configs and logs) instead of a temporary folder",
+    )
     args = p.parse_args()
     start = time.perf_counter()
     result = asyncio.run(main_async(args))
