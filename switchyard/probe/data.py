@@ -6,7 +6,7 @@ Layer: ``probe`` — reads datasets with :mod:`switchyard.eval.dataset` (same fo
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import field
 from pathlib import Path
 from typing import Any
@@ -141,6 +141,7 @@ def read_rows(
     ids: frozenset[str] | None = None,
     view: TextView = "conversation",
     turns: int = 6,
+    seen: Callable[[EvalItem, bool], None] | None = None,
 ) -> tuple[Rows, int]:
     """Reads the items ``filters`` and ``ids`` keep.
 
@@ -152,6 +153,8 @@ def read_rows(
         ids: Keep only these ids.
         view: Which text of each row is read (the route's ``input``).
         turns: Messages kept by the ``conversation`` view.
+        seen: Called with each item kept, in file order, and whether it became a row (``False``:
+            skipped), so that a caller can select from one read what it would read several times.
 
     Returns:
         ``(rows, skipped)``: items without a user text are skipped and counted.
@@ -170,7 +173,10 @@ def read_rows(
     item: EvalItem
     for item in Dataset(path, filters=filters, ids=ids):
         text = row_text(item.messages or [], view, turns) if item.messages else ""
-        if not text.strip():
+        has_text = bool(text.strip())
+        if seen is not None:
+            seen(item, has_text)
+        if not has_text:
             skipped += 1
             continue
         for target, names in models.items():

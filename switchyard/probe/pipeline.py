@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from switchyard._dataclass import dataclass
-from switchyard.eval.dataset import Filter
+from switchyard.eval.dataset import EvalItem, Filter
 from switchyard.eval.good_enough import GoodEnough, GoodEnoughError
 from switchyard.eval.progress import Progress
 from switchyard.features import build_extractor
@@ -110,34 +110,56 @@ def _drop(rows: Rows, ids: set[str] | frozenset[str]) -> Rows:
     return rows.take([i for i, x in enumerate(rows.ids) if x not in ids])
 
 
-def _read(plan: Plan, **select: Any) -> tuple[Rows, int]:
-    """The rows of every dataset that ``select`` (``filters``/``ids``) keeps, concatenated."""
-    out: Rows | None = None
-    skipped = 0
-    for path in plan.datasets:
-        rows, n = read_rows(path, plan.mapping, view=plan.view, turns=plan.turns, **select)
-        out = rows if out is None else out.concat(rows)
-        skipped += n
-    assert out is not None
-    return out, skipped
+@dataclass(slots=True)
+class _Selected:
+    """Every dataset read once: all rows, and which of them each selection of the plan keeps."""
+
+    rows: Rows
+    where: list[int] = field(default_factory=list)
+    excluded: set[str] = field(default_factory=set)
+    test: list[int] = field(default_factory=list)
+    report: dict[str, list[int]] = field(default_factory=dict)
+    skipped: int = 0  # items ``where`` keeps that have no user text
 
 
-def _excluded(plan: Plan) -> set[str]:
-    out: set[str] = set()
-    for f in plan.exclude:
-        rows, _ = _read(plan, filters=[f])
-        out.update(rows.ids)
-    return out
+def _read(plan: Plan) -> _Selected:
+    """The rows of every dataset, concatenated, read in one pass per file; the selections
+    (``where``, ``exclude``, ``test_ids``, ``report_where``) are applied to each item as it is read."""
+    report: dict[str, list[int]] = {name: [] for name, _ in plan.report_where}
+    picked = _Selected(Rows(), report=report)
+    count = [0]  # rows so far, over every dataset
+
+    def seen(item: EvalItem, is_row: bool) -> None:
+        kept = all(f.accepts(item) for f in plan.where)
+        if not is_row:
+            picked.skipped += kept
+            return
+        n = count[0]
+        count[0] += 1
+        if kept:
+            picked.where.append(n)
+        if any(f.accepts(item) for f in plan.exclude):
+            picked.excluded.add(item.id)
+        if plan.test_ids is not None and item.id in plan.test_ids:
+            picked.test.append(n)
+        for name, filters in plan.report_where:
+            if all(f.accepts(item) for f in filters):
+                report[name].append(n)
+
+    parts = [read_rows(p, plan.mapping, view=plan.view, turns=plan.turns, seen=seen)[0] for p in plan.datasets]
+    picked.rows = parts[0]
+    for part in parts[1:]:
+        picked.rows = picked.rows.concat(part)
+    return picked
 
 
 def load_splits(plan: Plan, log: Callable[[str], None]) -> tuple[Rows, dict[str, Rows]]:
     """Training rows and the report slices (``test`` first when ``test_ids`` is given)."""
-    rows, skipped = _read(plan, filters=plan.where)
-    if skipped:
-        log(f"skipped {skipped} items without a user message")
+    picked = _read(plan)
+    if picked.skipped:
+        log(f"skipped {picked.skipped} items without a user message")
     held = set(plan.test_ids or ())
-    excluded = _excluded(plan)
-    train = _drop(rows, held | excluded)
+    train = _drop(picked.rows.take(picked.where), held | picked.excluded)
     if len(train) < 10:
         raise TrainError(f"only {len(train)} training items after filters and held-out ids; need at least 10")
     for t in plan.mapping:
@@ -146,11 +168,9 @@ def load_splits(plan: Plan, log: Callable[[str], None]) -> tuple[Rows, dict[str,
     slices: dict[str, Rows] = {}
     trained = set(train.ids)
     if plan.test_ids is not None:
-        test, _ = _read(plan, ids=plan.test_ids)
-        slices["test"] = test
-    for name, filters in plan.report_where:
-        part, _ = _read(plan, filters=filters)
-        slices[name] = _drop(part, trained)
+        slices["test"] = picked.rows.take(picked.test)
+    for name, _ in plan.report_where:
+        slices[name] = _drop(picked.rows.take(picked.report[name]), trained)
     return train, slices
 
 
