@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import time
 from collections.abc import AsyncIterator, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -337,16 +336,6 @@ class HttpBackend:
                 await response.aclose()
         return response
 
-    def _limits(self, options: CallOptions) -> tuple[Timeouts, float | None, str]:
-        """This attempt's limits, its ``time.monotonic()`` deadline (the client's ``total``,
-        capped by the request's own deadline) and which of the two that is, for messages."""
-        timeouts = self.timeouts.merged(options.timeout)
-        deadline = None if timeouts.total is None else time.monotonic() + timeouts.total
-        label = "total" if timeouts.total is None else f"total of {timeouts.total:g}s"
-        if options.deadline is not None and (deadline is None or options.deadline < deadline):
-            deadline, label = options.deadline, "request deadline"
-        return timeouts, deadline, label
-
     async def complete(self, request: ChatRequest, target: TargetInfo, options: CallOptions) -> ChatResponse:
         data, names = await self._answer_body(request, target, options)
         return self._decoded(data, names, target)
@@ -368,7 +357,7 @@ class HttpBackend:
         self, request: ChatRequest, target: TargetInfo, options: CallOptions
     ) -> tuple[dict[str, Any], frozenset[str]]:
         """The upstream's answer as a JSON object, and the free-form tools to restore in it."""
-        timeouts, deadline, label = self._limits(options)
+        timeouts, deadline, label = self.timeouts.for_call(options)
         content, names = await self._encode(request, target, options, stream=False)
         try:
             if self._pool is not None:  # the lean pool keeps the deadline with its read timer
@@ -416,7 +405,7 @@ class HttpBackend:
     async def _open(
         self, request: ChatRequest, target: TargetInfo, options: CallOptions, *, runs: bool
     ) -> AsyncIterator[Any]:
-        timeouts, deadline, label = self._limits(options)
+        timeouts, deadline, label = self.timeouts.for_call(options)
         content, names = await self._encode(request, target, options, stream=True)
         try:
             async with Deadline(left(deadline)):

@@ -16,6 +16,7 @@ from types import CoroutineType
 from typing import Any
 
 from switchyard._version import __version__
+from switchyard.protocol.call import CallOptions
 
 MAX_RESPONSE_BYTES = 16 * 1024 * 1024
 """Default ``llm_clients.<name>.max_response_bytes``: the largest JSON answer body, and the
@@ -61,6 +62,18 @@ class Timeouts:
             read=min(self.read, float(override.get("read", self.read))),
             total=total,
         )
+
+    def for_call(self, options: CallOptions) -> tuple[Timeouts, float | None, str]:
+        """One attempt's limits: these with the request's overrides applied, its
+        ``time.monotonic()`` deadline (``total``, capped by the request's own deadline) and which
+        of the two that is, for messages (``"request deadline"`` marks the caller's own limit,
+        :func:`switchyard.clients.errors.timed_out`). Every backend asks this."""
+        timeouts = self.merged(options.timeout)
+        deadline = None if timeouts.total is None else time.monotonic() + timeouts.total
+        label = "total" if timeouts.total is None else f"total of {timeouts.total:g}s"
+        if options.deadline is not None and (deadline is None or options.deadline < deadline):
+            deadline, label = options.deadline, "request deadline"
+        return timeouts, deadline, label
 
     def pool_wait(self, deadline: float | None) -> float:
         """How long to wait for a free pooled connection: the connect timeout, kept a little

@@ -24,14 +24,13 @@ from __future__ import annotations
 
 import asyncio
 import os
-import time
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 import orjson
 
-from switchyard.clients.backend import Timeouts
-from switchyard.clients.errors import is_context_overflow
+from switchyard.clients.errors import is_context_overflow, timed_out
+from switchyard.clients.http_parts import Timeouts, left
 from switchyard.protocol.call import CallOptions
 from switchyard.protocol.errors import (
     ContextWindowExceededError,
@@ -158,31 +157,15 @@ class LiteLLMBackend:
             kwargs["extra_headers"] = headers
         return kwargs
 
-    def _deadline(self, options: CallOptions) -> float | None:
-        timeouts = self.timeouts.merged(options.timeout)
-        deadline = None if timeouts.total is None else time.monotonic() + timeouts.total
-        if options.deadline is not None:
-            deadline = options.deadline if deadline is None else min(deadline, options.deadline)
-        return deadline
-
-    @staticmethod
-    def _timed_out(message: str, target: TargetInfo, options: CallOptions, deadline: float | None) -> UpstreamError:
-        """A deadline passed; the caller's own (``x-switchyard-timeout``) is no fault of the target."""
-        error = UpstreamTimeoutError(message, target=target.name)
-        error.caller_limit = options.deadline is not None and deadline == options.deadline
-        return error
-
     async def complete(self, request: ChatRequest, target: TargetInfo, options: CallOptions) -> ChatResponse:
         kwargs = self._kwargs(request, target, options, stream=False)
-        deadline = self._deadline(options)
+        _, deadline, label = self.timeouts.for_call(options)
         acompletion = self.litellm.acompletion  # an import failure is not an upstream failure
         try:
-            async with asyncio.timeout(_left(deadline)):
+            async with asyncio.timeout(left(deadline)):
                 result = await acompletion(**kwargs)
         except TimeoutError as exc:
-            raise self._timed_out(
-                f"{target.name}: no complete answer before its deadline", target, options, deadline
-            ) from exc
+            raise timed_out(f"{target.name}: no complete answer within its {label}", target, label) from exc
         except Exception as exc:
             raise map_exception(exc, target.name) from exc
         data = _as_dict(result)
@@ -198,31 +181,29 @@ class LiteLLMBackend:
         self, request: ChatRequest, target: TargetInfo, options: CallOptions
     ) -> AsyncIterator[StreamEvent]:
         kwargs = self._kwargs(request, target, options, stream=True)
-        deadline = self._deadline(options)
+        _, deadline, label = self.timeouts.for_call(options)
         acompletion = self.litellm.acompletion
         try:
-            async with asyncio.timeout(_left(deadline)):
+            async with asyncio.timeout(left(deadline)):
                 chunks = await acompletion(**kwargs)
         except TimeoutError as exc:
-            raise self._timed_out(f"{target.name}: no stream before its deadline", target, options, deadline) from exc
+            raise timed_out(f"{target.name}: no stream within its {label}", target, label) from exc
         except Exception as exc:
             raise map_exception(exc, target.name) from exc
-        return self._events(chunks, target, deadline, options)
+        return self._events(chunks, target, deadline, label)
 
     async def _events(
-        self, chunks: Any, target: TargetInfo, deadline: float | None, options: CallOptions
+        self, chunks: Any, target: TargetInfo, deadline: float | None, label: str
     ) -> AsyncIterator[StreamEvent]:
         decoder = self.codec.stream_decoder()
         iterator = chunks.__aiter__()
         try:
             while True:
                 try:
-                    async with asyncio.timeout(_left(deadline)):
+                    async with asyncio.timeout(left(deadline)):
                         chunk = await anext(iterator, None)
                 except TimeoutError as exc:
-                    raise self._timed_out(
-                        f"{target.name}: stream exceeded its total deadline", target, options, deadline
-                    ) from exc
+                    raise timed_out(f"{target.name}: stream exceeded its {label}", target, label) from exc
                 except UpstreamError:
                     raise
                 except Exception as exc:
@@ -260,10 +241,6 @@ def _as_dict(obj: Any) -> dict[str, Any] | None:
         data = dump()
         return data if isinstance(data, dict) else None
     return None
-
-
-def _left(deadline: float | None) -> float | None:
-    return None if deadline is None else deadline - time.monotonic()
 
 
 def _headers_of(exc: BaseException) -> dict[str, str]:

@@ -214,11 +214,7 @@ class SystemOneBackend:
     async def complete(self, request: ChatRequest, target: TargetInfo, options: CallOptions) -> ChatResponse:
         """Asks the request's typed-choice question; the answer is in ``ChatResponse.choice``."""
         body = orjson.dumps(encode(request, target.model, target.extra_body))
-        timeouts = self.timeouts.merged(options.timeout)
-        deadline = None if timeouts.total is None else time.monotonic() + timeouts.total
-        label = "total timeout"
-        if options.deadline is not None and (deadline is None or options.deadline < deadline):
-            deadline, label = options.deadline, "request deadline"
+        timeouts, deadline, label = self.timeouts.for_call(options)
         client = self._client()
         import httpx
 
