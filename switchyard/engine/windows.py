@@ -31,7 +31,7 @@ from collections.abc import Callable
 
 import orjson
 
-from switchyard.protocol.messages import ReasoningPart, TextPart, ToolCallPart, ToolResultPart
+from switchyard.protocol.messages import message_chars
 from switchyard.protocol.request import ChatRequest
 
 FIT_MARGIN = 0.2
@@ -76,14 +76,7 @@ class PromptSize:
         """Characters of message text (text, reasoning, tool-call names and arguments, tool
         results) and of the tool definitions."""
         if self._chars is None:
-            n = 0
-            for msg in self._request.messages:
-                for part in msg.content:
-                    kind = type(part)  # exact types: cheaper than isinstance on a union
-                    if kind is TextPart or kind is ReasoningPart or kind is ToolResultPart:
-                        n += len(part.text)  # type: ignore[union-attr]
-                    elif kind is ToolCallPart:
-                        n += len(part.name) + len(part.arguments)  # type: ignore[union-attr]
+            n = sum(map(message_chars, self._request.messages))
             for tool in self._request.tools:
                 n += len(tool.name) + len(tool.description or "")
                 if tool.parameters:

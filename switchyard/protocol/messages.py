@@ -163,3 +163,17 @@ class Message(BaseModel):
     def of(cls, role: Role, text: str) -> Message:
         """Builds a message holding one text part."""
         return cls(role=role, content=[TextPart(text=text)])
+
+
+def message_chars(message: Message) -> int:
+    """Characters a message adds to a context: its text and reasoning, each tool call's name and
+    arguments, each tool result's text (images count nothing). The trajectory router's context
+    feature and the engine's prompt-size check both count with it."""
+    n = 0
+    for part in message.content:
+        kind = type(part)  # exact types: cheaper than isinstance on a union (runs per request)
+        if kind is TextPart or kind is ReasoningPart or kind is ToolResultPart:
+            n += len(part.text)  # type: ignore[union-attr]  # a tool result's text: its text parts
+        elif kind is ToolCallPart:
+            n += len(part.name) + len(part.arguments)  # type: ignore[union-attr]
+    return n

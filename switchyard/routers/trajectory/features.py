@@ -31,7 +31,7 @@ import zlib
 from collections.abc import Sequence
 
 from switchyard._dataclass import dataclass
-from switchyard.protocol.messages import Message, ReasoningPart, TextPart, ToolCallPart, ToolResultPart
+from switchyard.protocol.messages import Message, ReasoningPart, TextPart, ToolCallPart, ToolResultPart, message_chars
 from switchyard.routers.stage.text import analyse_result
 
 DENSE = (
@@ -163,19 +163,6 @@ def _result_text(part: ToolResultPart) -> str:
     return part.text
 
 
-def _chars(msg: Message) -> int:
-    """Characters a message adds to the context (text, reasoning, tool names, arguments, results)."""
-    n = 0
-    for part in msg.content:
-        if isinstance(part, TextPart | ReasoningPart):
-            n += len(part.text)
-        elif isinstance(part, ToolCallPart):
-            n += len(part.name) + len(part.arguments)
-        elif isinstance(part, ToolResultPart):
-            n += sum(len(c.text) for c in part.content if isinstance(c, TextPart))
-    return n
-
-
 def _is_error(part: ToolResultPart, text: str) -> tuple[bool, tuple[str, ...]]:
     head = text[:_MAX_RESULT]
     info = analyse_result(head)
@@ -206,7 +193,7 @@ def advance(tally: Tally | None, messages: Sequence[Message], dims: int) -> Tall
     users, ends_on_user, chars = t.users, t.ends_on_user, t.chars
     for msg in messages[t.covered :]:
         role = msg.role
-        chars += _chars(msg)
+        chars += message_chars(msg)
         if role == "user" or role == "tool":
             ends_on_user = role == "user"
             for part in msg.content:
