@@ -58,7 +58,7 @@ async def stream(serving: Serving, prep: Prepared, *, runs: bool = False, relay:
     target, events, first, tried, prompt = await attempt.opened(serving, prep, runs=runs, relayed=relay)
     record = prep.record
     start = next((e for e in first if isinstance(e, MessageStart)), MessageStart(id="", model=""))
-    await book.stream_opened(serving, prep, target, tried, start.id, start.model)
+    await book.served(serving, prep, target, tried, start.id, start.model)
     events = gated_stream(verify, prep.request, record, target.info.name, first, events)  # docs/verify.md
     hooks = StreamHealth(serving.health, target, record)
     return EventStream(

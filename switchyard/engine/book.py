@@ -7,7 +7,7 @@ health counters of a cancelled request. Hands the finished record to the sinks (
 what a ``restrict:`` rule matched reaches none of them).
 
 A streamed answer is booked in two steps: who serves it when the stream opens
-(:func:`stream_opened`), usage and cost at its end (:class:`~switchyard.engine.event_stream.EventStream`).
+(:func:`served`), usage and cost at its end (:class:`~switchyard.engine.event_stream.EventStream`).
 """
 
 from __future__ import annotations
@@ -29,10 +29,8 @@ logger = logging.getLogger("switchyard.engine")
 async def book(serving: Serving, prep: Prepared, target: Target, answer: Answer, tried: int, *, emit: bool) -> None:
     """Books a JSON ``answer`` on ``prep``'s record: who served it (``tried``: the targets
     attempted), its usage and cost; hands the record to the sinks unless held (``emit``)."""
+    await served(serving, prep, target, tried, answer.id, answer.model)
     record = prep.record
-    record.fallbacks_tried = tried - 1
-    record.served_by(target.info)
-    await answered_by(serving, prep, target, answer.id, answer.model)
     record.set_usage(answer.usage)
     record.cost_usd = target.info.price.cost(answer.usage)
     record.duration_ms = (time.perf_counter() - prep.t0) * 1000
@@ -40,10 +38,9 @@ async def book(serving: Serving, prep: Prepared, target: Target, answer: Answer,
         serving.emit(record)
 
 
-async def stream_opened(
-    serving: Serving, prep: Prepared, target: Target, tried: int, message_id: str, model: str
-) -> None:
-    """Books who serves a stream that has just opened (``tried``: the targets attempted)."""
+async def served(serving: Serving, prep: Prepared, target: Target, tried: int, message_id: str, model: str) -> None:
+    """Books who serves an answer (``tried``: the targets attempted): a JSON answer in
+    :func:`book`, a stream as it opens."""
     record = prep.record
     record.fallbacks_tried = tried - 1
     record.served_by(target.info)
