@@ -69,6 +69,18 @@ def http_backend(name: str, cfg: LlmClientConfig, api_key: str | None) -> ModelB
     return HttpBackend(name, cfg.base_url, cfg.format, **common)
 
 
+def format_problem(cfg: LlmClientConfig) -> str | None:
+    """Why a client's ``format`` cannot be served by :func:`http_backend` here (``None``: it
+    can) — the serving engine and ``switchyard eval``'s offline engine both ask."""
+    if cfg.format == "litellm":
+        if importlib.util.find_spec("litellm") is None:
+            return "format 'litellm' needs LiteLLM: pip install 'switchyard-router[litellm]'"
+        return None
+    if cfg.format == "system_one" or cfg.format in available_formats():
+        return None
+    return f"format {cfg.format!r} is not available in this version; available: {', '.join(available_formats())}"
+
+
 def reliability(cfg: LlmClientConfig) -> Reliability:
     """The retry and circuit-breaker settings of a client's targets."""
     r, b, h = cfg.retry, cfg.circuit_breaker, cfg.health_check
@@ -312,22 +324,9 @@ def build_engine(
     issues: list[ConfigIssue] = []
     backends: dict[str, ModelBackend] = {}
     for name, client in cfg.llm_clients.items():
-        if client.format == "litellm" and importlib.util.find_spec("litellm") is None:
-            issues.append(
-                ConfigIssue(
-                    f"llm_clients.{name}.format",
-                    "format 'litellm' needs LiteLLM: pip install 'switchyard-router[litellm]'",
-                )
-            )
-            continue
-        if client.format not in ("litellm", "system_one") and client.format not in available_formats():
-            issues.append(
-                ConfigIssue(
-                    f"llm_clients.{name}.format",
-                    f"format {client.format!r} is not available in this version; "
-                    f"available: {', '.join(available_formats())}",
-                )
-            )
+        problem = format_problem(client)
+        if problem is not None:
+            issues.append(ConfigIssue(f"llm_clients.{name}.format", problem))
             continue
         key: str | None = None
         if client.api_key_env:

@@ -181,8 +181,7 @@ def resolve_tiers(
         return TierChoice(declared["capable"], declared["efficient"], "route")
     own = _own_targets(spec)
     if len(own) == 2:
-        a, b = (known[t].price for t in own)
-        pa, pb = a.input_per_mtok + a.output_per_mtok, b.input_per_mtok + b.output_per_mtok
+        pa, pb = (known[t].price.list_per_mtok for t in own)
         if pa != pb:
             hi, lo = (own[0], own[1]) if pa > pb else (own[1], own[0])
             return TierChoice(hi, lo, "prices")

@@ -19,7 +19,7 @@ from dataclasses import field
 from typing import Any, TypeVar
 
 from switchyard._dataclass import dataclass
-from switchyard.config.build import build_routes, build_store, http_backend, target_infos
+from switchyard.config.build import build_routes, build_store, format_problem, http_backend, target_infos
 from switchyard.config.load import LoadedConfig
 from switchyard.engine.core import Engine, Target
 from switchyard.engine.records import DecisionRecord
@@ -30,7 +30,6 @@ from switchyard.protocol.response import ChatResponse
 from switchyard.protocol.stream import StreamEvent
 from switchyard.protocol.targets import TargetInfo
 from switchyard.routers.base import RouterSpec
-from switchyard.wire import available_formats
 from switchyard.wire import codec as get_codec
 from switchyard.wire.base import WireFormat
 
@@ -94,8 +93,8 @@ def build_offline_engine(loaded: LoadedConfig, *, env: Mapping[str, str] | None 
     unavailable: dict[str, str] = {}
     for name, client in cfg.llm_clients.items():
         key: str | None = None
-        if client.format not in available_formats():
-            unavailable[name] = f"format {client.format!r} is not available in this version"
+        if (problem := format_problem(client)) is not None:
+            unavailable[name] = problem
         elif client.api_key_env and not env.get(client.api_key_env):
             unavailable[name] = f"environment variable {client.api_key_env} is not set"
         else:

@@ -29,6 +29,12 @@ class Price(BaseModel):
     cached_input_per_mtok: NonNegativeFloat | None = None
     cache_write_per_mtok: NonNegativeFloat | None = None
 
+    @property
+    def list_per_mtok(self) -> float:
+        """Input plus output price: the one number targets are ordered by when a tier is inferred
+        from prices (``switchyard eval``'s tiers, a decision-model route's cheapest target)."""
+        return self.input_per_mtok + self.output_per_mtok
+
     def rates(self) -> tuple[float, float, float, float]:
         """``(input, output, cached input, cache write)`` USD per million tokens, a missing cache
         price at the input price (no caching discount): the one place that default is applied."""

@@ -62,6 +62,8 @@ class DecisionModelRouter(ClassifierRouter):
         affinity: Trigger and session handling.
         recent_turn_window: As for the LLM classifier's view.
         message_chars: Cap on each message shown.
+        cheapest: The route's cheapest target (``None``: none is cheapest alone): its probability
+            is recorded as ``details.p_success`` (see :meth:`_verdict_details`).
     """
 
     def __init__(
@@ -75,6 +77,7 @@ class DecisionModelRouter(ClassifierRouter):
         affinity: Affinity,
         recent_turn_window: int | None = None,
         message_chars: int = 4000,
+        cheapest: str | None = None,
     ) -> None:
         super().__init__(affinity)
         if not askers:
@@ -87,6 +90,7 @@ class DecisionModelRouter(ClassifierRouter):
         self.recent_turn_window = recent_turn_window
         self.message_chars = message_chars
         self.targets = tuple(dict.fromkeys([*self.labels.values(), default_target]))
+        self.cheapest = cheapest
 
     @property
     def asker(self) -> Asker:
@@ -149,11 +153,19 @@ class DecisionModelRouter(ClassifierRouter):
         )
 
     def _verdict_details(self, ranking: Ranking) -> dict[str, Any]:
-        return {
+        details: dict[str, Any] = {
             "probabilities": {t: round(p, 6) for t, p in ranking.targets.items()},
             "label_probabilities": {lb: round(p, 6) for lb, p in ranking.labels.items()},
             "min_probability": self.min_probability,
         }
+        # P(the cheapest target is good enough): the labels say which tasks a target fits, so the
+        # probability that the cheapest fits is the chance the task needs nothing pricier. A
+        # pricier target's probability says nothing cheaper fits, not that it succeeds: no entry.
+        # `switchyard eval` scores this against the recorded outcomes (ECE), as for learned routes.
+        cheapest = self.cheapest
+        if cheapest is not None and cheapest in ranking.targets:
+            details["p_success"] = {cheapest: round(ranking.targets[cheapest], 6)}
+        return details
 
     def _call_facts(self, started: float, outcomes: Sequence[_Once]) -> dict[str, Any]:
         """The decision call(s) as the record shows them: protocol, target, latency, and (when an

@@ -10,6 +10,7 @@ request.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from typing import ClassVar, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt, field_validator, model_validator
@@ -150,7 +151,22 @@ class DecisionModelSpec(AffinityKeys, RouterSpec):
             affinity=self.affinity(),
             recent_turn_window=self.recent_turn_window,
             message_chars=self.message_chars,
+            cheapest=cheapest(self.label_targets().values(), ctx),
         )
+
+
+def cheapest(targets: Iterable[str], ctx: BuildContext) -> str | None:
+    """The one target of ``targets`` with the lowest :attr:`Price.list_per_mtok
+    <switchyard.protocol.targets.Price.list_per_mtok>`; ``None`` on a tie or an unknown target."""
+    prices: dict[str, float] = {}
+    for name in dict.fromkeys(targets):
+        info = ctx.targets.get(name)
+        if info is None:
+            return None
+        prices[name] = info.price.list_per_mtok
+    low = min(prices.values())
+    found = [name for name, p in prices.items() if p == low]
+    return found[0] if len(found) == 1 else None
 
 
 def option_orders(options: dict[str, str], count: int) -> list[dict[str, str]]:
