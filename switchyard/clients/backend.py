@@ -36,7 +36,6 @@ from switchyard.protocol.errors import (
     UpstreamError,
     UpstreamProtocolError,
 )
-from switchyard.protocol.messages import ReasoningPart
 from switchyard.protocol.redact import Redactor, header_secrets
 from switchyard.protocol.request import ChatRequest
 from switchyard.protocol.response import ChatResponse
@@ -197,12 +196,7 @@ class HttpBackend:
             # encoder turns thinking off for this one call instead.
             return False
         # Reasoning another provider issued must be removed before this one sees it.
-        return not any(
-            reasoning.is_foreign(p, self.format.value)
-            for m in request.messages
-            for p in m.content
-            if isinstance(p, ReasoningPart)
-        )
+        return not reasoning.any_foreign(request.messages, self.format.value)
 
     async def _encode(
         self, request: ChatRequest, target: TargetInfo, options: CallOptions, stream: bool

@@ -23,11 +23,14 @@ from __future__ import annotations
 
 import base64
 import binascii
+from collections.abc import Sequence
+from itertools import chain
+from operator import attrgetter
 from typing import Any
 
 import orjson
 
-from switchyard.protocol.messages import ReasoningPart
+from switchyard.protocol.messages import Message, ReasoningPart
 from switchyard.protocol.request import ReasoningConfig
 
 PREFIX = "switchyard.v1."
@@ -106,6 +109,22 @@ def is_foreign(part: ReasoningPart, fmt: str) -> bool:
     foreign: it is ordinary history text of the caller's own format.
     """
     return part.provider is not None and part.provider != fmt
+
+
+_CONTENT = attrgetter("content")
+
+
+def any_foreign(messages: Sequence[Message], fmt: str) -> bool:
+    """Whether any reasoning part of ``messages`` is foreign to ``fmt`` (:func:`is_foreign`).
+
+    The types of all parts are gathered first, without an ``isinstance`` per part (pydantic's
+    class check is a Python call): an agent's 400-message conversation usually holds no
+    reasoning at all, and this halves what answering that costs.
+    """
+    kinds = set(map(type, chain.from_iterable(map(_CONTENT, messages))))
+    if not any(issubclass(kind, ReasoningPart) for kind in kinds):
+        return False
+    return any(is_foreign(p, fmt) for m in messages for p in m.content if isinstance(p, ReasoningPart))
 
 
 def effort_for(config: ReasoningConfig) -> str | None:

@@ -1,4 +1,4 @@
-"""Decoded messages reused across an agent's turns, so each turn decodes only its new tail.
+"""Decoded messages and tools reused across an agent's turns, so each turn decodes only its new tail.
 
 Layer: ``wire`` — imports ``protocol`` only.
 
@@ -20,11 +20,22 @@ What makes that exact:
   stringifies a value or carries a free-form object through: a decoder calls :func:`loose` when
   it does, and that message is never reused either;
 * a conversation is reused only when its last already-known message and every earlier one
-  compare equal (one list comparison), anything else — an edited or compacted history — is
-  decoded in full;
+  compare equal (one list comparison), or when the new one is a prefix of a kept one (an agent
+  that goes back to an earlier turn; the kept one stays as it was); anything else — an edited
+  or compacted history — is decoded in full;
 * the decoded models are shared between requests: nothing in switchyard changes a decoded
   message in place (routers and encoders copy with ``model_copy``); a caller of
   :func:`decode_messages` that wants to must copy first.
+
+The kept parsed messages are the ones that were decoded: a later request's equal messages are
+compared with them and let go of with that request, so the collector's full collections do not
+walk every request's body anew (they walk what is kept).
+
+:class:`ExactReuse` does the same for a value decoded whole (a request's tool definitions, the
+same every turn), keyed by its JSON text as orjson writes it, which tells ``1``, ``1.0`` and
+``true`` apart, and compared with ``==`` as well, which tells apart what writes the same text
+(a list and a tuple, a string and a UUID or an enum; subclasses of the JSON types are not
+written at all): a kept decoding is handed out only for a value of the same types throughout.
 
 Bounds: :data:`SLOTS` conversations of at most :data:`MAX_MESSAGES` messages each, the least
 recently matched going first; conversations shorter than :data:`MIN_MESSAGES` are decoded as
@@ -35,8 +46,11 @@ and their models, about twice to three times a body's size each.
 from __future__ import annotations
 
 import threading
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any, Generic, TypeVar
+
+import orjson
 
 from switchyard.wire import diagnostics
 
@@ -48,6 +62,12 @@ MIN_MESSAGES = 8
 
 MAX_MESSAGES = 2_000
 """Longer conversations are decoded in full and not kept (engine/offload.py sends them to a thread)."""
+
+MAX_KEY_BYTES = 1 << 20
+"""Values whose JSON text is longer than this are decoded as they come and not kept."""
+
+_EXACT = orjson.OPT_PASSTHROUGH_SUBCLASS | orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS
+"""orjson refuses these instead of writing them as the JSON type they resemble."""
 
 T = TypeVar("T")
 
@@ -97,16 +117,33 @@ class MessageReuse(Generic[T]):
         with self._lock:
             self._kept.clear()
 
-    def _previous(self, messages: Sequence[Any]) -> tuple[list[Any], list[T | None], bool] | None:
+    def _previous(self, messages: Sequence[Any]) -> tuple[list[Any], list[T | None], bool, bool] | None:
+        """The kept conversation that ``messages`` continue or go back into, cut to what they share,
+        and whether they go back (a rewind).
+
+        First one that ``messages`` continue (the usual next turn), taken out of the slots; else
+        one that ``messages`` are a prefix of (an agent that goes back to an earlier turn, a retry
+        from there, another session that opens alike): it stays kept, whole, for whoever
+        continues it.
+        """
         n_new = len(messages)
         with self._lock:
             for k in range(len(self._kept) - 1, -1, -1):
                 raw = self._kept[k][0]
                 n = len(raw)
                 # The newest known message first: it tells sessions apart that share a system
-                # prompt and the opening, then the whole prefix.
+                # prompt and the opening, then the whole prefix as one C-level list comparison.
                 if n <= n_new and raw[n - 1] == messages[n - 1] and raw == messages[:n]:
-                    return self._kept.pop(k)
+                    return (*self._kept.pop(k), False)
+            last = messages[n_new - 1]
+            for k in range(len(self._kept) - 1, -1, -1):
+                raw, decoded, complete = self._kept[k]
+                if len(raw) > n_new and raw[n_new - 1] == last and raw[:n_new] == messages:
+                    self._kept.append(self._kept.pop(k))  # the most recently matched
+                    decoded = decoded[:n_new]
+                    # (``is``, not ``in``: ``None in`` would call pydantic's ``__eq__`` per model.)
+                    complete = complete or all(d is not None for d in decoded)
+                    return raw[:n_new], decoded, complete, True
         return None
 
     def _keep(self, messages: list[Any], decoded: list[T | None], complete: bool) -> None:
@@ -130,6 +167,10 @@ class MessageReuse(Generic[T]):
         if n_new < MIN_MESSAGES or n_new > MAX_MESSAGES:
             return [decode_one(m, i) for i, m in enumerate(messages)]
         previous = self._previous(messages)
+        # The kept parsed messages of the shared prefix stay the ones kept before (they compare
+        # equal to these): this request's own parse is let go of with the request, instead of
+        # taking their place and, long-lived, being walked by the collector's full collections.
+        raw: list[Any] = previous[0] if previous is not None else []
         known: list[T | None] = previous[1] if previous is not None else []
         out: list[T] = []
         kept: list[T | None] = []
@@ -152,5 +193,60 @@ class MessageReuse(Generic[T]):
             else:
                 kept.append(None)
                 complete = False
-        self._keep(list(messages), kept, complete)  # a copy: the body's own list may be edited later
+        if previous is None or not previous[3]:  # (a rewind's whole conversation stays kept)
+            # A new list either way: the body's own list may be edited later.
+            self._keep(raw + messages[len(raw) :], kept, complete)
+        return out
+
+
+class ExactReuse(Generic[T]):
+    """The decodings of the last :data:`SLOTS` values, keyed by their JSON text.
+
+    For a value an agent sends unchanged every turn and that is decoded whole (the tool
+    definitions): its text costs a fraction of a decode, and equal texts denote the same value,
+    types included. A decoding that reported a lossy conversion is not kept (the counters count
+    each request). The decoded objects are shared between requests, as :class:`MessageReuse`'s.
+    Thread-safe.
+    """
+
+    def __init__(self, slots: int = SLOTS) -> None:
+        self._slots = slots
+        self._kept: OrderedDict[bytes, tuple[Any, T]] = OrderedDict()  # text: (value, its decoding)
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._kept)
+
+    def clear(self) -> None:
+        """Forgets every kept decoding (tests)."""
+        with self._lock:
+            self._kept.clear()
+
+    def decode(self, value: Any, decode: Callable[[Any], T]) -> T:
+        """``decode(value)``, or the decoding of an earlier value with the same JSON text.
+
+        Args:
+            value: A parsed JSON value.
+            decode: Its decoding; deterministic in the value, raising for an invalid one.
+
+        Raises:
+            Whatever ``decode`` raises (nothing is kept then).
+        """
+        try:
+            key = orjson.dumps(value, option=_EXACT)
+        except orjson.JSONEncodeError:  # a subclass, a date, an int past 64 bits: as it comes
+            return decode(value)
+        with self._lock:
+            done = self._kept.get(key)
+            if done is not None:
+                self._kept.move_to_end(key)
+        if done is not None and done[0] == value:
+            return done[1]
+        before = _marks()
+        out = decode(value)
+        if _marks() == before and len(key) <= MAX_KEY_BYTES:
+            with self._lock:
+                self._kept[key] = (value, out)
+                if len(self._kept) > self._slots:
+                    self._kept.popitem(last=False)
         return out

@@ -198,6 +198,13 @@ def _reference_fixes(messages: list[Any]) -> tuple[bool, bool]:
     return empty, merge
 
 
+class _Shifty(dict[str, Any]):
+    """A mapping whose ``get`` says something else than its items: read as its ``get`` says."""
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return {"role": "system", "tool_calls": []}.get(key, default)
+
+
 def test_a_replay_is_fixed_exactly_where_the_reference_fixes_it() -> None:
     import random
 
@@ -213,6 +220,8 @@ def test_a_replay_is_fixed_exactly_where_the_reference_fixes_it() -> None:
         {"role": "tool", "content": "t", "tool_call_id": "c"},
         "not a message",
         {"content": "no role"},
+        {"role": ["system"], "content": "a role that is no string"},
+        _Shifty(role="user", content="u"),
     ]
     for _ in range(3000):
         messages = [rng.choice(choices) for _ in range(rng.randrange(6))]

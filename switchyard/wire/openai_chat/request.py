@@ -5,6 +5,7 @@ Layer: ``wire`` — imports ``protocol`` only.
 
 from __future__ import annotations
 
+from itertools import repeat
 from typing import Any
 
 from pydantic import ValidationError
@@ -25,12 +26,15 @@ from switchyard.wire import custom_tools, diagnostics, guard, reasoning, strict
 from switchyard.wire.content import bad as _bad
 from switchyard.wire.content import decode_content, put_present
 from switchyard.wire.extras import extras_for
-from switchyard.wire.reuse import MessageReuse, loose
+from switchyard.wire.reuse import ExactReuse, MessageReuse, loose
 
 FORMAT = "openai_chat"
 
 REUSE: MessageReuse[Message] = MessageReuse()
 """The last few conversations' decoded messages: an agent's next turn decodes only its new tail."""
+
+TOOLS: ExactReuse[tuple[ToolDefinition, ...]] = ExactReuse()
+"""The last few tool lists' definitions: an agent sends the same ones every turn."""
 
 # Fields the IR models explicitly; everything else rides along in ``ChatRequest.extra``.
 _KNOWN = frozenset(
@@ -210,6 +214,10 @@ def _decode_tools(tools: Any) -> list[ToolDefinition]:
     return out
 
 
+def _tool_definitions(tools: Any) -> tuple[ToolDefinition, ...]:
+    return tuple(_decode_tools(tools))
+
+
 def decode_tool_choice(choice: Any) -> ToolChoice | None:
     """OpenAI ``tool_choice`` (Chat or Responses shape) → IR."""
     if choice is None:
@@ -250,7 +258,7 @@ def decode_request(body: dict[str, Any]) -> ChatRequest:
         return ChatRequest(
             model=str(body.get("model") or ""),
             messages=REUSE.decode(messages, _decode_message),
-            tools=_decode_tools(body["tools"]) if body.get("tools") else [],
+            tools=list(TOOLS.decode(body["tools"], _tool_definitions)) if body.get("tools") else [],
             tool_choice=decode_tool_choice(body.get("tool_choice")),
             parallel_tool_calls=body.get("parallel_tool_calls"),
             max_tokens=body.get("max_completion_tokens") or body.get("max_tokens"),
@@ -481,10 +489,29 @@ def _empty_tool_calls(message: Any) -> bool:
     return isinstance(message, dict) and message.get("tool_calls") == []
 
 
+_PLAIN = {dict}
+
+
 def _fixes(messages: list[Any]) -> tuple[bool, bool]:
     """Whether ``messages`` hold an empty ``tool_calls`` array, and whether their system and
     developer messages need merging into one leading ``system`` message (more than one, one
-    that is not first, or a leading ``developer``), in one pass."""
+    that is not first, or a leading ``developer``)."""
+    if set(map(type, messages)) != _PLAIN:  # some message is not a plain JSON object
+        return _fixes_one_by_one(messages)
+    # C-level passes: a Python loop over an agent's 400 messages costs twice as much, on every
+    # relayed request.
+    roles = list(map(dict.get, messages, repeat("role")))
+    empty = [] in map(dict.get, messages, repeat("tool_calls"))
+    count = roles.count("system") + roles.count("developer")
+    if count != 1:
+        return empty, count > 1
+    first = roles.index("system") if "system" in roles else roles.index("developer")
+    return empty, first != 0 or roles[0] == "developer"
+
+
+def _fixes_one_by_one(messages: list[Any]) -> tuple[bool, bool]:
+    """:func:`_fixes` where some message is not a plain ``dict`` (those that are no mapping are
+    skipped)."""
     empty = False
     count = 0
     first = -1

@@ -169,3 +169,113 @@ def test_values_that_compare_equal_but_read_differently_are_decoded_afresh() -> 
         (part,) = _decode({"model": "m", "messages": messages}).messages[len(opening)].content
         assert isinstance(part, ToolCallPart)
         assert part.arguments == arguments
+
+
+class _Message(dict[str, Any]):
+    """A parsed message a weak reference can watch (a plain dict cannot be referenced weakly)."""
+
+    __slots__ = ("__weakref__",)
+
+
+def _watched(messages: list[dict[str, Any]]) -> list[_Message]:
+    return [_Message(json.loads(json.dumps(m))) for m in messages]
+
+
+def test_a_turn_keeps_the_decoded_messages_not_its_own_parse() -> None:
+    # What the reuse keeps is walked by the collector's full collections: each turn's own parse of
+    # the unchanged prefix must be let go of with the request, not kept in the place of the one
+    # that was decoded (the two compare equal).
+    import gc
+    import weakref
+
+    messages = long_session(60)
+    chat_request.REUSE.clear()
+    first = _watched(messages[:40])
+    chat_request.decode_request({"model": "m", "messages": first})
+    second = _watched(messages)
+    chat_request.decode_request({"model": "m", "messages": second})
+    kept_first = [weakref.ref(m) for m in first]
+    prefix, tail = [weakref.ref(m) for m in second[:40]], [weakref.ref(m) for m in second[40:]]
+    del first, second
+    gc.collect()
+    assert all(r() is not None for r in kept_first)  # the decoded ones are what is compared next
+    assert all(r() is None for r in prefix)  # this turn's copies went with it
+    assert all(r() is not None for r in tail)  # the new tail is kept (it was decoded now)
+    # And the next turn still reuses the whole conversation.
+    third = _decode({"model": "m", "messages": [*messages, {"role": "user", "content": "go on"}]})
+    again = _decode({"model": "m", "messages": messages})
+    assert third.messages[:60] == again.messages
+    assert all(a is b for a, b in zip(third.messages[:60], again.messages, strict=True))
+
+
+def test_a_rewind_to_an_earlier_turn_reuses_that_prefix() -> None:
+    # An agent that goes back to an earlier turn (a rewind, a retry from there) sends a prefix of
+    # a conversation already decoded.
+    messages = long_session(80)
+    for n in (70, 41, reuse.MIN_MESSAGES):
+        expected = _full({"model": "m", "messages": messages[:n]})
+        chat_request.REUSE.clear()
+        long_turn = _decode({"model": "m", "messages": messages})
+        rewound = _decode({"model": "m", "messages": messages[:n]})
+        assert rewound == expected
+        assert all(a is b for a, b in zip(rewound.messages, long_turn.messages[:n], strict=False)), n
+    # Growing again as before (a benchmark's loop starting over), every turn is the kept one's;
+    # the longer conversation stays kept whole.
+    chat_request.REUSE.clear()
+    long_turn = _decode({"model": "m", "messages": messages})
+    for n in range(41, 81, 3):
+        again = _decode({"model": "m", "messages": messages[:n]})
+        assert all(a is b for a, b in zip(again.messages, long_turn.messages[:n], strict=False)), n
+    assert len(chat_request.REUSE) == 1
+    # Growing otherwise is another conversation, decoded as such.
+    other = [*messages[:41], {"role": "user", "content": "instead, do this"}]
+    expected = _full({"model": "m", "messages": other})
+    _decode({"model": "m", "messages": messages})
+    assert _decode({"model": "m", "messages": other}) == expected
+
+
+def test_a_shorter_conversation_that_is_no_prefix_is_decoded_afresh() -> None:
+    messages = long_session(60)
+    # The last message of the shorter one differs from the kept one at its place, or an earlier
+    # one does (the last compares equal): no reuse.
+    edited = [*messages[:29], {**messages[29], "content": "an edited message"}]
+    changed = [messages[0], {"role": "user", "content": "another task"}, *messages[2:30]]
+    for shorter in (edited, changed):
+        expected = _full({"model": "m", "messages": shorter})
+        chat_request.REUSE.clear()
+        before = _decode({"model": "m", "messages": messages})
+        after = _decode({"model": "m", "messages": shorter})
+        assert after == expected
+        assert not any(a is b for a, b in zip(after.messages[1:], before.messages[1:], strict=False))
+
+
+def test_a_lossy_message_is_counted_again_after_a_rewind() -> None:
+    messages = [*long_session(20), {"role": "function", "name": "Read", "content": "old-style result"}]
+    messages += long_session(20)[1:]
+    chat_request.REUSE.clear()
+    start = diagnostics.counts().get("openai_chat.function_role", 0)
+    _decode({"model": "m", "messages": messages})
+    rewound = _decode({"model": "m", "messages": messages[:30]})
+    assert diagnostics.counts().get("openai_chat.function_role", 0) - start == 2
+    assert rewound == _full({"model": "m", "messages": messages[:30]})
+
+
+def test_a_shorter_session_with_the_same_opening_leaves_the_longer_one_its_conversation() -> None:
+    # Two sessions opening alike (one agent harness, the same first task): the one that is a
+    # prefix of the other reuses it, and the longer one's next turns still reuse all of their own.
+    messages = long_session(60)
+    others = [messages[:20]]
+    for turn in range(3):
+        others.append([*others[-1], {"role": "user", "content": f"step {turn}"}])
+    expected = [_full({"model": "m", "messages": other}) for other in others]
+    chat_request.REUSE.clear()
+    longer = _decode({"model": "m", "messages": messages})
+    for turn, other in enumerate(others[:3]):
+        shorter = _decode({"model": "m", "messages": other})
+        assert shorter == expected[turn]
+        if turn == 0:
+            assert all(a is b for a, b in zip(shorter.messages, longer.messages[:20], strict=True))
+        grown = [*messages, {"role": "user", "content": f"go on {turn}"}]
+        again = _decode({"model": "m", "messages": grown})
+        assert all(a is b for a, b in zip(again.messages, longer.messages, strict=False)), turn
+        messages, longer = grown, again
