@@ -24,9 +24,10 @@ price, so a wordier efficient model makes it optimistic: the gap grows with ``--
 Usage:
     python benchmarks/shadow_prediction.py            # verbosity 1.0, 1.5, 3.0 x mirror share 0, 0.1, 0.25
     python benchmarks/shadow_prediction.py --sessions 100 --verbosity 1.0 --mirror-share 0.1
+    python benchmarks/shadow_prediction.py --jitter 0.5 --efficient-price 1 5 --seeds 10   # the stress case
     python benchmarks/shadow_prediction.py --out benchmarks/results/shadow_prediction-20261205.json
     python benchmarks/shadow_prediction.py --verbosity 3 --mirror-share 0.1 --log-dir /tmp  # then:
-    switchyard stats /tmp/shadow-verbosity3-mirror0.1.jsonl --experiment
+    switchyard stats /tmp/shadow-verbosity3-jitter0-mirror0.1.jsonl --experiment
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ import argparse
 import asyncio
 import hashlib
 import json
+import math
 import random
 import sys
 import time
@@ -51,12 +53,17 @@ from switchyard.testing.fake_common import FakeModel, Turn, last_user_text, prom
 TRACEBACK = "Traceback (most recent call last):\n  File 'app.py', line 3\nValueError: bad input"
 
 
-def brain(verbosity: float) -> Any:
+def brain(verbosity: float, jitter: float = 0.0) -> Any:
+    """Answers whose length is fixed by the request; the efficient model's is ``verbosity`` times
+    the capable one's, times a log-normal factor of spread ``jitter`` drawn from the request (0:
+    always exactly ``verbosity`` times; with a spread, ``verbosity`` is the median)."""
+
     def answer(body: dict[str, Any], model: FakeModel) -> Turn:
         digest = hashlib.sha256(prompt_text(body).encode()).digest()
         words = 40 + digest[0] * 2  # 40-550 words, fixed by the request
         if model.name == "fake-efficient":
-            words = int(words * verbosity)
+            spread = math.exp(jitter * random.Random(digest[1:9]).gauss(0.0, 1.0)) if jitter else 1.0
+            words = int(words * verbosity * spread)
         return Turn(text=("done " * words).strip() + f" ({last_user_text(body)[:20]})")
 
     return answer
@@ -86,6 +93,10 @@ def sessions(count: int, seed: int) -> list[list[list[dict[str, Any]]]]:
     return out
 
 
+EFFICIENT_PRICE = {"input_per_mtok": 0.1, "output_per_mtok": 0.4}
+"""The efficient target's price (``--efficient-price``); the capable one's is 3 / 15."""
+
+
 def config(port: int, shadow: bool, mirror_share: float = 0.0) -> dict[str, Any]:
     route: dict[str, Any] = {"type": "stage_router", "capable": "capable", "efficient": "efficient"}
     if shadow:
@@ -96,7 +107,7 @@ def config(port: int, shadow: bool, mirror_share: float = 0.0) -> dict[str, Any]
             "efficient": {
                 "client": "local",
                 "model": "fake-efficient",
-                "price": {"input_per_mtok": 0.1, "output_per_mtok": 0.4},
+                "price": dict(EFFICIENT_PRICE),
             },
             "capable": {
                 "client": "local",
@@ -128,11 +139,10 @@ async def run(port: int, shadow: bool, work: list[list[list[dict[str, Any]]]], m
 
 
 def measure(
-    verbosity: float, count: int, seed: int, shares: list[float], log_dir: str | None = None
+    verbosity: float, count: int, seed: int, shares: list[float], log_dir: str | None = None, jitter: float = 0.0
 ) -> list[dict[str, Any]]:
-    upstream = FakeUpstream(
-        [FakeModel("fake-efficient", brain(verbosity)), FakeModel("fake-capable", brain(verbosity))]
-    )
+    answers = brain(verbosity, jitter)
+    upstream = FakeUpstream([FakeModel("fake-efficient", answers), FakeModel("fake-capable", answers)])
     server = serve_fake(upstream)
     try:
         work = sessions(count, seed)
@@ -146,7 +156,7 @@ def measure(
         baseline = sum(r.total_cost_usd - r.experiment_cost_usd for r in shadowed)
         lines = [json.loads(r.to_json()) for r in shadowed]
         if log_dir:  # the shadow run's decision log, for `switchyard stats --experiment`
-            path = Path(log_dir) / f"shadow-verbosity{verbosity:g}-mirror{share:g}.jsonl"
+            path = Path(log_dir) / f"shadow-verbosity{verbosity:g}-jitter{jitter:g}-mirror{share:g}.jsonl"
             path.write_bytes(b"".join(r.to_json() + b"\n" for r in shadowed))
         view = experiment_stats(lines)["agent"]["shadow"]
         predicted, measured = view["predicted_saved_share"], 1 - spent / baseline
@@ -155,6 +165,7 @@ def measure(
         out.append(
             {
                 "verbosity": verbosity,
+                "jitter": jitter,
                 "mirror_share": share,
                 "sessions": count,
                 "requests": len(routed),
@@ -181,29 +192,92 @@ def measure(
     return out
 
 
+def seed_summary(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per verbosity and mirror share, over seeds: the gaps, and how often the interval held the
+    measured saving."""
+    out = []
+    for key in sorted({(r["verbosity"], r["mirror_share"]) for r in results}):
+        rows = [r for r in results if (r["verbosity"], r["mirror_share"]) == key]
+        gaps = [abs(r["gap_points"]) for r in rows]
+        widths = [(r["predicted_high"] - r["predicted_low"]) * 50 for r in rows if r["predicted_low"] is not None]
+        out.append(
+            {
+                "verbosity": key[0],
+                "mirror_share": key[1],
+                "seeds": len(rows),
+                "mean_abs_gap": sum(gaps) / len(gaps),
+                "max_abs_gap": max(gaps),
+                "within_2_points": sum(g <= 2 for g in gaps),
+                "inside_interval": sum(r["measured_inside_interval"] for r in rows),
+                "mean_half_width": sum(widths) / len(widths) if widths else None,
+                "mirror_cost_share": sum(r["mirror_cost_share_of_baseline"] for r in rows) / len(rows),
+            }
+        )
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sessions", type=int, default=300)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--seeds", type=int, default=1, help="run seeds SEED .. SEED+N-1 (new sessions each) and summarise the gaps"
+    )
     parser.add_argument("--verbosity", type=float, nargs="+", default=[1.0, 1.5, 3.0])
     parser.add_argument("--mirror-share", type=float, nargs="+", default=[0.0, 0.1, 0.25])
+    parser.add_argument(
+        "--jitter",
+        type=float,
+        default=0.0,
+        help="per-request spread of the efficient model's verbosity (log-normal sigma; 0: a fixed multiple)",
+    )
     parser.add_argument("--out", help="also write the results as JSON to this file")
     parser.add_argument("--log-dir", help="also write each shadow run's decision log (JSONL) into this folder")
+    parser.add_argument(
+        "--efficient-price",
+        type=float,
+        nargs=2,
+        metavar=("IN", "OUT"),
+        default=[0.1, 0.4],
+        help="the efficient target's USD per million input and output tokens (the capable one's: 3 and 15)",
+    )
     args = parser.parse_args()
+    EFFICIENT_PRICE.update(input_per_mtok=args.efficient_price[0], output_per_mtok=args.efficient_price[1])
     started = time.perf_counter()
-    results = [r for v in args.verbosity for r in measure(v, args.sessions, args.seed, args.mirror_share, args.log_dir)]
-    for r in results:
+    results = [
+        {**r, "seed": seed}
+        for seed in range(args.seed, args.seed + args.seeds)
+        for v in args.verbosity
+        for r in measure(v, args.sessions, seed, args.mirror_share, args.log_dir, args.jitter)
+    ]
+    for r in results if args.seeds == 1 else ():
         shown = f"{r['predicted_saved']:.1%}"
         if r["predicted_low"] is not None:
             shown += f" [{r['predicted_low']:.1%}, {r['predicted_high']:.1%}]"
         print(
-            f"verbosity x{r['verbosity']:g} mirror {r['mirror_share']:g}: {r['requests']} requests, "
+            f"verbosity x{r['verbosity']:g} (jitter {r['jitter']:g}) mirror {r['mirror_share']:g}: "
+            f"{r['requests']} requests, "
             f"{r['efficient_share']:.0%} efficient, same choice {r['same_choice']:.0%}; "
             f"{r['mirrored_sessions']} mirrored sessions; predicted {shown} ({r['basis']}), "
             f"measured {r['measured_saved']:.1%}, gap {r['gap_points']:+.2f} points; "
             f"mirrors ${r['mirror_cost_usd']:.4f} = {r['mirror_cost_share_of_baseline']:.1%} of the baseline"
         )
-    summary = {"results": results, "elapsed_s": round(time.perf_counter() - started, 1)}
+    over_seeds = seed_summary(results)
+    for row in over_seeds if args.seeds > 1 else ():
+        print(
+            f"verbosity x{row['verbosity']:g} mirror {row['mirror_share']:g}, {row['seeds']} seeds: "
+            f"|gap| mean {row['mean_abs_gap']:.2f} max {row['max_abs_gap']:.2f} points, within 2 points in "
+            f"{row['within_2_points']}, measured inside the interval in {row['inside_interval']}, "
+            f"interval half-width {'-' if row['mean_half_width'] is None else format(row['mean_half_width'], '.2f')}"
+            f" points, mirrors {row['mirror_cost_share']:.1%}"
+        )
+    summary = {
+        "efficient_price": EFFICIENT_PRICE,
+        "jitter": args.jitter,
+        "over_seeds": over_seeds,
+        "results": results,
+        "elapsed_s": round(time.perf_counter() - started, 1),
+    }
     if args.out:
         Path(args.out).write_text(json.dumps(summary, indent=2) + "\n")
     print(json.dumps(summary))
