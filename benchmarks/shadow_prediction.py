@@ -100,7 +100,9 @@ EFFICIENT_PRICE = {"input_per_mtok": 0.1, "output_per_mtok": 0.4}
 def config(port: int, shadow: bool, mirror_share: float = 0.0) -> dict[str, Any]:
     route: dict[str, Any] = {"type": "stage_router", "capable": "capable", "efficient": "efficient"}
     if shadow:
-        route["experiment"] = {"mode": "shadow", "mirror_share": mirror_share}
+        # Room for every mirror: a skipped one (``busy``) would make the measured set depend on
+        # the machine's load (docs/rollout.md, "Mirroring").
+        route["experiment"] = {"mode": "shadow", "mirror_share": mirror_share, "mirror_concurrency": 256}
     return {
         "llm_clients": {"local": {"format": "openai_chat", "base_url": f"http://127.0.0.1:{port}/v1"}},
         "targets": {
@@ -174,6 +176,14 @@ def measure(
                 "basis": view["basis"],
                 "mirrored_sessions": view["mirrored_sessions"],
                 "mirrored_requests": view["mirrored_requests"],
+                "mirrors_not_sent": view["mirror_skipped"],
+                # A request that failed (a loaded machine's timeout) or fell back would skew both
+                # sides: counted, and the run is marked unusable when there is any.
+                "failed_or_fell_back": {
+                    "shadow": sum(r.status >= 400 or r.fallbacks_tried > 0 for r in shadowed),
+                    "routed": sum(r.status >= 400 or r.fallbacks_tried > 0 for r in routed),
+                },
+                "mirrors_failed": view["mirror_failures"],
                 "cost_ratio": view.get("cost_ratio"),
                 "predicted_saved": predicted,
                 "predicted_low": bounds.get("low"),
@@ -250,6 +260,12 @@ def main() -> None:
         for v in args.verbosity
         for r in measure(v, args.sessions, seed, args.mirror_share, args.log_dir, args.jitter)
     ]
+    broken = [r for r in results if any(r["failed_or_fell_back"].values())]
+    if broken:
+        print(
+            f"warning: {len(broken)} runs had failed or fallen-back requests (load?): their gaps are not "
+            "the estimator's"
+        )
     for r in results if args.seeds == 1 else ():
         shown = f"{r['predicted_saved']:.1%}"
         if r["predicted_low"] is not None:

@@ -97,6 +97,7 @@ def merge_totals(into: Totals, other: Totals) -> None:
     into.answer_usd += other.answer_usd
     into.router_usd += other.router_usd
     into.feature_usd += other.feature_usd
+    into.experiment_usd += other.experiment_usd
     into.baseline_usd += other.baseline_usd
     into.priced_requests += other.priced_requests
     into._spent_priced += other._spent_priced

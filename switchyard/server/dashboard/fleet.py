@@ -26,7 +26,16 @@ from switchyard.server.dashboard.views import Replica, TotalsSource
 logger = logging.getLogger("switchyard.server")
 
 REGISTRY_KEY = "switchyard:dashboard:replicas"
-_SUMMED = ("requests", "answer_usd", "router_usd", "feature_usd", "total_usd", "always_capable_usd", "saved_usd")
+_SUMMED = (
+    "requests",
+    "answer_usd",
+    "router_usd",
+    "feature_usd",
+    "experiment_usd",
+    "total_usd",
+    "always_capable_usd",
+    "saved_usd",
+)
 
 
 def _replica_key(replica_id: str) -> str:
