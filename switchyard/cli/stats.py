@@ -27,7 +27,10 @@ GET /v1/stats ("usd") and as Prometheus metrics at GET /metrics. See docs/deploy
 --experiment compares, per route with an experiment: block, the sessions of each arm: cost per
 session routed vs control, resolve rate / mean score / mean reward from POST /v1/feedback
 reports, and the saving shadow mode predicts, each with a 95 % interval and the number of
-sessions it rests on. See docs/rollout.md.
+sessions it rests on. Shadow's prediction is corrected by the mirrored requests
+(experiment.mirror_share: what the router's choice really cost, against its priced estimate)
+when there are any, and labelled as assuming equal verbosity when there are none; the mirrors'
+own cost is shown apart. See docs/rollout.md.
 """
 
 
