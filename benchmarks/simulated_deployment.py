@@ -28,7 +28,9 @@ half of the tasks (all their runs) is the deployment tuned on, the second half i
    --grid ... --write tuned.yaml`` (the real CLI). Grids: the trajectory route's
    ``threshold=0.05,0.1,0.15,0.25,0.3`` (shipped: the checkpoint's 0.2); the stage route's
    ``persistent_errors.repeats=3,4,6``, then ``confidence_threshold=0.3,0.5,0.7`` on the config
-   the first step left (shipped: 2 and 1.0). Each step either writes a config or keeps.
+   the first step left (shipped: 2 and 1.0). Each step either writes a config or keeps. (Since
+   this run was pre-registered, tune also keeps a change its own k-fold rows show losing:
+   ``...-serve.json`` is the run before that check, ``...-serve-guard.json`` after it.)
 4. The shipped and the tuned config (their ``experiment`` removed: every session routed) each
    served again by ``serve`` on the second half's sessions, driven the same way. Per session the
    switch turn ``k`` comes from that log; resolve is the suite's recorded outcome at ``k``, cost
@@ -297,7 +299,17 @@ def tune(config: Path, log: Path, key: str, grid: str, opts: dict[str, Any], wri
     if done.returncode != 0:
         return {"key": key, "verdict": "refused", "message": done.stderr.strip().splitlines()[-1:], "command": cmd}
     found = json.loads(done.stdout)
-    keep = ("verdict", "current", "chosen", "sessions", "capable_sessions", "rows", "held_out", "notes")
+    keep = (
+        "verdict",
+        "current",
+        "chosen",
+        "sessions",
+        "capable_sessions",
+        "rows",
+        "held_out",
+        "held_out_difference",
+        "notes",
+    )
     return {"key": key, **{k: found[k] for k in keep}, "changed": found["verdict"] == "changed"}
 
 

@@ -27,8 +27,9 @@ by the router's own rules; no classifier, no hold_turns). A session switched ear
 is scored with the mean outcome of the control/shadow sessions (served by the capable model
 whole), so the log needs at least --min-capable of them: keep experiment: {control_share: 0.1}.
 Sessions are split into --folds folds; each fold is scored under the value chosen on the others,
-next to the current one. Below --min-sessions routed sessions with feedback, or when the
-intervals overlap, the current value is kept.
+next to the current one. Below --min-sessions routed sessions with feedback, when the
+intervals overlap, or when those held-out rows show the change losing on one measure without a
+sure gain on the other, the current value is kept.
 """
 
 

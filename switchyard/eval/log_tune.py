@@ -41,6 +41,8 @@ tell"), and refused outright below ``min_sessions`` routed sessions with feedbac
 other folds and the fold is scored under that choice and under the current threshold. The
 held-out rows (each session scored once, by a choice that never saw it) and their paired
 difference, with session-bootstrap 95 % intervals, are what tuning is worth on these sessions.
+A change those rows show losing on one measure without gaining on the other (:func:`holds_up`)
+is not made: the current value is kept.
 """
 
 from __future__ import annotations
@@ -154,6 +156,9 @@ def sessions_from(
             continue
         turns = tuple(_turn(r, capable_target, threshold_source) for r in session.records)
         routed.append(LogSession(session.key, turns, value))
+    # Folds and resamples draw session indices: in key order, the same sessions give the same
+    # numbers whatever order concurrent sessions reached the log in.
+    routed.sort(key=lambda s: (s.key[0] or "", s.key[1]))
     return LogData(routed, capable, missing, outcome)
 
 
@@ -359,6 +364,14 @@ def tune_log(
     draws = _draws([now, tuned], rate, resamples, seed + 1)
     ivs = _intervals(draws)
     diff = _paired_difference(now, tuned, rate, draws)
+    if verdict == "changed" and not holds_up(diff):
+        iv_lost, iv_saved = diff["intervals"]["points_lost"], diff["intervals"]["cost_saved"]
+        notes.append(
+            f"the change does not hold up on held-out folds: tuned - current points lost {diff['points_lost']:+.1f} "
+            f"[{iv_lost[0]:+.1f}, {iv_lost[1]:+.1f}], cost saved {100 * diff['cost_saved']:+.1f} points "
+            f"[{100 * iv_saved[0]:+.1f}, {100 * iv_saved[1]:+.1f}]; keeping the current value {current:g}"
+        )
+        chosen, verdict = current, "kept: the choice does not hold up on held-out folds"
     held = []
     for name, f, iv in (("current", now, ivs[0]), ("tuned (chosen per fold)", tuned, ivs[1])):
         lost, saved = measures(f, rate)
@@ -388,6 +401,17 @@ def tune_log(
     }
 
 
+def holds_up(diff: Mapping[str, Any]) -> bool:
+    """Whether a change chosen on all sessions holds up on held-out folds: it does not, when the
+    k-fold paired difference shows a loss on one measure (its 95 % interval wholly on the losing
+    side) without a gain on the other."""
+    iv = diff.get("intervals") or {}
+    if not iv:
+        return True
+    (lost_lo, lost_hi), (saved_lo, saved_hi) = iv["points_lost"], iv["cost_saved"]
+    return not ((saved_hi < 0 and lost_hi >= 0) or (lost_lo > 0 and saved_lo <= 0))
+
+
 def _paired_difference(
     now: Scored, tuned: Scored, rate: float, draws: list[list[tuple[float, float]]]
 ) -> dict[str, Any]:
@@ -412,6 +436,7 @@ __all__ = [
     "Turn",
     "choose",
     "folds_of",
+    "holds_up",
     "replay_one",
     "score",
     "sessions_from",

@@ -27,7 +27,10 @@ def _mapping_value(node: yaml.MappingNode, key: str) -> tuple[yaml.Node, yaml.No
 
 
 def format_number(value: float) -> str:
-    """A number YAML 1.1 reads back exactly as a float (``0.4132``, ``1.0``, ``1.0e-05``)."""
+    """A number YAML 1.1 reads back exactly: an ``int`` as an integer (``persistent_errors.repeats:
+    3``), anything else as a float (``0.4132``, ``1.0``, ``1.0e-05``)."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
     text = repr(float(value))
     mantissa, e, exponent = text.partition("e")
     if not e:

@@ -13,6 +13,7 @@ intervals are tight and the change is made.
 from __future__ import annotations
 
 import json
+import random
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +21,7 @@ import pytest
 
 from switchyard.cli import main
 from switchyard.engine.joined_log import join_log
-from switchyard.eval.log_tune import sessions_from, tune_log
+from switchyard.eval.log_tune import holds_up, sessions_from, tune_log
 
 CONFIG = """\
 llm_clients:
@@ -129,3 +130,41 @@ def test_help_teaches_the_log_mode(capsys: Any) -> None:
         main(["tune", "--help"])
     text = capsys.readouterr().out
     assert "--decision-log LOG" in text and "--folds K" in text and "control/shadow" in text
+
+
+def test_the_same_sessions_in_another_log_order_give_the_same_numbers() -> None:
+    # Concurrent sessions reach a log interleaved in any order; folds and resamples must not care.
+    lines = log_lines()
+    for i, line in enumerate(lines):
+        if "cost_usd" in line and line["source"] == "trajectory":
+            line["cost_usd"] = 0.01 * (1 + i % 7)  # sessions unlike each other, so order would show
+    blocks: dict[str, list[dict[str, Any]]] = {}
+    for line in lines:
+        blocks.setdefault(line["session_id"], []).append(line)
+    order = list(blocks)
+    random.Random(3).shuffle(order)
+    shuffled = [line for sid in order for line in blocks[sid]]
+
+    def run(log: list[dict[str, Any]]) -> dict[str, Any]:
+        data = sessions_from(join_log(log), capable_target="capable")
+        return tune_log(data, [0.2, 0.8], 0.5, max_points_lost=60.0, folds=3, resamples=200)
+
+    a, b = run(lines), run(shuffled)
+    assert a["rows"] == b["rows"] and a["held_out"] == b["held_out"]
+    assert a["held_out_difference"] == b["held_out_difference"]
+
+
+@pytest.mark.parametrize(
+    ("lost", "saved", "holds"),
+    [
+        ((-5.8, 16.6), (-0.278, -0.013), False),  # pays cost, no sure gain in points (issue 48's Terminal-Bench run)
+        ((-19.0, -1.0), (-0.30, -0.10), True),  # pays cost for points it surely gains
+        ((0.5, 9.0), (-0.05, 0.20), False),  # loses points, no sure saving
+        ((0.5, 9.0), (0.05, 0.20), True),  # loses points for a sure saving (the budget decides that)
+        ((-3.0, 4.0), (-0.05, 0.10), True),  # nothing sure either way: the rule's choice stands
+    ],
+)
+def test_a_change_is_kept_only_when_it_holds_up_on_held_out_folds(
+    lost: tuple[float, float], saved: tuple[float, float], holds: bool
+) -> None:
+    assert holds_up({"intervals": {"points_lost": lost, "cost_saved": saved}}) is holds

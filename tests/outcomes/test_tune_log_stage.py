@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import json
 import random
+from pathlib import Path
 from typing import Any
 
 import pytest
 from _convo import Step, bash, decode, tool
 
+from switchyard.cli import main
 from switchyard.eval.log_stage import stage_decider
 from switchyard.eval.log_tune import LogTuneError, Turn
 from switchyard.protocol.session import SessionInfo
@@ -137,3 +139,58 @@ def test_what_a_log_cannot_replay_is_refused_with_the_reason() -> None:
     old_log = Turn(None, False, False, 0.0, 0.0, 0.0, {"signals": {"severity": 0.7, "errors": ["nonzero_exit"]}})
     with pytest.raises(LogTuneError, match="run_tally"):
         stage_decider(SHIPPED, "persistent_errors.repeats")(old_log, 3)
+
+
+async def test_the_cli_tunes_a_stage_route_and_writes_an_integer_setting(tmp_path: Path, capsys: Any) -> None:
+    # Shipped: repeats 4. Half the sessions hit the same error class twice and the efficient model
+    # failed them; repeats 2 switches them at that turn, where the capable model resolves.
+    shipped = with_value(SHIPPED, "persistent_errors.repeats", 4)
+    ok, fail = RESULTS[0], RESULTS[1]
+    lines: list[dict[str, Any]] = []
+    for n in range(40):
+        hard = n % 2 == 0
+        results = [ok, fail, ok, fail, ok, ok] if hard else [ok] * 6
+        steps: list[Step] = [("user", "Fix the build."), *(bash(f"make {i}", r) for i, r in enumerate(results))]
+        for i, (capable, details) in enumerate(await tiers(shipped, steps, f"s{n}")):
+            assert not capable
+            rec = {"route": "agent", "session_id": f"s{n}", "request_id": f"s{n}-{i}", "source": "fall_open"}
+            rec |= {"selected": "efficient", "cost_usd": 0.01, "baseline_cost_usd": 0.1, "details": details}
+            lines.append(rec)
+        lines.append({"object": "switchyard.feedback", "session_id": f"s{n}", "resolved": not hard, "ts": 1.0})
+    for n in range(12):
+        rec = {"route": "agent", "session_id": f"c{n}", "request_id": f"c{n}", "source": "control"}
+        lines.append(rec | {"selected": "capable", "cost_usd": 0.6, "details": {"arm": "control"}})
+        lines.append({"object": "switchyard.feedback", "session_id": f"c{n}", "resolved": True, "ts": 1.0})
+    log = tmp_path / "decisions.jsonl"
+    log.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    cfg = tmp_path / "router.yaml"
+    cfg.write_text(CONFIG.replace("REPEATS", "4"))
+    out = tmp_path / "tuned.yaml"
+    argv = ["tune", "-c", str(cfg), "--route", "agent", "--decision-log", str(log), "--bootstrap", "200"]
+    assert main([*argv, "--grid", "persistent_errors.repeats=2,3", "--write", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert (
+        "- routes.agent.persistent_errors.repeats: 4" in text and "+ routes.agent.persistent_errors.repeats: 2" in text
+    )
+    assert "repeats: 2  # shipped" in out.read_text()
+    # a classifier route is refused with the reason
+    cfg.write_text(CONFIG.replace("REPEATS", "4") + "    classifier: {target: capable}\n")
+    assert main([*argv, "--grid", "confidence_threshold=0.3"]) == 1
+    assert "classifier" in capsys.readouterr().err
+
+
+CONFIG = """\
+llm_clients:
+  up: {format: openai_chat, base_url: http://127.0.0.1:9/v1}
+targets:
+  efficient: {client: up, model: small, price: {input_per_mtok: 0.1, output_per_mtok: 0.4}}
+  capable: {client: up, model: big, price: {input_per_mtok: 3, output_per_mtok: 15}}
+routes:
+  agent:
+    type: stage_router
+    capable: capable
+    efficient: efficient
+    confidence_threshold: 1.0
+    persistent_errors:
+      repeats: REPEATS  # shipped
+"""
