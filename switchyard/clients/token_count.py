@@ -10,9 +10,10 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import orjson
 
-from switchyard.clients.errors import status_error
+from switchyard.clients.errors import status_error, timed_out
+from switchyard.clients.http_parts import left
 from switchyard.protocol.call import CallOptions
-from switchyard.protocol.errors import UpstreamProtocolError, UpstreamTimeoutError
+from switchyard.protocol.errors import UpstreamProtocolError
 from switchyard.protocol.request import ChatRequest
 from switchyard.protocol.targets import TargetInfo
 from switchyard.wire.base import WireFormat
@@ -107,13 +108,13 @@ async def count_tokens(backend: CountingBackend, request: ChatRequest, target: T
         body = {k: body[k] for k in keep if k in body} | {"add_generation_prompt": True}
     else:
         body = {k: body[k] for k in COUNT_FIELDS[backend.format] if k in body}
-    timeouts = backend.timeouts.merged(options.timeout)
+    timeouts, deadline, label = backend.timeouts.for_call(options)  # as every call: the request's deadline too
     req = backend._request(orjson.dumps(body), options, timeouts, url=count_url(backend))
     try:
-        async with asyncio.timeout(timeouts.total):
+        async with asyncio.timeout(left(deadline)):
             resp = await backend._client.send(req)
     except TimeoutError as exc:
-        raise UpstreamTimeoutError(f"{target.name}: token count timed out", target=target.name) from exc
+        raise timed_out(f"{target.name}: no token count within its {label}", target, label) from exc
     except backend._errors as exc:
         raise backend._transport_error(exc, target) from exc
     if resp.status_code >= 400:

@@ -68,3 +68,27 @@ async def test_litellm_names_its_limit_like_the_http_backend(stream: bool) -> No
     with pytest.raises(UpstreamTimeoutError, match=rf"{what} within its request deadline") as caught:
         await call(request, target, mine)
     assert caught.value.caller_limit is True
+
+
+async def test_a_token_count_is_bounded_like_any_call_the_request_deadline_included() -> None:
+    from switchyard.clients.backend import HttpBackend
+
+    async def handler(request: httpx.Request) -> httpx.Response:
+        return await _never()
+
+    backend = HttpBackend(
+        "anth",
+        "http://anthropic.test",
+        "anthropic_messages",
+        timeouts=Timeouts(total=0.01),
+        transport=httpx.MockTransport(handler),
+    )
+    target = TargetInfo(name="claude", model="claude-x", client="anth", format="anthropic_messages")
+    request = ChatRequest(messages=[Message.of("user", "count me")])
+    with pytest.raises(UpstreamTimeoutError, match=r"no token count within its total of 0\.01s") as caught:
+        await backend.count_tokens(request, target, CallOptions())
+    assert caught.value.caller_limit is False
+    with pytest.raises(UpstreamTimeoutError, match="no token count within its request deadline") as caught:
+        await backend.count_tokens(request, target, CallOptions(deadline=time.monotonic()))
+    assert caught.value.caller_limit is True
+    await backend.aclose()
