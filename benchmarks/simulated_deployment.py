@@ -85,7 +85,7 @@ from switchyard.config.load import load_config
 from switchyard.engine.session import bounded_id
 from switchyard.eval.cache_cost import CachePrice, price_turns, turn_tokens
 from switchyard.eval.replay import Trajectory, TurnDecision, replay
-from switchyard.eval.suite import load_suite
+from switchyard.eval.suite import SuiteError, load_suite
 from switchyard.eval.suite_runs import LineCache, PairData, build_pair, model_prices
 from switchyard.protocol.intervals import rank_interval
 from switchyard.server.runner import AppThread
@@ -128,7 +128,7 @@ class Pair:
         ds = suite.spec.datasets[spec.dataset]
         try:
             self.prices = model_prices(suite, loaded, (spec.efficient, spec.capable))
-        except Exception:
+        except SuiteError:  # Terminal-Bench's models: the suite prices them from its outcomes file
             self.prices = {m: FALLBACK_PRICES[m] for m in (spec.efficient, spec.capable)}
         self.capable_runs: dict[str, Trajectory] = {}
         if ds.own_runs:
