@@ -13,10 +13,12 @@ import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Generator, Mapping
 from types import CoroutineType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from switchyard._version import __version__
-from switchyard.protocol.call import CallOptions
+
+if TYPE_CHECKING:  # the server app imports this module at start-up, before pydantic is needed
+    from switchyard.protocol.call import CallOptions
 
 MAX_RESPONSE_BYTES = 16 * 1024 * 1024
 """Default ``llm_clients.<name>.max_response_bytes``: the largest JSON answer body, and the
