@@ -188,3 +188,13 @@ def test_the_cli_says_what_the_prediction_rests_on(tmp_path: Path, capsys: pytes
     log.write_bytes(b"\n".join(orjson.dumps(line) for line in LOG) + b"\n")
     assert main(["stats", str(log), "--experiment", "--route", "other"]) == 0
     assert "assumes the chosen targets write as much as the baseline" in capsys.readouterr().out
+
+
+def test_one_mirrored_session_gives_its_own_ratio_and_no_spread_from_it() -> None:
+    log = [mirrored("m1", 1.0, 0.1, {"target": "efficient", "cost_usd": 0.3}), mirrored("u1", 4.0, 0.4, None)]
+    shadow = experiment_stats(log)["sh"]["shadow"]
+    # R = 3 from the one pair; every resample draws that same session, so R's interval is [3, 3].
+    assert shadow["cost_ratio"] == {"mean": pytest.approx(3.0), "low": pytest.approx(3.0), "high": pytest.approx(3.0)}
+    # m1: 1.0 - 3 x 0.1 = 0.7; u1: 4.0 - 3 x 0.4 = 2.8; of 5.0.
+    assert shadow["predicted_saved_share"] == pytest.approx(3.5 / 5.0)
+    assert shadow["mirrored_sessions"] == 1 and shadow["resamples"] == 1000
