@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from switchyard.engine.logs import log_count_tokens
 from switchyard.engine.reply import Reply
 from switchyard.engine.timeouts import HEADER_TIMEOUT, format_timeout
+from switchyard.loop_thread import LoopThread
 from switchyard.protocol.access import may_use, no_such_model
 from switchyard.protocol.errors import ErrorInfo, RouteNotFoundError
 from switchyard.wire import available_formats
@@ -56,48 +57,6 @@ _INFERENCE_PATHS: dict[str, WireFormat] = {
     "/responses": WireFormat.OPENAI_RESPONSES,
 }
 _AVAILABLE = frozenset(available_formats())  # fixed once imported (a list built per request before)
-
-
-def _new_loop() -> asyncio.AbstractEventLoop:
-    """uvloop's loop when the ``server`` extra installed it (the proxy runs on it too): its
-    cross-thread wake-ups and socket I/O are cheaper for every synchronous call."""
-    try:
-        import uvloop
-    except ImportError:
-        return asyncio.new_event_loop()
-    return uvloop.new_event_loop()
-
-
-class _LoopThread:
-    """A private event loop on a daemon thread, for the synchronous API."""
-
-    def __init__(self) -> None:
-        self.loop = _new_loop()
-        self._thread = threading.Thread(target=self.loop.run_forever, name="switchyard-loop", daemon=True)
-        self._thread.start()
-
-    def run(self, coro: Coroutine[Any, Any, T]) -> T:
-        return asyncio.run_coroutine_threadsafe(coro, self.loop).result()
-
-    def iterate(self, agen: AsyncIterator[T]) -> Iterator[T]:
-        try:
-            while True:
-                try:
-                    yield self.run(agen.__anext__())  # type: ignore[arg-type]
-                except StopAsyncIteration:
-                    return
-        finally:
-            aclose = getattr(agen, "aclose", None)
-            if aclose is not None and self.loop.is_running():
-                self.run(aclose())
-
-    def stop(self) -> None:
-        if self.loop.is_running():
-            self.loop.call_soon_threadsafe(self.loop.stop)
-            self._thread.join(timeout=5)
-        if not self._thread.is_alive() and not self.loop.is_closed():
-            # Releases the loop's self-pipe; an unclosed loop is a ResourceWarning at exit.
-            self.loop.close()
 
 
 class Switchyard:
@@ -141,7 +100,7 @@ class Switchyard:
         # The engine of the loop that asked last (a strong reference to that loop until another asks).
         self._last_engine: tuple[asyncio.AbstractEventLoop, Engine] | None = None
         self._lock = threading.Lock()
-        self._thread: _LoopThread | None = None
+        self._thread: LoopThread | None = None
         # Fail at construction, not at the first request, when clients cannot be built.
         self._probe: Engine | None = build_engine(loaded, routes=self._routes, store=self._store, health=self._health)
 
@@ -342,7 +301,17 @@ class Switchyard:
         headers: Mapping[str, str] | None = None,
         **kwargs: Any,
     ) -> DecisionRecord:
-        """Routes without the answer call; returns the decision record (judge costs included)."""
+        """Routes without the answer call (the library's ``POST /v1/decision``, docs/decision.md).
+
+        The session's state is read and updated, and judge calls are made and booked, as for a
+        proxied request. The record goes to the sinks as that endpoint's does, with
+        ``details.decision_only`` and no answer cost: a decision-log line, metrics, the
+        experiment figures, and the feedback index, so :meth:`feedback` on its session or
+        request id matches. Its arguments are :meth:`complete`'s.
+
+        Returns:
+            The decision record: ``selected``, ``candidates`` (fallbacks in order), ``source``.
+        """
         request = self.build_request(model=model, messages=messages, **kwargs)
         return await self.engine.decide(request, self._headers(session_id, headers))
 
@@ -396,10 +365,10 @@ class Switchyard:
         if self._jsonl is not None:
             self._jsonl.append(line)
 
-    def _loop_thread(self) -> _LoopThread:
+    def _loop_thread(self) -> LoopThread:
         with self._lock:
             if self._thread is None:
-                self._thread = _LoopThread()
+                self._thread = LoopThread()
             return self._thread
 
     def run_sync(self, coro: Coroutine[Any, Any, T]) -> T:

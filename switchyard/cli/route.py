@@ -7,9 +7,13 @@ import asyncio
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from switchyard.cli._common import HelpFormatter, add_config_arg, fail, load_or_exit
+
+if TYPE_CHECKING:
+    from switchyard.api import Switchyard
+    from switchyard.engine.records import DecisionRecord
 
 _EPILOG = """\
 Examples:
@@ -18,6 +22,10 @@ Examples:
 
 --request takes a Chat Completions body (JSON); its "model" is replaced by -m when given.
 Routers that consult a judge model call it; the judge's cost is shown.
+The decision is not booked: nothing is written to the config's decision_log (a running
+proxy may be writing it) and no feedback can match it. With --session, the session's
+state is read and updated as a real request would (with state.backend: redis, the
+deployment's own sessions).
 """
 
 
@@ -54,6 +62,16 @@ def _body(args: argparse.Namespace) -> dict[str, Any] | None:
     return body
 
 
+async def _decide(sy: Switchyard, body: dict[str, Any], session: str | None) -> DecisionRecord:
+    headers = {"x-switchyard-session-id": session} if session else {}
+    # Unlike Switchyard.decide, not to the sinks: an inspection run is no decision the agent
+    # acted on, and must not land in the decision log, metrics or experiment figures.
+    try:
+        return await sy.engine.decide(sy.build_request(**body), headers, emit=False)
+    finally:
+        await sy.aclose()
+
+
 def run(args: argparse.Namespace) -> int:
     loaded = load_or_exit(args.config)
     if loaded is None:
@@ -68,9 +86,11 @@ def run(args: argparse.Namespace) -> int:
 
     sy = Switchyard(loaded)
     try:
-        record = asyncio.run(sy.decide(session_id=args.session, **body))
+        record = asyncio.run(_decide(sy, body, args.session))
     except SwitchyardError as exc:
         return fail(exc.message)
+    finally:
+        sy.close()  # the decision log's file, opened at start
     if args.json:
         print(json.dumps(record.to_dict(), indent=2))
         return 0

@@ -57,6 +57,26 @@ async def answered_by(serving: Serving, prep: Prepared, target: Target, message_
     await stored_responses.remember(serving.store, prep.request, target, message_id, record.tenant)
 
 
+def decision_only(serving: Serving, prep: Prepared, path: str | None = None, *, emit: bool = True) -> DecisionRecord:
+    """Books a request decided without its answer call (``POST /v1/decision``, the library's
+    ``decide``): the target chosen, ``details.decision_only`` (and ``details.answered`` when
+    the router answered while deciding), no usage and no answer cost; hands the record to the
+    sinks unless ``emit`` is off, so that the decision log, metrics, budgets and the feedback
+    index see it as they see a proxied request's (``path``: the endpoint's, ``None`` in-process)."""
+    record, decision = prep.record, prep.decision
+    record.path = path
+    record.selected = selected = decision.answered_by or (prep.candidates[0] if prep.candidates else None)
+    if selected is not None and selected in serving.targets:
+        record.selected_model = serving.targets[selected].info.model
+    record.details["decision_only"] = True
+    if decision.response is not None:
+        record.details["answered"] = True
+    record.overhead_ms = record.duration_ms = (time.perf_counter() - prep.t0) * 1000
+    if emit:
+        serving.emit(record)
+    return record
+
+
 def exhausted(
     serving: Serving, record: DecisionRecord, error: SwitchyardError | None, t0: float, tried: int = 0
 ) -> SwitchyardError:

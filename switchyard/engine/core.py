@@ -266,22 +266,17 @@ class Engine:
         prep.restriction = restriction
         return prep
 
-    async def decide(self, request: ChatRequest, headers: Mapping[str, str] | None = None) -> DecisionRecord:
-        """Routes without making the answer call.
+    async def decide(
+        self, request: ChatRequest, headers: Mapping[str, str] | None = None, *, emit: bool = True
+    ) -> DecisionRecord:
+        """Routes without making the answer call, and books the decision as ``POST /v1/decision``
+        does (:func:`switchyard.engine.book.decision_only`; ``emit=False``: not to the sinks).
 
         Judge calls a router needs are made (and booked in ``record.router_cost``). When the
         router produced the answer itself, ``record.details["answered"]`` is ``True``.
         """
-        t0 = time.perf_counter()
-        prep = await self.prepare(request, lower(headers), None, None, t0)
-        record = prep.record
-        record.selected = prep.decision.answered_by or (prep.candidates[0] if prep.candidates else None)
-        if record.selected in self.targets:
-            record.selected_model = self.targets[record.selected].info.model
-        if prep.decision.response is not None:
-            record.details["answered"] = True
-        record.overhead_ms = (time.perf_counter() - t0) * 1000
-        return record
+        prep = await self.prepare(request, lower(headers), None, None, time.perf_counter())
+        return book.decision_only(self, prep, emit=emit)
 
     # -- serving ----------------------------------------------------------------------------
 

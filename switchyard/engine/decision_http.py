@@ -27,6 +27,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs
 
+from switchyard.engine.book import decision_only
 from switchyard.engine.offload import decode
 from switchyard.engine.replies import error_reply, lower, reply_headers
 from switchyard.engine.reply import Reply
@@ -100,17 +101,10 @@ async def decision_reply(engine: Engine, body: bytes, headers: Mapping[str, str]
             unwatch(token)
     except SwitchyardError as exc:
         return error_reply(engine.targets, fmt, exc, None)
-    decision, record = prep.decision, prep.record
-    record.path = DECISION_PATH
-    record.selected = decision.answered_by or (prep.candidates[0] if prep.candidates else None)
-    if record.selected in engine.targets:
-        record.selected_model = engine.targets[record.selected].info.model
-    record.details["decision_only"] = True
-    if decision.response is not None:
-        record.details["answered"] = True
-    record.overhead_ms = record.duration_ms = (time.perf_counter() - t0) * 1000
+    decision = prep.decision
+    # Booked as the library's Switchyard.decide books it (one function: engine/book.py).
+    record = decision_only(engine, prep, DECISION_PATH)
     state = changes.to_list()
-    engine.emit(record)
     chosen = _target(engine, record.selected)
     rewritten = None
     if decision.request is not None:
