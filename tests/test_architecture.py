@@ -118,3 +118,66 @@ def test_a_private_import_is_caught(tmp_path: Path) -> None:
         "def f():\n    from .a import _hidden\n    from . import a\n"
     )
     assert private_imports(tmp_path) == {("switchyard.sub.b", "switchyard.sub.a._hidden")}
+
+
+def _is_typing_protocol(base: ast.expr, aliases: set[str]) -> bool:
+    """Whether a class base is ``typing.Protocol`` (``Protocol[T]`` too), not ``asyncio.Protocol``."""
+    if isinstance(base, ast.Subscript):
+        base = base.value
+    if isinstance(base, ast.Name):
+        return base.id in aliases
+    return ast.unparse(base) in ("typing.Protocol", "typing_extensions.Protocol")
+
+
+def protocol_private_members(root: Path) -> set[tuple[str, str]]:
+    """``(module, Class.member)`` for every private member (``_name``, not a dunder) that a
+    ``typing.Protocol`` inside the package at ``root / "switchyard"`` declares. A protocol
+    describes an object of another module; naming its private members is how one module would
+    reach into another's internals without importing a private name (the check above)."""
+    found = set()
+    for path in (root / "switchyard").rglob("*.py"):
+        module = ".".join(path.relative_to(root).with_suffix("").parts)
+        tree = ast.parse(path.read_text())
+        aliases = {
+            alias.asname or alias.name
+            for node in ast.walk(tree)
+            if isinstance(node, ast.ImportFrom) and node.module in ("typing", "typing_extensions")
+            for alias in node.names
+            if alias.name == "Protocol"
+        }
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.ClassDef) or not any(_is_typing_protocol(b, aliases) for b in node.bases):
+                continue
+            for item in node.body:
+                if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef):
+                    names = [item.name]
+                elif isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name):
+                    names = [item.target.id]
+                elif isinstance(item, ast.Assign):
+                    names = [t.id for t in item.targets if isinstance(t, ast.Name)]
+                else:
+                    names = []
+                found |= {(module, f"{node.name}.{n}") for n in names if n.startswith("_") and not n.endswith("__")}
+    return found
+
+
+def test_no_protocol_declares_private_members() -> None:
+    assert protocol_private_members(REPO) == set()
+
+
+def test_a_protocol_with_private_members_is_caught(tmp_path: Path) -> None:
+    package = tmp_path / "switchyard"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "a.py").write_text(
+        "import asyncio\nimport typing\nfrom typing import Protocol as P\n"
+        "class Reads(P):\n    url: str\n    _errors: tuple\n    @property\n    def _client(self): ...\n"
+        "    def __call__(self): ...\n"
+        "class Typed(typing.Protocol):\n    async def _send(self): ...\n"
+        "class Wire(asyncio.Protocol):\n    def _broken(self): ...\n"  # an asyncio protocol is a class of its own
+    )
+    assert protocol_private_members(tmp_path) == {
+        ("switchyard.a", "Reads._errors"),
+        ("switchyard.a", "Reads._client"),
+        ("switchyard.a", "Typed._send"),
+    }

@@ -8,7 +8,6 @@ on first use, so that starting the proxy does not pay for it).
 from __future__ import annotations
 
 import asyncio
-import os
 from collections.abc import AsyncIterator, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -17,12 +16,11 @@ import orjson
 from switchyard.clients.errors import masked, status_error, timed_out, transport_error
 from switchyard.clients.health import Probe, health_url, probe_urls, server_root
 from switchyard.clients.http_parts import (
-    DEFAULT_HEADERS,
     MAX_RESPONSE_BYTES,
     Deadline,
     drain,
-    env_proxy,
     keeps_deadline,
+    lean_pool,
     left,
     next_within,
     read_capped,
@@ -58,8 +56,6 @@ if TYPE_CHECKING:
 _LARGE_MESSAGES = 2000
 
 _HOP_BY_HOP = frozenset({"host", "content-length", "connection", "transfer-encoding", "accept-encoding"})
-_CALLER_DEFAULTS = frozenset({"anthropic-version", "anthropic-beta"})
-"""Backend headers a caller's request usually replaces: the lean pool's defaults."""
 
 
 class HttpBackend:
@@ -116,7 +112,7 @@ class HttpBackend:
         self._injected = transport
         self._max_connections = max_connections
         self._http: httpx.AsyncClient | None = None
-        self._pool = self._fast_pool(transport, max_connections)
+        self._pool = lean_pool(self.url, self._headers, transport is not None, max_connections, max_response_bytes)
         # What a failed request raises, by client: checked by ``except self._errors``.
         self._errors: tuple[type[BaseException], ...] = (self._pool.errors,) if self._pool is not None else ()
 
@@ -143,33 +139,6 @@ class HttpBackend:
             self._errors = (*self._errors, httpx.HTTPError)
         return self._http
 
-    def _fast_pool(self, transport: httpx.AsyncBaseTransport | None, max_connections: int) -> Any:
-        """The lean HTTP/1.1 pool for answer calls (:mod:`switchyard.clients.h1`), or ``None``
-        to stay on httpx: a transport was injected, the environment names a proxy for this
-        scheme (``HTTP_PROXY``/``HTTPS_PROXY``/``ALL_PROXY``, which httpx would honour),
-        httptools is not installed, or ``SWITCHYARD_HTTP_CLIENT=httpx`` asks for it."""
-        if transport is not None or os.environ.get("SWITCHYARD_HTTP_CLIENT", "").lower() == "httpx":
-            return None
-        scheme = self.url.split(":", 1)[0].lower()
-        if scheme not in ("http", "https") or env_proxy(scheme):
-            return None
-        try:
-            from switchyard.clients.h1 import H1Pool
-        except ImportError:  # httptools comes with the ``server`` extra
-            return None
-        headers = {**DEFAULT_HEADERS, **self._headers}
-        # Headers callers forward (``anthropic-version``, ``anthropic-beta``) are the pool's
-        # defaults, not part of its fixed prefix: Anthropic SDKs send anthropic-version on every
-        # request, and replacing it must stay as cheap as not sending it.
-        defaults = {k: headers.pop(k) for k in list(headers) if k.lower() in _CALLER_DEFAULTS}
-        return H1Pool(
-            self.url,
-            headers,
-            defaults=defaults,
-            max_connections=max_connections,
-            max_response_bytes=self.max_response_bytes,
-        )
-
     @staticmethod
     def _url(base: str, path: str) -> str:
         if base.endswith(path):
@@ -187,7 +156,7 @@ class HttpBackend:
             return {}
         return {"authorization": f"Bearer {api_key}"}
 
-    def _replays(self, request: ChatRequest, options: CallOptions) -> bool:
+    def replays(self, request: ChatRequest, options: CallOptions) -> bool:
         """Whether the caller's body goes out verbatim (same format, nothing to strip)."""
         if options.raw_body is None or options.raw_format != self.format._value_:
             return False
@@ -214,7 +183,7 @@ class HttpBackend:
     def _encode_now(
         self, request: ChatRequest, target: TargetInfo, options: CallOptions, stream: bool
     ) -> tuple[bytes, frozenset[str]]:
-        replays = self._replays(request, options)
+        replays = self.replays(request, options)
         # Free-form tools sent as function stand-ins (not for a verbatim replay or a Responses
         # upstream, which takes them as they are).
         plain = replays or self.format is WireFormat.OPENAI_RESPONSES
@@ -560,6 +529,35 @@ class HttpBackend:
         if missing and path is None:
             self._no_health_endpoint = True
         return probe
+
+    async def post_json(
+        self, url: str, body: dict[str, Any], options: CallOptions, target: TargetInfo, what: str
+    ) -> Any:
+        """POSTs ``body`` to ``url`` of this upstream through httpx — a side call such as a token
+        count, not an answer — with the caller's forwarded headers and the call's limits (its
+        deadline too); returns the answer's parsed JSON.
+
+        Raises:
+            UpstreamError: Named by ``what``: no answer in time, the connection failed, an error
+                status (credentials masked), or an answer that is not JSON.
+        """
+        timeouts, deadline, label = self.timeouts.for_call(options)
+        req = self._request(orjson.dumps(body), options, timeouts, url=url)
+        try:
+            async with asyncio.timeout(left(deadline)):
+                resp = await self._client.send(req)
+        except TimeoutError as exc:
+            raise timed_out(f"{target.name}: no {what} within its {label}", target, label) from exc
+        except self._errors as exc:
+            raise self._transport_error(exc, target) from exc
+        if resp.status_code >= 400:
+            raise status_error(
+                self.codec, resp.status_code, resp.content, resp.headers, target=target.name, redact=self._redact
+            )
+        try:
+            return orjson.loads(resp.content)
+        except orjson.JSONDecodeError as exc:
+            raise UpstreamProtocolError(f"{target.name}: {what} answer is not JSON", target=target.name) from exc
 
     async def count_tokens(self, request: ChatRequest, target: TargetInfo, options: CallOptions) -> int:
         """Prompt tokens of ``request`` as this upstream counts them (see

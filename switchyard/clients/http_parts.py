@@ -1,7 +1,8 @@
-"""Pieces of the upstream HTTP clients shared by the backend: limits, default headers, and what
-happens to the tail of a finished stream.
+"""Pieces of the upstream HTTP clients shared by the backend: limits, default headers, the
+choice of the lean pool, and what happens to the tail of a finished stream.
 
-Layer: ``clients``. Imports neither httpx nor httptools (each is looked up only if loaded).
+Layer: ``clients``. Imports neither httpx nor httptools (each is looked up only if loaded; the
+lean pool's module, which needs httptools, only when a backend asks for a pool).
 """
 
 from __future__ import annotations
@@ -193,6 +194,35 @@ def env_proxy(scheme: str) -> bool:
     """Whether the environment names a proxy for ``scheme`` (any case, as httpx reads it)."""
     names = (f"{scheme}_proxy", "all_proxy")
     return any(value for key, value in os.environ.items() if key.lower() in names)
+
+
+_CALLER_DEFAULTS = frozenset({"anthropic-version", "anthropic-beta"})
+"""Backend headers a caller's request usually replaces: the lean pool's defaults."""
+
+
+def lean_pool(
+    url: str, headers: Mapping[str, str], injected: bool, max_connections: int, max_response_bytes: int
+) -> Any:
+    """The lean HTTP/1.1 pool for a backend's answer calls (:mod:`switchyard.clients.h1`) to
+    ``url`` with its ``headers``, or ``None`` to stay on httpx: a transport was ``injected``,
+    the environment names a proxy for this scheme (``HTTP_PROXY``/``HTTPS_PROXY``/``ALL_PROXY``,
+    which httpx would honour), httptools is not installed, or ``SWITCHYARD_HTTP_CLIENT=httpx``
+    asks for it."""
+    if injected or os.environ.get("SWITCHYARD_HTTP_CLIENT", "").lower() == "httpx":
+        return None
+    scheme = url.split(":", 1)[0].lower()
+    if scheme not in ("http", "https") or env_proxy(scheme):
+        return None
+    try:
+        from switchyard.clients.h1 import H1Pool
+    except ImportError:  # httptools comes with the ``server`` extra
+        return None
+    fixed = {**DEFAULT_HEADERS, **headers}
+    # Headers callers forward (``anthropic-version``, ``anthropic-beta``) are the pool's
+    # defaults, not part of its fixed prefix: Anthropic SDKs send anthropic-version on every
+    # request, and replacing it must stay as cheap as not sending it.
+    defaults = {k: fixed.pop(k) for k in list(fixed) if k.lower() in _CALLER_DEFAULTS}
+    return H1Pool(url, fixed, defaults=defaults, max_connections=max_connections, max_response_bytes=max_response_bytes)
 
 
 def is_timeout(exc: BaseException) -> bool:

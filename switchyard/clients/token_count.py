@@ -5,13 +5,8 @@ Layer: ``clients``.
 
 from __future__ import annotations
 
-import asyncio
 from typing import TYPE_CHECKING, Any, Protocol
 
-import orjson
-
-from switchyard.clients.errors import status_error, timed_out
-from switchyard.clients.http_parts import left
 from switchyard.protocol.call import CallOptions
 from switchyard.protocol.errors import UpstreamProtocolError
 from switchyard.protocol.request import ChatRequest
@@ -19,46 +14,23 @@ from switchyard.protocol.targets import TargetInfo
 from switchyard.wire.base import WireFormat
 
 if TYPE_CHECKING:
-    import httpx
-
-    from switchyard.clients.http_parts import Timeouts
-    from switchyard.protocol.errors import UpstreamError
-    from switchyard.protocol.redact import Redactor
     from switchyard.wire.base import Codec
 
 
 class CountingBackend(Protocol):
-    """What a count reads of its backend, :class:`switchyard.clients.backend.HttpBackend`.
-
-    A protocol rather than the class: that module calls this one, so importing it back would close
-    an import circle. The underscored members are the backend's request plumbing, which this module
-    shares as the backend's own helper.
-    """
+    """What a count reads of its backend, :class:`switchyard.clients.backend.HttpBackend`: its
+    public surface only (a protocol rather than the class: that module calls this one, so
+    importing it back would close an import circle)."""
 
     format: WireFormat
     url: str
     codec: Codec
-    timeouts: Timeouts
-    _redact: Redactor
-    _errors: tuple[type[BaseException], ...]
 
-    @property
-    def _client(self) -> httpx.AsyncClient: ...
+    def replays(self, request: ChatRequest, options: CallOptions) -> bool: ...
 
-    def _replays(self, request: ChatRequest, options: CallOptions) -> bool: ...
-
-    def _request(
-        self,
-        content: bytes,
-        options: CallOptions,
-        timeouts: Timeouts,
-        url: str | None = None,
-        deadline: float | None = None,
-    ) -> httpx.Request: ...
-
-    def _transport_error(
-        self, exc: BaseException, target: TargetInfo, limits: Timeouts | None = None
-    ) -> UpstreamError: ...
+    async def post_json(
+        self, url: str, body: dict[str, Any], options: CallOptions, target: TargetInfo, what: str
+    ) -> Any: ...
 
 
 COUNT_FIELDS = {
@@ -97,7 +69,7 @@ async def count_tokens(backend: CountingBackend, request: ChatRequest, target: T
     Raises:
         UpstreamError: The upstream has no such endpoint or failed.
     """
-    if backend._replays(request, options):
+    if backend.replays(request, options):
         assert options.raw_body is not None
         body: dict[str, Any] = dict(options.raw_body)
         body["model"] = target.model
@@ -108,23 +80,7 @@ async def count_tokens(backend: CountingBackend, request: ChatRequest, target: T
         body = {k: body[k] for k in keep if k in body} | {"add_generation_prompt": True}
     else:
         body = {k: body[k] for k in COUNT_FIELDS[backend.format] if k in body}
-    timeouts, deadline, label = backend.timeouts.for_call(options)  # as every call: the request's deadline too
-    req = backend._request(orjson.dumps(body), options, timeouts, url=count_url(backend))
-    try:
-        async with asyncio.timeout(left(deadline)):
-            resp = await backend._client.send(req)
-    except TimeoutError as exc:
-        raise timed_out(f"{target.name}: no token count within its {label}", target, label) from exc
-    except backend._errors as exc:
-        raise backend._transport_error(exc, target) from exc
-    if resp.status_code >= 400:
-        raise status_error(
-            backend.codec, resp.status_code, resp.content, resp.headers, target=target.name, redact=backend._redact
-        )
-    try:
-        data = orjson.loads(resp.content)
-    except orjson.JSONDecodeError as exc:
-        raise UpstreamProtocolError(f"{target.name}: token count answer is not JSON", target=target.name) from exc
+    data = await backend.post_json(count_url(backend), body, options, target, "token count")
     count = data.get("input_tokens", data.get("count")) if isinstance(data, dict) else None
     if not isinstance(count, int) or isinstance(count, bool):
         raise UpstreamProtocolError(f"{target.name}: token count answer has no count", target=target.name)

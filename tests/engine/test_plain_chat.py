@@ -132,7 +132,7 @@ def test_a_stand_in_only_for_bodies_the_decoder_accepts_and_the_same_session() -
             continue
         assert isinstance(decoded, ChatRequest), (body, decoded)
         plain += 1
-        # Reasoning is what a replaying backend reads of the messages (clients/backend.py _replays).
+        # Reasoning is what a replaying backend reads of the messages (clients/backend.py replays).
         assert not any(isinstance(p, ReasoningPart) for m in decoded.messages for p in m.content), body
         assert (got.model, got.stream, got.include_usage, got.origin) == (
             decoded.model,
