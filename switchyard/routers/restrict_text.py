@@ -222,12 +222,15 @@ def request_texts(request: ChatRequest) -> list[str]:
 
 def texts(request: ChatRequest, body: dict[str, Any] | None = None) -> list[str]:
     """What a rule reads of one request: the caller's ``body`` (when the request came as one),
-    then each text of the IR request that is not the very same string (an IR text the decoder
-    took from the body is read once; one the IR holds in another shape, such as an Anthropic
-    tool call's input kept as JSON text, is read in both)."""
+    then each text of the IR request that the body does not hold (an IR text the decoder took
+    from the body is read once; one the IR holds in another shape, such as an Anthropic tool
+    call's input kept as JSON text, is read in both)."""
     if body is None:
         return request_texts(request)
     out = body_texts(body)
-    seen = {id(text) for text in out}
-    out.extend(text for text in request_texts(request) if id(text) not in seen)
+    # By value, not identity: a decoder that reuses an earlier request's decoded parts
+    # (wire/reuse.py) holds equal strings that are other objects. A text equal to one the body
+    # holds has nothing the body's copy does not, so reading it again would only count it twice.
+    seen = set(out)
+    out.extend(text for text in request_texts(request) if text not in seen)
     return out

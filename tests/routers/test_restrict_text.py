@@ -180,6 +180,17 @@ def test_a_text_the_ir_took_from_the_body_is_read_once() -> None:
     assert [n for _, n in POLICY.matches(request, body)] == [2]
 
 
+def test_an_ir_text_equal_to_a_body_text_is_read_once_though_another_object() -> None:
+    # A decoder that reuses earlier decoded parts (wire/reuse.py) holds equal, not identical, strings.
+    text = f"key {MARK}"
+    body = {"messages": [{"role": "user", "content": text}]}
+    other = "".join(["key ", MARK])
+    assert other == text and other is not text
+    request = ChatRequest(messages=[Message(role="user", content=[TextPart(text=other)])])
+    assert texts(request, body).count(text) == 1
+    assert [n for _, n in POLICY.matches(request, body)] == [1]
+
+
 def test_a_deeply_nested_body_is_walked_without_recursion() -> None:
     deep: Any = MARK
     for _ in range(50_000):
