@@ -165,7 +165,7 @@ class HttpBackend:
             # encoder turns thinking off for this one call instead.
             return False
         # Reasoning another provider issued must be removed before this one sees it.
-        return not reasoning.any_foreign(request.messages, self.format.value)
+        return not reasoning.any_foreign(request.messages, self.format._value_)
 
     async def _encode(
         self, request: ChatRequest, target: TargetInfo, options: CallOptions, stream: bool

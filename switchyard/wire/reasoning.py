@@ -112,6 +112,7 @@ def is_foreign(part: ReasoningPart, fmt: str) -> bool:
 
 
 _CONTENT = attrgetter("content")
+_SHORT = 16
 
 
 def any_foreign(messages: Sequence[Message], fmt: str) -> bool:
@@ -121,9 +122,10 @@ def any_foreign(messages: Sequence[Message], fmt: str) -> bool:
     class check is a Python call): an agent's 400-message conversation usually holds no
     reasoning at all, and this halves what answering that costs.
     """
-    kinds = set(map(type, chain.from_iterable(map(_CONTENT, messages))))
-    if not any(issubclass(kind, ReasoningPart) for kind in kinds):
-        return False
+    if len(messages) >= _SHORT:  # (for a few messages the per-part check costs less)
+        kinds = set(map(type, chain.from_iterable(map(_CONTENT, messages))))
+        if not any(issubclass(kind, ReasoningPart) for kind in kinds):
+            return False
     return any(is_foreign(p, fmt) for m in messages for p in m.content if isinstance(p, ReasoningPart))
 
 

@@ -223,8 +223,16 @@ def test_a_replay_is_fixed_exactly_where_the_reference_fixes_it() -> None:
         {"role": ["system"], "content": "a role that is no string"},
         _Shifty(role="user", content="u"),
     ]
+    plain = [choices[2], choices[4], choices[5]]
     for _ in range(3000):
-        messages = [rng.choice(choices) for _ in range(rng.randrange(6))]
+        if rng.random() < 0.5:
+            messages = [rng.choice(choices) for _ in range(rng.randrange(6))]
+        else:  # an agent's conversation: mostly plain turns, a few of the others anywhere
+            messages = [rng.choice(plain) for _ in range(rng.randrange(16, 40))]
+            if rng.random() < 0.5:
+                messages.insert(0, choices[0])
+            for _ in range(rng.randrange(3)):
+                messages.insert(rng.randrange(len(messages) + 1), rng.choice(choices))
         body = {"model": "m", "messages": messages}
         fixed = normalize_replay(body)
         empty, merge = _reference_fixes(messages)

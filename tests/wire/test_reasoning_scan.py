@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import itertools
 
+import pytest
+
 from switchyard.protocol.messages import ContentPart, Message, ReasoningPart, TextPart, ToolCallPart
 from switchyard.wire import reasoning
 
@@ -27,15 +29,20 @@ PARTS: list[ContentPart] = [
 ]
 
 
-def test_it_decides_as_the_per_part_check() -> None:
+OPENING = [Message.of("user", "hi"), Message(role="assistant", content=[TextPart(text="on it")])]
+
+
+@pytest.mark.parametrize("turns", [0, 20])  # a few messages are read part by part, more by type first
+def test_it_decides_as_the_per_part_check(turns: int) -> None:
     for fmt in ("openai_chat", "anthropic_messages", "openai_responses"):
         for combo in itertools.product(range(len(PARTS)), repeat=2):
             parts = [PARTS[k] for k in combo]
-            messages = [Message.of("user", "hi"), Message(role="assistant", content=parts)]
+            messages = [*OPENING * turns, Message.of("user", "go"), Message(role="assistant", content=parts)]
             assert reasoning.any_foreign(messages, fmt) == _reference(messages, fmt), (fmt, combo)
 
 
-def test_a_subclass_of_the_reasoning_part_counts() -> None:
-    messages = [Message(role="assistant", content=[TextPart(text="a"), PARTS[-1]])]
+@pytest.mark.parametrize("turns", [0, 20])
+def test_a_subclass_of_the_reasoning_part_counts(turns: int) -> None:
+    messages = [*OPENING * turns, Message(role="assistant", content=[TextPart(text="a"), PARTS[-1]])]
     assert reasoning.any_foreign(messages, "openai_chat")
     assert not reasoning.any_foreign(messages, "anthropic_messages")

@@ -490,13 +490,14 @@ def _empty_tool_calls(message: Any) -> bool:
 
 
 _PLAIN = {dict}
+_SHORT = 16  # fewer messages are read one by one: the C-level passes cost more to set up
 
 
 def _fixes(messages: list[Any]) -> tuple[bool, bool]:
     """Whether ``messages`` hold an empty ``tool_calls`` array, and whether their system and
     developer messages need merging into one leading ``system`` message (more than one, one
     that is not first, or a leading ``developer``)."""
-    if set(map(type, messages)) != _PLAIN:  # some message is not a plain JSON object
+    if len(messages) < _SHORT or set(map(type, messages)) != _PLAIN:  # (or one is no plain object)
         return _fixes_one_by_one(messages)
     # C-level passes: a Python loop over an agent's 400 messages costs twice as much, on every
     # relayed request.
