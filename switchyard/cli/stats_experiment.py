@@ -54,6 +54,8 @@ def _print_route(name: str, view: dict[str, Any]) -> None:
             f"$/session {_interval(found['cost_per_session'])}",
             f"feedback {found['with_feedback']}",
         ]
+        if found.get("decided_only_sessions"):
+            parts.insert(2, f"(cost of {found['decided_only_sessions']} decided-only sessions not seen)")
         if "resolved" in found:
             parts.append(f"resolved {_interval(found['resolved'], fmt='{:.1%}')}")
         if "score" in found:

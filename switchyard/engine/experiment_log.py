@@ -52,16 +52,19 @@ def _kept(record: DecisionRecord) -> _Kept | None:
         details.get("would_cost_usd"),
         details.get("would_select"),
         details.get("mirror"),
+        details.get("decision_only"),
     )
 
 
 def _line(kept: _Kept) -> dict[str, Any]:
     line = dict(zip(_FIELDS, kept, strict=False))
-    router, arm, would_cost, would_select, mirror = kept[len(_FIELDS) :]
+    router, arm, would_cost, would_select, mirror, decision_only = kept[len(_FIELDS) :]
     line["router_cost"] = {"cost_usd": router}
     shown = {"arm": arm, "would_cost_usd": would_cost, "would_select": would_select}
     if mirror is not None:
         shown["mirror"] = mirror
+    if decision_only:
+        shown["decision_only"] = True
     line["details"] = shown
     return line
 

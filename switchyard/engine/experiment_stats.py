@@ -36,6 +36,9 @@ from switchyard.protocol.intervals import Z95, difference_interval, mean_interva
 class _Session:
     cost: float = 0.0
     requests: int = 0
+    # Requests decided without their answer (``POST /v1/decision``, ``Switchyard.decide``): the
+    # answer was bought elsewhere, so a session made only of them has no cost this log can see.
+    decided_only: int = 0
     outcome: dict[str, float] = field(default_factory=dict)
     # Shadow sessions (engine/mirror_stats.py): the would-be cost, exact and priced parts; mirrors.
     would_same: float = 0.0
@@ -123,6 +126,8 @@ def experiment_stats(lines: Iterable[Mapping[str, Any]], *, tenant: str | None =
                 continue
             entry = sessions.setdefault((route, arm), {}).setdefault(joined.key, _Session())
             entry.cost += _cost(obj)
+            if isinstance(details, Mapping) and details.get("decision_only"):
+                entry.decided_only += 1
             if arm == "shadow" and isinstance(details, Mapping):
                 entry.add_shadow(obj, details)
             entry.requests += 1
@@ -138,7 +143,7 @@ def _route_view(
     routed, control = arms.get("routed", []), arms.get("control", [])
     if routed and control:
         comparison: dict[str, Any] = {
-            "cost_per_session": difference_interval([s.cost for s in routed], [s.cost for s in control])
+            "cost_per_session": difference_interval(_costs_seen(routed), _costs_seen(control))
         }
         for name in _OUTCOMES:
             a = [s.outcome[name] for s in routed if name in s.outcome]
@@ -175,12 +180,19 @@ def _shadow_view(shadow: list[_Session]) -> dict[str, Any]:
     return {**fixed, "basis": "mirrors", **mirrors, "equal_verbosity": equal}
 
 
+def _costs_seen(entries: list[_Session]) -> list[float]:
+    """The cost of each session that had an answer served here: a session only decided (its
+    answers bought by the caller elsewhere) would count as free and pull the mean down."""
+    return [s.cost for s in entries if s.decided_only < s.requests]
+
+
 def _arm_view(entries: list[_Session]) -> dict[str, Any]:
     view: dict[str, Any] = {
         "sessions": len(entries),
         "requests": sum(s.requests for s in entries),
-        "cost_per_session": mean_interval([s.cost for s in entries]),
+        "cost_per_session": mean_interval(_costs_seen(entries)),
         "with_feedback": sum(1 for s in entries if s.outcome),
+        "decided_only_sessions": sum(1 for s in entries if s.decided_only == s.requests),
     }
     for name in _OUTCOMES:
         values = [s.outcome[name] for s in entries if name in s.outcome]

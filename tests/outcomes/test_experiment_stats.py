@@ -198,3 +198,22 @@ def test_one_mirrored_session_gives_its_own_ratio_and_no_spread_from_it() -> Non
     # m1: 1.0 - 3 x 0.1 = 0.7; u1: 4.0 - 3 x 0.4 = 2.8; of 5.0.
     assert shadow["predicted_saved_share"] == pytest.approx(3.5 / 5.0)
     assert shadow["mirrored_sessions"] == 1 and shadow["resamples"] == 1000
+
+
+def test_sessions_only_decided_are_left_out_of_the_cost_but_not_of_the_outcomes() -> None:
+    # A gateway that asks /v1/decision buys its answers elsewhere: those sessions cost nothing
+    # this log can see, and counting them as free would halve the routed arm's cost here.
+    log = [
+        decision("agent", "routed", "served", 2.0),
+        decision("agent", "routed", "asked", 0.0, decision_only=True),
+        decision("agent", "routed", "mixed", 0.0, decision_only=True),
+        decision("agent", "routed", "mixed", 1.0, request_id="mixed-served"),
+        decision("agent", "control", "c", 4.0),
+        report("asked", resolved=True),
+    ]
+    view = experiment_stats(log)["agent"]
+    routed = view["arms"]["routed"]
+    assert routed["sessions"] == 3 and routed["decided_only_sessions"] == 1
+    assert routed["cost_per_session"]["n"] == 2 and routed["cost_per_session"]["mean"] == pytest.approx(1.5)
+    assert routed["resolved"]["n"] == 1
+    assert view["routed_vs_control"]["cost_per_session"]["diff"] == pytest.approx(1.5 - 4.0)
