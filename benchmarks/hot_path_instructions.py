@@ -22,9 +22,11 @@ read as a model server streams: what each event costs on its own (timers, task s
 ``agent-1``, ``agent-50`` and ``agent-200`` send the agent-shaped Chat bodies of
 ``benchmarks/agent_sized.py`` (20 tool schemas, 1/50/200 turns: about 21, 81 and 261 KiB, the
 newest tool result new text every request) to a passthrough route; ``agent-stage-N`` the same
-bodies to a stage-router route (``compat: nvidia``)::
+bodies to a stage-router route (``compat: nvidia``); ``agent-anth-stage-N`` the same conversations
+as Claude Code sends them (Anthropic Messages to ``/v1/messages``, ``benchmarks/anthropic_agent.py``)::
 
     python benchmarks/hot_path_instructions.py --modes agent-1 agent-200 agent-stage-200 --requests 20 80
+    python benchmarks/hot_path_instructions.py --modes agent-anth-stage-200 --requests 20 80
 
 ``--import-only`` counts the instructions of ``python -c "import switchyard.server.app"`` and
 of ``python -c pass`` (the interpreter's own start-up), with byte code already compiled.
@@ -74,12 +76,17 @@ _USER = (
 )
 
 
-MODES = ["json", "sse", "sse-drip", *(f"agent-{k}{n}" for k in ("", "stage-") for n in (1, 50, 200))]
+MODES = [
+    "json",
+    "sse",
+    "sse-drip",
+    *(f"agent-{k}{n}" for k in ("", "stage-", "anth-stage-") for n in (1, 50, 200)),
+]
 
 
-def _post(port: int, data: bytes) -> bytes:
+def _post(port: int, data: bytes, path: str = "/v1/chat/completions") -> bytes:
     head = (
-        f"POST /v1/chat/completions HTTP/1.1\r\nhost: 127.0.0.1:{port}\r\n"
+        f"POST {path} HTTP/1.1\r\nhost: 127.0.0.1:{port}\r\n"
         "content-type: application/json\r\nauthorization: Bearer sk-bench\r\n"
         f"user-agent: hot-path-bench\r\naccept: */*\r\ncontent-length: {len(data)}\r\n\r\n"
     )
@@ -92,8 +99,17 @@ def mode_requests(port: int, mode: str) -> list[bytes]:
         import agent_sized
 
         *_, turns = mode.split("-")
-        route = agent_sized.ROUTES["stage" if mode.startswith("agent-stage-") else "passthrough"]
-        return [_post(port, body) for body in agent_sized.agent_bodies(int(turns), route)]
+        route = agent_sized.ROUTES["stage" if "stage-" in mode else "passthrough"]
+        bodies = agent_sized.agent_bodies(int(turns), route)
+        if mode.startswith("agent-anth-"):
+            # The same conversations as Claude Code sends them (Anthropic Messages, its cache breakpoint).
+            import anthropic_agent
+
+            return [
+                _post(port, json.dumps(anthropic_agent.as_anthropic(json.loads(b))).encode(), "/v1/messages")
+                for b in bodies
+            ]
+        return [_post(port, body) for body in bodies]
     return [request_bytes(port, mode != "json")]
 
 

@@ -19,10 +19,15 @@ What makes that exact:
 * Python's ``==`` equates ``1``, ``1.0`` and ``true``, which decode differently where a decoder
   stringifies a value or carries a free-form object through: a decoder calls :func:`loose` when
   it does, and that message is never reused either;
+* a codec whose decoding reads what ``==`` does not pin (an object's key order, written out
+  as tool-call arguments) compares the messages' JSON texts instead (``key=json_text``), which
+  pin order and types alike;
 * a conversation is reused only when its last already-known message and every earlier one
   compare equal (one list comparison), or when the new one is a prefix of a kept one (an agent
-  that goes back to an earlier turn; the kept one stays as it was); anything else — an edited
-  or compacted history — is decoded in full;
+  that goes back to an earlier turn; the kept one stays as it was); with ``slack``, also when
+  all but the kept one's last few messages do (a client that moves a cache marker to the newest
+  message), those being decoded again; anything else — an edited or compacted history — is
+  decoded in full;
 * the decoded models are shared between requests: nothing in switchyard changes a decoded
   message in place (routers and encoders copy with ``model_copy``); a caller of
   :func:`decode_messages` that wants to must copy first.
@@ -102,9 +107,21 @@ class MessageReuse(Generic[T]):
     Thread-safe: the decode of a very long body runs on a worker thread (engine/offload.py).
     """
 
-    def __init__(self, slots: int = SLOTS) -> None:
+    def __init__(self, slots: int = SLOTS, *, key: Callable[[Any], Any] | None = None, slack: int = 0) -> None:
+        """Args:
+        slots: Conversations kept.
+        key: What messages are compared by instead of themselves (``None``: the parsed message,
+            with ``==``). A codec whose decoding reads what ``==`` does not pin — the order of an
+            object's keys, ``1`` vs ``1.0`` — passes :func:`json_text`: equal texts parse to the
+            same value, order and types included.
+        slack: How many of a kept conversation's last messages may differ in the next turn (a
+            client that moves a marker such as ``cache_control`` to the newest message each turn):
+            the rest is reused, those are decoded again.
+        """
         self._slots = slots
-        # (parsed messages, decoded messages or None where one must be decoded again, whether
+        self._key = key
+        self._slack = slack
+        # (parsed messages or their keys, decoded messages or None where one must be decoded again, whether
         # there is no None), most recently matched last.
         self._kept: list[tuple[list[Any], list[T | None], bool]] = []
         self._lock = threading.Lock()
@@ -135,6 +152,16 @@ class MessageReuse(Generic[T]):
                 # prompt and the opening, then the whole prefix as one C-level list comparison.
                 if n <= n_new and raw[n - 1] == messages[n - 1] and raw == messages[:n]:
                     return (*self._kept.pop(k), False)
+            for k in range(len(self._kept) - 1, -1, -1):
+                raw, decoded, complete = self._kept[k]
+                # The kept conversation but its last few messages (a moved marker): cut to
+                # what is shared, the rest decoded again.
+                for m in range(len(raw) - 1, max(len(raw) - 1 - self._slack, 0), -1):
+                    if m <= n_new and raw[m - 1] == messages[m - 1] and raw[:m] == messages[:m]:
+                        del self._kept[k]
+                        decoded = decoded[:m]
+                        complete = complete or all(d is not None for d in decoded)
+                        return raw[:m], decoded, complete, False
             last = messages[n_new - 1]
             for k in range(len(self._kept) - 1, -1, -1):
                 raw, decoded, complete = self._kept[k]
@@ -166,6 +193,12 @@ class MessageReuse(Generic[T]):
         n_new = len(messages)
         if n_new < MIN_MESSAGES or n_new > MAX_MESSAGES:
             return [decode_one(m, i) for i, m in enumerate(messages)]
+        parsed = messages
+        if self._key is not None:
+            try:
+                messages = [self._key(m) for m in messages]
+            except (TypeError, ValueError):  # not writable as it came: decoded as it comes
+                return [decode_one(m, i) for i, m in enumerate(parsed)]
         previous = self._previous(messages)
         # The kept parsed messages of the shared prefix stay the ones kept before (they compare
         # equal to these): this request's own parse is let go of with the request, instead of
@@ -186,7 +219,7 @@ class MessageReuse(Generic[T]):
                 kept.append(done)
                 continue
             before = _marks()
-            one = decode_one(messages[i], i)
+            one = decode_one(parsed[i], i)
             out.append(one)
             if _marks() == before:
                 kept.append(one)
@@ -197,6 +230,16 @@ class MessageReuse(Generic[T]):
             # A new list either way: the body's own list may be edited later.
             self._keep(raw + messages[len(raw) :], kept, complete)
         return out
+
+
+def json_text(value: Any) -> bytes:
+    """``value``'s JSON text as orjson writes it: a :class:`MessageReuse` key that tells ``1``,
+    ``1.0`` and ``true`` apart and an object's key order, which ``==`` does not.
+
+    Raises:
+        TypeError: A value orjson refuses (a subclass of a JSON type, an int past 64 bits).
+    """
+    return orjson.dumps(value, option=_EXACT)
 
 
 class ExactReuse(Generic[T]):

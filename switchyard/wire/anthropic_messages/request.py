@@ -40,8 +40,21 @@ from switchyard.protocol.tools import ToolChoice, ToolDefinition
 from switchyard.wire import diagnostics, guard, reasoning, strict
 from switchyard.wire.content import bad as _bad
 from switchyard.wire.content import decode_content
+from switchyard.wire.reuse import ExactReuse, MessageReuse, json_text
 
 FORMAT = "anthropic_messages"
+
+REUSE: MessageReuse[tuple[Message, ...]] = MessageReuse(key=json_text, slack=1)
+"""The last few conversations' decoded messages: an agent's next turn decodes only its new tail.
+
+Keyed per Anthropic message (one decodes into one IR message, or two: its ``tool_result`` blocks
+and the rest), from that message alone. By its JSON text: a ``tool_use`` block's ``input`` is
+written out as the call's arguments, so its key order and ``1`` vs ``1.0`` matter, which ``==``
+does not see. Slack of one: Claude Code moves its ``cache_control`` breakpoint to the newest
+message every turn, so the previous turn's last message comes back without it."""
+
+TOOLS: ExactReuse[tuple[tuple[ToolDefinition, ...], tuple[Any, ...]]] = ExactReuse()
+"""The last few tool lists' definitions (and server tools): an agent sends the same ones every turn."""
 
 _KNOWN = frozenset(
     {
@@ -139,13 +152,13 @@ def _tool_use(block: dict[str, Any], path: str) -> ToolCallPart:
     return ToolCallPart(id=str(block.get("id") or ""), name=name, arguments=orjson.dumps(args).decode())
 
 
-def _decode_message(msg: Any, i: int) -> list[Message]:
+def _decode_message(msg: Any, i: int) -> tuple[Message, ...]:
     path = f"messages[{i}]"
     if not isinstance(msg, dict):
         raise _bad(f"{path} must be an object", path)
     if msg.get("role") == "system":
-        return _decode_inline_system(msg.get("content"), path)
-    return _decode_turn(msg, path)
+        return tuple(_decode_inline_system(msg.get("content"), path))
+    return tuple(_decode_turn(msg, path))
 
 
 def _decode_turn(msg: dict[str, Any], path: str) -> list[Message]:
@@ -235,7 +248,8 @@ def _decode_system(system: Any) -> list[Message]:
     return [Message(role="system", content=parts)] if parts else []
 
 
-def _decode_tools(tools: Any, extra: dict[str, Any]) -> list[ToolDefinition]:
+def _decode_tools(tools: Any) -> tuple[tuple[ToolDefinition, ...], tuple[Any, ...]]:
+    """The custom tools' definitions, and the server tools (carried as they came)."""
     if not isinstance(tools, list):
         raise _bad("tools must be a list", "tools")
     out: list[ToolDefinition] = []
@@ -263,8 +277,7 @@ def _decode_tools(tools: Any, extra: dict[str, Any]) -> list[ToolDefinition]:
         diagnostics.report(
             "anthropic_messages.server_tools", "Anthropic server tools are kept only for Anthropic upstreams"
         )
-        extra["tools"] = server
-    return out
+    return tuple(out), tuple(server)
 
 
 def _decode_tool_choice(choice: Any) -> tuple[ToolChoice | None, bool | None]:
@@ -334,9 +347,14 @@ def decode_request(body: dict[str, Any]) -> ChatRequest:
         raise _bad("max_tokens must be an integer", "max_tokens")
     try:
         decoded = _decode_system(body.get("system"))
-        for i, msg in enumerate(messages):
-            decoded.extend(_decode_message(msg, i))
-        tools = _decode_tools(body["tools"], extra) if body.get("tools") else []
+        for one in REUSE.decode(messages, _decode_message):
+            decoded.extend(one)
+        tools: list[ToolDefinition] = []
+        if body.get("tools"):
+            custom, server = TOOLS.decode(body["tools"], _decode_tools)
+            tools = list(custom)
+            if server:
+                extra["tools"] = list(server)
         choice, parallel = _decode_tool_choice(body.get("tool_choice"))
         return ChatRequest(
             model=str(body.get("model") or ""),
