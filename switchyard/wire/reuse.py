@@ -108,15 +108,18 @@ class MessageReuse(Generic[T]):
     """
 
     def __init__(self, slots: int = SLOTS, *, key: Callable[[Any], Any] | None = None, slack: int = 0) -> None:
-        """Args:
-        slots: Conversations kept.
-        key: What messages are compared by instead of themselves (``None``: the parsed message,
-            with ``==``). A codec whose decoding reads what ``==`` does not pin — the order of an
-            object's keys, ``1`` vs ``1.0`` — passes :func:`json_text`: equal texts parse to the
-            same value, order and types included.
-        slack: How many of a kept conversation's last messages may differ in the next turn (a
-            client that moves a marker such as ``cache_control`` to the newest message each turn):
-            the rest is reused, those are decoded again.
+        """How many conversations are kept, and how their messages are compared.
+
+        Args:
+            slots: Conversations kept.
+            key: What messages are compared by instead of themselves (``None``: the parsed
+                message, with ``==``). A codec whose decoding reads what ``==`` does not pin —
+                the order of an object's keys, ``1`` vs ``1.0`` — passes :func:`json_text`:
+                equal texts parse to the same value, order and types included. The kept keys
+                are bytes, which the collector does not walk.
+            slack: How many of a kept conversation's last messages may differ in the next turn
+                (a client that moves a marker such as ``cache_control`` to the newest message
+                each turn): the rest is reused, those are decoded again.
         """
         self._slots = slots
         self._key = key
