@@ -18,16 +18,13 @@ import pytest
 
 from switchyard.protocol.messages import ToolCallPart
 from switchyard.protocol.request import ChatRequest
-from switchyard.protocol.session import SessionInfo
-from switchyard.routers.base import Decision, RouteContext
-from switchyard.routers.stage import StageConfig, StageRouter
 from switchyard.state.memory import MemoryStore
-from switchyard.testing import ScriptedCall
 from switchyard.wire import diagnostics, reuse
 from switchyard.wire.openai_chat import request as chat_request
 
 ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT / "benchmarks"))
+from _decide import decide, stage_router  # noqa: E402
 from stage_trajectories import long_session, trajectories  # noqa: E402
 
 FIXTURES = sorted((ROOT / "tests" / "fixtures" / "agents").glob("*chat*.json"))
@@ -75,18 +72,6 @@ def _conversations() -> list[tuple[str, dict[str, Any], list[list[dict[str, Any]
 CONVERSATIONS = _conversations()
 
 
-def _router(compat: str | None) -> StageRouter:
-    extra = {"compat": compat} if compat else {}
-    return StageRouter(StageConfig(capable="frontier", efficient="lightning", **extra))
-
-
-async def _decide(router: StageRouter, request: ChatRequest, turn: int, store: MemoryStore) -> Decision:
-    context = RouteContext(
-        route="agent", session=SessionInfo(session_id="s1", turn_index=turn), targets={}, store=store
-    )
-    return await router.route(request, context, ScriptedCall({}))
-
-
 @pytest.mark.parametrize("compat", [None, "nvidia"])
 @pytest.mark.parametrize(("name", "base", "turns"), CONVERSATIONS, ids=[c[0] for c in CONVERSATIONS])
 async def test_reused_decode_decides_as_the_full_decode(
@@ -94,7 +79,7 @@ async def test_reused_decode_decides_as_the_full_decode(
 ) -> None:
     expected = [_full({**base, "messages": messages}) for messages in turns]
     chat_request.REUSE.clear()
-    cheap_router, full_router = _router(compat), _router(compat)
+    cheap_router, full_router = stage_router(compat), stage_router(compat)
     cheap_store, full_store = MemoryStore(), MemoryStore()
     previous: ChatRequest | None = None
     reused = 0
@@ -107,7 +92,7 @@ async def test_reused_decode_decides_as_the_full_decode(
             assert all(a is b for a, b in zip(cheap.messages[:shared], previous.messages, strict=True))
             reused += shared
         previous = cheap
-        assert await _decide(cheap_router, cheap, turn, cheap_store) == await _decide(
+        assert await decide(cheap_router, cheap, turn, cheap_store) == await decide(
             full_router, full, turn, full_store
         ), f"{name}: turn {turn} decides differently"
     if any(len(m) >= reuse.MIN_MESSAGES for m in turns[:-1]):
