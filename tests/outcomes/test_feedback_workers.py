@@ -6,9 +6,6 @@ draw, whichever worker decides."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -16,8 +13,9 @@ import httpx
 import pytest
 import yaml
 from _configs import skeleton_config
-from _redis import RedisServer, free_port
-from _waits import stop, wait_until
+from _redis import RedisServer
+from _waits import wait_until
+from _workers import serve_workers
 
 from switchyard.routers.experiment import control_draw
 
@@ -39,39 +37,26 @@ def test_reports_and_arms_hold_across_workers_on_redis(tmp_path: Path) -> None:
     config["state"] = {"backend": "redis", "url": redis.url, "timeout_s": 5.0}
     path = tmp_path / "router.yaml"
     path.write_text(yaml.safe_dump(config))
-    port, log = free_port(), tmp_path / "serve.log"
-    args = [sys.executable, "-m", "switchyard", "serve", "-c", str(path), "--port", str(port), "--workers", "2"]
-    with log.open("wb") as out:
-        proc = subprocess.Popen(
-            args,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            env={**os.environ, "PYTHONPATH": str(ROOT), "TMPDIR": str(tmp_path)},
-        )
     try:
-        wait_until(
-            lambda: "2 worker(s) ready" in log.read_text(errors="replace") or proc.poll() is not None, 120, "ready"
-        )
-        assert proc.poll() is None, log.read_text(errors="replace")
-        url = f"http://127.0.0.1:{port}"
-        body = {"model": "trial", "messages": [{"role": "user", "content": "hello workers"}]}
-        for session in SESSIONS:
-            for _ in range(2):  # a new connection each time: either worker decides
-                headers = {"x-switchyard-session-id": session}
-                decided = httpx.post(f"{url}/v1/decision", json=body, headers=headers, timeout=30).json()
-                expected = "control" if control_draw(None, session) < 0.5 else "random"
-                assert decided["source"] == expected, (session, decided)
+        with serve_workers(path, tmp_path) as port:
+            url = f"http://127.0.0.1:{port}"
+            body = {"model": "trial", "messages": [{"role": "user", "content": "hello workers"}]}
+            for session in SESSIONS:
+                for _ in range(2):  # a new connection each time: either worker decides
+                    headers = {"x-switchyard-session-id": session}
+                    decided = httpx.post(f"{url}/v1/decision", json=body, headers=headers, timeout=30).json()
+                    expected = "control" if control_draw(None, session) < 0.5 else "random"
+                    assert decided["source"] == expected, (session, decided)
 
-        def report(session: str) -> dict[str, Any]:
-            answer = httpx.post(f"{url}/v1/feedback", json={"session_id": session, "resolved": True}, timeout=30)
-            return dict(answer.json())
+            def report(session: str) -> dict[str, Any]:
+                answer = httpx.post(f"{url}/v1/feedback", json={"session_id": session, "resolved": True}, timeout=30)
+                return dict(answer.json())
 
-        for session in SESSIONS:
-            # The index entry of a decision is written to Redis just after its answer: a report
-            # racing it to the other worker may come first (answered unmatched, and kept).
-            wait_until(lambda s=session: report(s)["matched"], 30, f"a matched report on {session}")
-            again = [report(session) for _ in range(2)]
-            assert [(a["matched"], a["replaced"]) for a in again] == [(True, True), (True, True)], again
+            for session in SESSIONS:
+                # The index entry of a decision is written to Redis just after its answer: a report
+                # racing it to the other worker may come first (answered unmatched, and kept).
+                wait_until(lambda s=session: report(s)["matched"], 30, f"a matched report on {session}")
+                again = [report(session) for _ in range(2)]
+                assert [(a["matched"], a["replaced"]) for a in again] == [(True, True), (True, True)], again
     finally:
-        stop(proc, 60)
         redis.stop()

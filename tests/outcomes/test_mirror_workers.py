@@ -18,8 +18,9 @@ from typing import Any
 import httpx
 import pytest
 import yaml
-from _redis import RedisServer, free_port
-from _waits import stop, wait_until
+from _redis import RedisServer
+from _waits import wait_until
+from _workers import serve_workers
 
 from switchyard.routers.experiment import mirror_draw
 
@@ -57,34 +58,21 @@ def test_the_sticky_mirror_draw_and_its_correction_hold_across_workers_on_redis(
         "experiment": {"mode": "shadow", "mirror_share": 0.5},  # capable serves; efficient is mirrored
     }
     config["state"] = {"backend": "redis", "url": redis.url, "timeout_s": 5.0}
-    path, log, out = tmp_path / "router.yaml", tmp_path / "decisions.jsonl", tmp_path / "serve.log"
+    path, log = tmp_path / "router.yaml", tmp_path / "decisions.jsonl"
     path.write_text(yaml.safe_dump(config))
-    port = free_port()
-    args = [sys.executable, "-m", "switchyard", "serve", "-c", str(path), "--port", str(port), "--workers", "2"]
-    with out.open("wb") as sink:
-        proc = subprocess.Popen(
-            [*args, "--decision-log", str(log)],
-            stdout=sink,
-            stderr=subprocess.STDOUT,
-            env={**os.environ, "PYTHONPATH": str(ROOT), "TMPDIR": str(tmp_path)},
-        )
     try:
-        wait_until(
-            lambda: "2 worker(s) ready" in out.read_text(errors="replace") or proc.poll() is not None, 120, "ready"
-        )
-        assert proc.poll() is None, out.read_text(errors="replace")
-        url = f"http://127.0.0.1:{port}/v1/chat/completions"
-        body = {"model": "exp", "messages": [{"role": "user", "content": "hello workers"}]}
-        for session in SESSIONS:
-            for _ in range(REQUESTS):
-                headers = {"x-switchyard-session-id": session}
-                answer = httpx.post(url, json=body, headers=headers, timeout=30)
-                assert answer.status_code == 200, answer.text
-                assert answer.headers["x-switchyard-selected-model"] == "capable"  # the baseline served
-        # A mirrored record reaches the log when its mirror ends, a moment after the answer.
-        wait_until(lambda: len(decisions(log)) == len(SESSIONS) * REQUESTS, 60, "every record logged")
+        with serve_workers(path, tmp_path, "--decision-log", str(log)) as port:
+            url = f"http://127.0.0.1:{port}/v1/chat/completions"
+            body = {"model": "exp", "messages": [{"role": "user", "content": "hello workers"}]}
+            for session in SESSIONS:
+                for _ in range(REQUESTS):
+                    headers = {"x-switchyard-session-id": session}
+                    answer = httpx.post(url, json=body, headers=headers, timeout=30)
+                    assert answer.status_code == 200, answer.text
+                    assert answer.headers["x-switchyard-selected-model"] == "capable"  # the baseline served
+            # A mirrored record reaches the log when its mirror ends, a moment after the answer.
+            wait_until(lambda: len(decisions(log)) == len(SESSIONS) * REQUESTS, 60, "every record logged")
     finally:
-        stop(proc, 60)
         redis.stop()
 
     records = decisions(log)
