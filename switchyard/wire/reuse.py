@@ -101,7 +101,22 @@ def _marks() -> tuple[int, int]:
     return diagnostics.reported(), _loose.n
 
 
-class MessageReuse(Generic[T]):
+class _Kept:
+    """What both caches share: their kept entries (``_kept``, a list or a mapping) under a lock."""
+
+    _kept: list[Any] | OrderedDict[bytes, Any]
+    _lock: threading.Lock
+
+    def __len__(self) -> int:
+        return len(self._kept)
+
+    def clear(self) -> None:
+        """Forgets everything kept (tests)."""
+        with self._lock:
+            self._kept.clear()
+
+
+class MessageReuse(_Kept, Generic[T]):
     """The last :data:`SLOTS` conversations, parsed and decoded, for the next turn to reuse.
 
     Thread-safe: the decode of a very long body runs on a worker thread (engine/offload.py).
@@ -128,14 +143,6 @@ class MessageReuse(Generic[T]):
         # there is no None), most recently matched last.
         self._kept: list[tuple[list[Any], list[T | None], bool]] = []
         self._lock = threading.Lock()
-
-    def __len__(self) -> int:
-        return len(self._kept)
-
-    def clear(self) -> None:
-        """Forgets every kept conversation (tests)."""
-        with self._lock:
-            self._kept.clear()
 
     def _previous(self, messages: Sequence[Any]) -> tuple[list[Any], list[T | None], bool, bool] | None:
         """The kept conversation that ``messages`` continue or go back into, cut to what they share,
@@ -245,7 +252,7 @@ def json_text(value: Any) -> bytes:
     return orjson.dumps(value, option=_EXACT)
 
 
-class ExactReuse(Generic[T]):
+class ExactReuse(_Kept, Generic[T]):
     """The decodings of the last :data:`SLOTS` values, keyed by their JSON text.
 
     For a value an agent sends unchanged every turn and that is decoded whole (the tool
@@ -259,14 +266,6 @@ class ExactReuse(Generic[T]):
         self._slots = slots
         self._kept: OrderedDict[bytes, tuple[Any, T]] = OrderedDict()  # text: (value, its decoding)
         self._lock = threading.Lock()
-
-    def __len__(self) -> int:
-        return len(self._kept)
-
-    def clear(self) -> None:
-        """Forgets every kept decoding (tests)."""
-        with self._lock:
-            self._kept.clear()
 
     def decode(self, value: Any, decode: Callable[[Any], T]) -> T:
         """``decode(value)``, or the decoding of an earlier value with the same JSON text.
