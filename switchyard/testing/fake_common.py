@@ -23,6 +23,34 @@ Scope = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
 Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 
+
+async def http_body(
+    scope: Scope, receive: Receive, send: Send, on_shutdown: Callable[[], None] | None = None
+) -> bytes | None:
+    """The request body of an HTTP call to a fake's ASGI app, read whole; ``None`` for what is
+    not one: the lifespan protocol is answered here (``on_shutdown`` runs before its shutdown
+    completes) and any other scope type ignored."""
+    if scope["type"] == "lifespan":
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                if on_shutdown is not None:
+                    on_shutdown()
+                await send({"type": "lifespan.shutdown.complete"})
+                return None
+    if scope["type"] != "http":
+        return None
+    chunks = []
+    more = True
+    while more:
+        message = await receive()
+        chunks.append(message.get("body", b""))
+        more = message.get("more_body", False)
+    return b"".join(chunks)
+
+
 FAULTS = {
     "fail-500": "answer 500 with an error body in the endpoint's format",
     "fail-502-html": "answer 502 with an HTML body",

@@ -34,6 +34,7 @@ import orjson
 
 from switchyard._dataclass import dataclass
 from switchyard.protocol import tensorfile
+from switchyard.testing.fake_common import http_body
 from switchyard.testing.fake_upstream import last_user_text
 
 Scope = MutableMapping[str, Any]
@@ -130,23 +131,9 @@ class FakeFeatureServer:
             self.release(fd)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "lifespan":
-            while True:
-                msg = await receive()
-                if msg["type"] == "lifespan.startup":
-                    await send({"type": "lifespan.startup.complete"})
-                elif msg["type"] == "lifespan.shutdown":
-                    self.close()
-                    await send({"type": "lifespan.shutdown.complete"})
-                    return
-        if scope["type"] != "http":
+        body = await http_body(scope, receive, send, self.close)
+        if body is None:
             return
-        body = b""
-        more = True
-        while more:
-            msg = await receive()
-            body += msg.get("body", b"")
-            more = msg.get("more_body", False)
         headers = {k.decode().lower(): v.decode() for k, v in scope["headers"]}
         try:
             request = orjson.loads(body) if body else {}

@@ -53,6 +53,7 @@ from switchyard.testing.fake_common import (
     estimate_tokens,
     fail_status,
     flaky,
+    http_body,
     is_fault,
     last_user_text,
     leaky_brain,
@@ -179,22 +180,9 @@ class FakeUpstream:
         ]
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "lifespan":
-            while True:
-                msg = await receive()
-                if msg["type"] == "lifespan.startup":
-                    await send({"type": "lifespan.startup.complete"})
-                elif msg["type"] == "lifespan.shutdown":
-                    await send({"type": "lifespan.shutdown.complete"})
-                    return
-        if scope["type"] != "http":
+        body = await http_body(scope, receive, send)
+        if body is None:
             return
-        body = b""
-        more = True
-        while more:
-            msg = await receive()
-            body += msg.get("body", b"")
-            more = msg.get("more_body", False)
         headers = {k.decode().lower(): v.decode() for k, v in scope["headers"]}
         path = scope["path"]
         if scope["method"] == "GET":

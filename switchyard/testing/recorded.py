@@ -35,6 +35,7 @@ import orjson
 
 from switchyard._dataclass import dataclass
 from switchyard.eval.cache_cost import TurnTokens, turn_tokens
+from switchyard.testing.fake_common import http_body
 
 
 @dataclass(slots=True, frozen=True)
@@ -150,28 +151,15 @@ class RecordedUpstream:
         return self._tokens[key]
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
-        if scope["type"] == "lifespan":
-            while True:
-                event = await receive()
-                if event["type"] == "lifespan.startup":
-                    await send({"type": "lifespan.startup.complete"})
-                elif event["type"] == "lifespan.shutdown":
-                    await send({"type": "lifespan.shutdown.complete"})
-                    return
-        if scope["type"] != "http":
+        raw = await http_body(scope, receive, send)
+        if raw is None:
             return
-        chunks = []
-        more = True
-        while more:
-            event = await receive()
-            chunks.append(event.get("body", b""))
-            more = event.get("more_body", False)
         path, method = scope["path"], scope["method"]
         if method == "GET" and path in ("/health", "/v1/health"):
             status, obj = 200, {"status": "ok"}
         elif method == "POST" and path.rstrip("/").endswith("/chat/completions"):
             try:
-                body = orjson.loads(b"".join(chunks))
+                body = orjson.loads(raw)
             except orjson.JSONDecodeError:
                 status, obj = _error(400, "the body is not JSON", None)
             else:
